@@ -1,0 +1,16 @@
+"""tarn: the Apache Paimon table format in Python, on Arrow."""
+
+from tarn.catalog import Catalog
+from tarn.commit.committer import Overwrite
+from tarn.errors import (
+    CommitConflict, CorruptFile, InvalidOption, SchemaEvolutionError, SchemaMismatch,
+    SnapshotNotFound, TableAlreadyExists, TableNotFound, TarnError,
+)
+from tarn.scan.predicate import col
+from tarn.table import Scan, Table, load_table
+
+__all__ = [
+    "Catalog", "Table", "Scan", "load_table", "col", "Overwrite",
+    "TarnError", "SchemaMismatch", "InvalidOption", "TableNotFound", "TableAlreadyExists",
+    "SnapshotNotFound", "CorruptFile", "CommitConflict", "SchemaEvolutionError",
+]

@@ -1,0 +1,112 @@
+"""Filesystem catalog: `<warehouse>/<db>.db/<table>`, as Paimon's FileSystemCatalog lays it out."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from tarn.errors import TableAlreadyExists, TableNotFound, TarnError
+from tarn.fs import file_io_for, join
+from tarn.meta.schema import new_schema
+from tarn.options import validate_options
+from tarn.store.schemas import SchemaStore
+from tarn.table import Table
+from tarn.types import DataField
+
+DB_SUFFIX = ".db"
+DEFAULT_DATABASE = "default"
+
+
+class Catalog:
+    def __init__(self, warehouse: str):
+        self.file_io, self.warehouse = file_io_for(warehouse)
+        self.file_io.mkdirs(self.warehouse)
+
+    # ------------------------------------------------------------------ identifiers
+
+    @staticmethod
+    def split_identifier(identifier: str) -> tuple[str, str]:
+        parts = identifier.split(".")
+        if len(parts) == 1:
+            return DEFAULT_DATABASE, parts[0]
+        if len(parts) != 2 or not all(parts):
+            raise TarnError(f"table identifier '{identifier}' must be 'database.table'")
+        return parts[0], parts[1]
+
+    def database_path(self, database: str) -> str:
+        return join(self.warehouse, database + DB_SUFFIX)
+
+    def table_path(self, identifier: str) -> str:
+        database, name = self.split_identifier(identifier)
+        return join(self.database_path(database), name)
+
+    # ------------------------------------------------------------------ databases
+
+    def create_database(self, database: str, ignore_if_exists: bool = True) -> None:
+        path = self.database_path(database)
+        if self.file_io.exists(path) and not ignore_if_exists:
+            raise TarnError(f"database {database} already exists")
+        self.file_io.mkdirs(path)
+
+    def list_databases(self) -> list[str]:
+        return [n[: -len(DB_SUFFIX)] for n in self.file_io.list_dir(self.warehouse) if n.endswith(DB_SUFFIX)]
+
+    def list_tables(self, database: str = DEFAULT_DATABASE) -> list[str]:
+        path = self.database_path(database)
+        return [n for n in self.file_io.list_dir(path)
+                if SchemaStore(self.file_io, join(path, n)).list_ids()]
+
+    # ------------------------------------------------------------------ tables
+
+    def create_table(self, identifier: str, schema: pa.Schema | list[DataField],
+                     primary_key: list[str] | None = None, partition_keys: list[str] | None = None,
+                     options: dict | None = None, comment: str | None = None,
+                     ignore_if_exists: bool = False) -> Table:
+        """Create a table; options are validated (unknown or invalid ones fail, naming the
+        closest known option) before anything is written."""
+        path = self.table_path(identifier)
+        options = {str(k): str(v) for k, v in (options or {}).items()}
+        if SchemaStore(self.file_io, path).list_ids():
+            if ignore_if_exists:
+                return self.load_table(identifier)
+            raise TableAlreadyExists(f"table {identifier} already exists at {path}")
+        table_schema = new_schema(schema, partition_keys or (), primary_key or (), options, comment)
+        field_names = [f.name for f in table_schema.fields]
+        validate_options(dict(table_schema.options), identifier, field_names)
+        check_creatable(table_schema, identifier)
+        self.file_io.mkdirs(self.database_path(self.split_identifier(identifier)[0]))
+        SchemaStore(self.file_io, path).create(table_schema)
+        return Table(self.file_io, path, identifier)
+
+    def load_table(self, identifier: str) -> Table:
+        path = self.table_path(identifier)
+        if not SchemaStore(self.file_io, path).list_ids():
+            raise TableNotFound(f"table {identifier} does not exist (looked in {path})")
+        return Table(self.file_io, path, identifier)
+
+    def table_exists(self, identifier: str) -> bool:
+        return bool(SchemaStore(self.file_io, self.table_path(identifier)).list_ids())
+
+    def drop_table(self, identifier: str, ignore_if_missing: bool = False) -> None:
+        if not self.table_exists(identifier):
+            if ignore_if_missing:
+                return
+            raise TableNotFound(f"table {identifier} does not exist")
+        self.file_io.delete_dir(self.table_path(identifier))
+
+
+def check_creatable(schema, identifier: str) -> None:
+    """Table-level rules tarn enforces at creation (beyond option validation)."""
+    from tarn.options import Options
+
+    options = Options(schema.options)
+    bucket = options.int("bucket")
+    if schema.primary_keys and bucket <= 0:
+        raise TarnError(f"table {identifier}: primary-key tables need a fixed 'bucket' > 0 in tarn "
+                        f"(got bucket={bucket}; dynamic and postpone bucket modes are not supported yet)")
+    if not schema.primary_keys and bucket > 0 and not options.get("bucket-key"):
+        raise TarnError(f"table {identifier}: an append table with bucket={bucket} needs 'bucket-key'")
+    for key in schema.partition_keys:
+        root = schema.field(key).type.root
+        if root in ("ARRAY", "MAP", "MULTISET", "ROW"):
+            raise TarnError(f"table {identifier}: partition column '{key}' has type {root}, "
+                            "which cannot be encoded as a partition value")

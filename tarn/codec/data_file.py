@@ -1,0 +1,479 @@
+"""Data files: Arrow tables <-> parquet / orc / avro files laid out the way Java Paimon lays them.
+
+Parquet (the default format) follows Paimon's ParquetSchemaConverter:
+- DECIMAL p<=9 INT32, p<=18 INT64, else FIXED_LEN_BYTE_ARRAY (`store_decimal_as_integer`);
+- TIMESTAMP p<=3 INT64 millis, p<=6 INT64 micros, p>6 INT96; isAdjustedToUTC only for LTZ.
+  pyarrow's INT96 switch covers every timestamp column of a file, so a file with any p>6
+  timestamp stores all its timestamps as INT96 (Java reads INT96 at any precision);
+- TIME as INT32 TIME(MILLIS, adjusted to UTC), MULTISET as map<element, INT NOT NULL>;
+- field ids on every column, list element / map key / map value ids as in Java's SpecialFields.
+  The message is named `schema` (pyarrow's fixed name), not `paimon_schema`; readers ignore it.
+
+ORC is written by pyarrow, which cannot set ORC type attributes: the `paimon.id` attribute is
+missing and readers match columns by name; CHAR/VARCHAR(n) are ORC `string`; TIME is an int of
+millis. Avro follows Paimon's AvroSchemaConverter; rows become Python values there (fastavro has
+no columnar path).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+
+import fastavro
+import pyarrow as pa
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+
+import tarn.codec.avro as avro_codec  # installs the `zstandard` Avro codec
+from tarn.errors import CorruptFile, InvalidOption, SchemaMismatch, TarnError
+from tarn.types import FIELD_ID_KEY, DataField, DataType, INT, to_arrow_type
+
+FORMATS = ("parquet", "orc", "avro")
+AVRO_RECORD_NAME = "org.apache.paimon.avro.generated.record"
+
+# SpecialFields: ids of list elements / map keys / map values derive from the column id.
+_STRUCTURED_ID_BASE = 2147483647 // 4
+_DEPTH_LIMIT = 1 << 10
+
+
+def _int32(value: int) -> int:
+    """`value` wrapped to a Java int (the id arithmetic overflows like Java's)."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def array_element_id(field_id: int, depth: int) -> int:
+    return _int32(_STRUCTURED_ID_BASE + field_id * _DEPTH_LIMIT + depth)
+
+
+def map_key_id(field_id: int, depth: int) -> int:
+    return _int32(_STRUCTURED_ID_BASE - field_id * _DEPTH_LIMIT - depth)
+
+
+def map_value_id(field_id: int, depth: int) -> int:
+    return _int32(_STRUCTURED_ID_BASE + field_id * _DEPTH_LIMIT + depth)
+
+
+def _check_format(file_format: str) -> str:
+    fmt = file_format.lower()
+    if fmt not in FORMATS:
+        raise InvalidOption(f"file.format: unsupported data file format {file_format!r} "
+                            f"(expected one of {', '.join(FORMATS)})")
+    return fmt
+
+
+# ---------------------------------------------------------------------------------------------
+# Physical Arrow schemas: the Arrow types handed to each format's writer.
+
+
+def _multiset_parts(t: DataType) -> tuple[DataType, DataType]:
+    """Key and value types of a MAP or MULTISET (MULTISET = map<element, INT NOT NULL>)."""
+    if t.root == "MAP":
+        return t.key, t.value
+    return t.element, INT(False)
+
+
+def _parquet_field(name: str, t: DataType, own_id: int, column_id: int, depth: int) -> pa.Field:
+    """Arrow field whose Parquet form matches Java's (ids per SpecialFields)."""
+    root = t.root
+    if root == "ARRAY":
+        element = _parquet_field("element", t.element,
+                                 array_element_id(column_id, depth + 1), column_id, depth + 1)
+        arrow_type = pa.list_(element)
+    elif root in ("MAP", "MULTISET"):
+        key_type, value_type = _multiset_parts(t)
+        key = _parquet_field("key", replace(key_type, nullable=False),
+                             map_key_id(column_id, depth + 1), column_id, depth + 1)
+        value = _parquet_field("value", value_type,
+                               map_value_id(column_id, depth + 1), column_id, depth + 1)
+        arrow_type = pa.map_(key, value)
+    elif root == "ROW":
+        arrow_type = pa.struct([_parquet_field(f.name, f.type, f.id, f.id, 0) for f in t.fields])
+    elif root == "TIME":
+        arrow_type = pa.time32("ms")
+    else:
+        arrow_type = to_arrow_type(t)
+    return pa.field(name, arrow_type, t.nullable, metadata={FIELD_ID_KEY: str(own_id).encode()})
+
+
+def _orc_type(t: DataType) -> pa.DataType:
+    """Arrow type written to ORC (TIME as int millis, as Java's OrcTypeUtil does)."""
+    root = t.root
+    if root == "TIME":
+        return pa.int32()
+    if root == "ARRAY":
+        return pa.list_(pa.field("element", _orc_type(t.element), t.element.nullable))
+    if root in ("MAP", "MULTISET"):
+        key_type, value_type = _multiset_parts(t)
+        return pa.map_(pa.field("key", _orc_type(key_type), False),
+                       pa.field("value", _orc_type(value_type), value_type.nullable))
+    if root == "ROW":
+        return pa.struct([pa.field(f.name, _orc_type(f.type), f.type.nullable) for f in t.fields])
+    return to_arrow_type(t)
+
+
+def _has_fine_timestamp(t: DataType) -> bool:
+    """Whether `t` holds a TIMESTAMP / LTZ with precision > 6 (Parquet INT96)."""
+    if t.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        return t.precision > 6
+    children = [t.element, t.key, t.value] + [f.type for f in t.fields or ()]
+    return any(_has_fine_timestamp(c) for c in children if c is not None)
+
+
+def _cast_column(column, target: pa.DataType, name: str):
+    """`column` cast to `target`; TIME values lose sub-millisecond digits, as in Java."""
+    if column.type.equals(target):
+        return column
+    try:
+        return column.cast(target, safe=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatch(f"column {name!r}: cannot store Arrow {column.type} as {target}: {exc}") \
+            from exc
+
+
+def _conform(data: pa.Table, fields: list[DataField], schema: pa.Schema) -> pa.Table:
+    """`data` with exactly `schema` (types cast where they differ, field metadata applied).
+
+    Columns go through their millisecond-TIME logical type first, so nested TIME casts work."""
+    if data.num_columns != len(fields):
+        raise SchemaMismatch(f"data has {data.num_columns} columns but {len(fields)} fields "
+                             f"were given ({[f.name for f in fields]})")
+    columns = []
+    for i, f in enumerate(fields):
+        column = data.column(i)
+        if not f.type.nullable and column.null_count:
+            raise SchemaMismatch(f"column {f.name!r} is NOT NULL but holds {column.null_count} nulls")
+        column = _cast_column(column, _millis_time_type(f.type), f.name)
+        columns.append(_cast_column(column, schema.field(i).type, f.name))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _millis_time_type(t: DataType) -> pa.DataType:
+    """The logical Arrow type of `t` with every TIME in milliseconds (the unit files store)."""
+    if t.root == "TIME":
+        return pa.time32("ms")
+    if t.root == "ARRAY":
+        return pa.list_(pa.field("element", _millis_time_type(t.element), t.element.nullable))
+    if t.root in ("MAP", "MULTISET"):
+        key_type, value_type = _multiset_parts(t)
+        return pa.map_(pa.field("key", _millis_time_type(key_type), False),
+                       pa.field("value", _millis_time_type(value_type), value_type.nullable))
+    if t.root == "ROW":
+        return pa.struct([pa.field(f.name, _millis_time_type(f.type), f.type.nullable)
+                          for f in t.fields])
+    return to_arrow_type(t)
+
+
+# ---------------------------------------------------------------------------------------------
+# Options
+
+
+def _compression(options: dict[str, str]) -> str:
+    return options.get("file.compression", "zstd").strip().lower()
+
+
+def _zstd_level(options: dict[str, str]) -> int:
+    raw = options.get("file.compression.zstd-level", "1")
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidOption(f"file.compression.zstd-level: {raw!r} is not an integer") from None
+
+
+def _parquet_codec(compression: str) -> str:
+    codec = {"uncompressed": "none", "none": "none", "lz4_raw": "lz4"}.get(compression, compression)
+    if codec not in ("none", "snappy", "gzip", "brotli", "lz4", "zstd"):
+        raise InvalidOption(f"file.compression: {compression!r} is not a Parquet codec")
+    return codec
+
+
+def _orc_codec(compression: str) -> str:
+    codec = {"none": "uncompressed", "gzip": "zlib", "deflate": "zlib"}.get(compression, compression)
+    if codec not in ("uncompressed", "snappy", "zlib", "lz4", "zstd"):
+        raise InvalidOption(f"file.compression: {compression!r} is not an ORC codec")
+    return codec
+
+
+def _bool_option(options: dict[str, str], key: str, default: bool) -> bool:
+    raw = options.get(key)
+    return default if raw is None else raw.strip().lower() == "true"
+
+
+# ---------------------------------------------------------------------------------------------
+# Writers
+
+
+def write_data_file(file_io, path: str, data: pa.Table, fields: list[DataField], file_format: str,
+                    options: dict[str, str]) -> int:
+    """Write `data` (columns in `fields` order) to `path`; returns the file size in bytes.
+
+    A failure deletes the partial file."""
+    fmt = _check_format(file_format)
+    writer = {"parquet": _write_parquet, "orc": _write_orc, "avro": _write_avro}[fmt]
+    try:
+        with file_io.open_output_stream(path) as out:
+            writer(out, data, fields, options)
+            size = out.tell()
+    except BaseException:
+        file_io.delete(path)
+        raise
+    return size
+
+
+def _write_parquet(out, data: pa.Table, fields: list[DataField], options: dict[str, str]) -> None:
+    schema = pa.schema([_parquet_field(f.name, f.type, f.id, f.id, 0) for f in fields])
+    table = _conform(data, fields, schema)
+    compression = _parquet_codec(_compression(options))
+    kwargs = {}
+    if "parquet.page.size" in options:
+        kwargs["data_page_size"] = int(options["parquet.page.size"])
+    pq.write_table(
+        table, out,
+        compression=compression,
+        compression_level=_zstd_level(options) if compression == "zstd" else None,
+        use_dictionary=_bool_option(options, "parquet.enable.dictionary", True),
+        store_decimal_as_integer=True,
+        use_deprecated_int96_timestamps=any(_has_fine_timestamp(f.type) for f in fields),
+        write_time_adjusted_to_utc=True,
+        store_schema=False,
+        **kwargs,
+    )
+
+
+def _write_orc(out, data: pa.Table, fields: list[DataField], options: dict[str, str]) -> None:
+    schema = pa.schema([pa.field(f.name, _orc_type(f.type), f.type.nullable) for f in fields])
+    table = _conform(data, fields, schema)
+    orc.write_table(table, out, compression=_orc_codec(_compression(options)))
+
+
+# --- Avro ------------------------------------------------------------------------------------
+
+
+def _nullable(avro_type, nullable: bool):
+    return ["null", avro_type] if nullable else avro_type
+
+
+def _avro_type(t: DataType, row_name: str):
+    """Paimon's Avro schema of `t`; `row_name` names a record built for it."""
+    root = t.root
+    simple = {"BOOLEAN": "boolean", "TINYINT": "int", "SMALLINT": "int", "INT": "int",
+              "BIGINT": "long", "FLOAT": "float", "DOUBLE": "double", "CHAR": "string",
+              "VARCHAR": "string", "BINARY": "bytes", "VARBINARY": "bytes"}
+    if root in simple:
+        body = simple[root]
+    elif root == "DATE":
+        body = {"type": "int", "logicalType": "date"}
+    elif root == "TIME":
+        if t.precision > 3:
+            raise SchemaMismatch(f"Avro data files do not support {t} (precision above 3)")
+        body = {"type": "int", "logicalType": "time-millis"}
+    elif root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        if t.precision > 6:
+            raise SchemaMismatch(f"Avro data files do not support {t} (precision above 6)")
+        unit = "millis" if t.precision <= 3 else "micros"
+        prefix = "timestamp" if root == "TIMESTAMP" else "local-timestamp"
+        body = {"type": "long", "logicalType": f"{prefix}-{unit}"}
+    elif root == "DECIMAL":
+        body = {"type": "bytes", "logicalType": "decimal", "precision": t.precision,
+                "scale": t.scale}
+    elif root == "ROW":
+        body = _avro_record(t.fields, row_name)
+    elif root == "ARRAY":
+        body = {"type": "array", "items": _avro_type(t.element, row_name)}
+    elif root in ("MAP", "MULTISET"):
+        key_type, value_type = _multiset_parts(t)
+        if key_type.root in ("CHAR", "VARCHAR"):
+            body = {"type": "map", "values": _avro_type(value_type, row_name)}
+        else:
+            value_field = {"name": "value", "type": _avro_type(value_type, row_name + "_value")}
+            if value_type.nullable:
+                value_field["default"] = None
+            entry = {"type": "record", "name": row_name, "fields": [
+                {"name": "key", "type": _avro_type(key_type, row_name + "_key")}, value_field]}
+            body = {"type": "array", "items": entry, "logicalType": "map"}
+    else:
+        raise SchemaMismatch(f"Avro data files do not support {t}")
+    return _nullable(body, t.nullable)
+
+
+def _avro_record(fields, row_name: str) -> dict:
+    avro_fields = []
+    for f in fields:
+        entry = {"name": f.name, "type": _avro_type(f.type, f"{row_name}_{f.name}")}
+        if f.type.nullable:
+            entry["default"] = None
+        avro_fields.append(entry)
+    return {"type": "record", "name": row_name, "fields": avro_fields}
+
+
+def avro_schema(fields: list[DataField]) -> dict:
+    """The Avro schema Java Paimon writes for a data file with these columns."""
+    return _avro_record(fields, AVRO_RECORD_NAME)
+
+
+def _avro_arrow_type(t: DataType) -> pa.DataType:
+    """Arrow type whose Python values fastavro writes directly (temporal values as ints)."""
+    root = t.root
+    if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        return pa.int64()
+    if root in ("DATE", "TIME"):
+        return pa.int32()
+    if root == "ARRAY":
+        return pa.list_(pa.field("element", _avro_arrow_type(t.element), t.element.nullable))
+    if root in ("MAP", "MULTISET"):
+        key_type, value_type = _multiset_parts(t)
+        return pa.map_(pa.field("key", _avro_arrow_type(key_type), False),
+                       pa.field("value", _avro_arrow_type(value_type), value_type.nullable))
+    if root == "ROW":
+        return pa.struct([pa.field(f.name, _avro_arrow_type(f.type), f.type.nullable)
+                          for f in t.fields])
+    return to_arrow_type(t)
+
+
+def _has_map(t: DataType) -> bool:
+    if t.root in ("MAP", "MULTISET"):
+        return True
+    children = [t.element, t.key, t.value] + [f.type for f in t.fields or ()]
+    return any(_has_map(c) for c in children if c is not None)
+
+
+def _avro_value_converter(t: DataType):
+    """Python-value fix-up for fastavro: Arrow maps (lists of pairs) -> dict / key-value records."""
+    root = t.root
+    if not _has_map(t):
+        return None
+    if root == "ARRAY":
+        inner = _avro_value_converter(t.element)
+        return lambda v: None if v is None else [inner(x) for x in v]
+    if root == "ROW":
+        inner = {f.name: _avro_value_converter(f.type) for f in t.fields}
+        inner = {k: c for k, c in inner.items() if c is not None}
+        return lambda v: None if v is None else {**v, **{k: c(v[k]) for k, c in inner.items()}}
+    key_type, value_type = _multiset_parts(t)
+    convert_key = _avro_value_converter(key_type) or (lambda x: x)
+    convert_value = _avro_value_converter(value_type) or (lambda x: x)
+    if key_type.root in ("CHAR", "VARCHAR"):
+        return lambda v: None if v is None else {k: convert_value(x) for k, x in v}
+    return lambda v: None if v is None else [
+        {"key": convert_key(k), "value": convert_value(x)} for k, x in v]
+
+
+def _avro_codec(options: dict[str, str]) -> tuple[str, int | None]:
+    compression = _compression(options)
+    codec = {"zstd": "zstandard", "none": "null", "uncompressed": "null"}.get(compression,
+                                                                             compression)
+    if codec not in ("null", "deflate", "snappy", "bzip2", "xz", "zstandard"):
+        raise InvalidOption(f"file.compression: {compression!r} is not an Avro codec")
+    return codec, _zstd_level(options) if codec == "zstandard" else None
+
+
+def _write_avro(out, data: pa.Table, fields: list[DataField], options: dict[str, str]) -> None:
+    schema = pa.schema([pa.field(f.name, _avro_arrow_type(f.type), f.type.nullable)
+                        for f in fields])
+    parsed = fastavro.parse_schema(avro_schema(fields))  # raises for unsupported types first
+    table = _conform(data, fields, schema)
+    names = [f.name for f in fields]
+    columns = []
+    for i, f in enumerate(fields):
+        values = table.column(i).to_pylist()
+        convert = _avro_value_converter(f.type)
+        columns.append([convert(v) for v in values] if convert else values)
+    records = [dict(zip(names, row)) for row in zip(*columns)]
+    codec, level = _avro_codec(options)
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, parsed, records, codec=codec, codec_compression_level=level,
+                    sync_interval=avro_codec.SYNC_INTERVAL, validator=False)
+    out.write(buffer.getvalue())
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers
+
+
+def read_data_file(file_io, path: str, file_format: str, fields: list[DataField] | None = None,
+                   columns: list[str] | None = None) -> pa.Table:
+    """Read a data file into Arrow.
+
+    With `fields`, columns get the logical Arrow types and nullability of those fields (matched by
+    name); `columns` selects and orders the columns (default: the names of `fields`, or all)."""
+    fmt = _check_format(file_format)
+    if columns is None and fields is not None:
+        columns = [f.name for f in fields]
+    try:
+        source = file_io.open_input_file(path)
+    except FileNotFoundError as exc:
+        raise CorruptFile(f"data file not found: {path}") from exc
+    reader = {"parquet": _read_parquet, "orc": _read_orc, "avro": _read_avro}[fmt]
+    try:
+        with source:
+            table = reader(source, path, fields, columns)
+    except TarnError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
+        raise CorruptFile(f"cannot read {fmt} data file {path}: {exc}") from exc
+    if fields is None:
+        return table
+    return _to_logical(table, fields, path)
+
+
+def _check_columns(columns: list[str] | None, present: list[str], path: str) -> None:
+    absent = [c for c in columns or () if c not in present]
+    if absent:
+        raise CorruptFile(f"data file {path} has no column(s) {absent}")
+
+
+def _read_parquet(source, path: str, fields, columns: list[str] | None) -> pa.Table:
+    parquet_file = pq.ParquetFile(source, coerce_int96_timestamp_unit="ns")
+    _check_columns(columns, parquet_file.schema_arrow.names, path)
+    return parquet_file.read(columns=columns)
+
+
+def _read_orc(source, path: str, fields, columns: list[str] | None) -> pa.Table:
+    orc_file = orc.ORCFile(source)
+    _check_columns(columns, orc_file.schema.names, path)
+    return orc_file.read(columns=columns)
+
+
+def _read_avro(source, path: str, fields, columns: list[str] | None) -> pa.Table:
+    reader = fastavro.reader(io.BytesIO(source.read()))
+    names = [f["name"] for f in reader.writer_schema["fields"]]
+    _check_columns(columns, names, path)
+    wanted = columns if columns is not None else names
+    by_name = {f.name: f for f in fields or ()}
+    records = list(reader)
+    arrays = []
+    for name in wanted:
+        values = [r[name] for r in records]
+        f = by_name.get(name)
+        arrays.append(pa.array(values, type=_millis_time_type(f.type)) if f else pa.array(values))
+    return pa.Table.from_arrays(arrays, names=wanted)
+
+
+def _to_logical(table: pa.Table, fields: list[DataField], path: str) -> pa.Table:
+    """`table` cast to the Arrow types and nullability of `fields` (matched by name)."""
+    by_name = {f.name: f for f in fields}
+    out_fields, out_columns = [], []
+    for name, column in zip(table.column_names, table.columns):
+        f = by_name.get(name)
+        if f is None:
+            out_fields.append(table.schema.field(name))
+            out_columns.append(column)
+            continue
+        target = pa.field(name, to_arrow_type(f.type), f.type.nullable,
+                          metadata={FIELD_ID_KEY: str(f.id).encode()})
+        out_columns.append(_cast_read(column, f.type, target.type, name, path))
+        out_fields.append(target)
+    return pa.Table.from_arrays(out_columns, schema=pa.schema(out_fields))
+
+
+def _cast_read(column, t: DataType, target: pa.DataType, name: str, path: str):
+    """A file column cast to its logical type (via millisecond TIME for ORC's int TIME)."""
+    if column.type.equals(target):
+        return column
+    try:
+        if not column.type.equals(_millis_time_type(t)):
+            column = column.cast(_millis_time_type(t), safe=False)
+        return column.cast(target, safe=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise CorruptFile(f"data file {path}: column {name!r} of type {column.type} cannot be "
+                          f"read as {t}: {exc}") from exc

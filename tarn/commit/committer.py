@@ -1,0 +1,203 @@
+"""Optimistic, atomic commits (FORMAT.md section 11).
+
+One attempt: read the latest snapshot, turn commit messages into manifest entries, check
+conflicts, write delta manifests and manifest lists, then create `snapshot-<id>` only if absent.
+A lost race retries on a fresh base; a conflict fails cleanly. Nothing a failed attempt wrote
+stays behind, and readers never see it (the snapshot file is the only commit point).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from tarn.errors import CommitConflict, TarnError
+from tarn.meta import snapshot as snap
+from tarn.meta.manifest import ManifestEntry, ManifestFileMeta
+from tarn.meta.schema import TableSchema
+from tarn.meta.snapshot import Snapshot
+from tarn.scan.planner import Planner
+from tarn.store.manifests import ManifestStore
+from tarn.store.snapshots import SnapshotStore
+from tarn.write.message import CommitMessage
+
+ADD, DELETE = 0, 1
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """What an OVERWRITE replaces: partitions matching `static` (a dict, {} = whole table),
+    or, when `dynamic`, just the partitions the new data touches."""
+
+    static: dict = field(default_factory=dict)
+    dynamic: bool = False
+
+
+@dataclass
+class Committer:
+    table_name: str
+    schema: TableSchema
+    options: object
+    snapshots: SnapshotStore
+    manifests: ManifestStore
+    planner: Planner
+
+    def commit(self, messages: list[CommitMessage], commit_user: str,
+               commit_identifier: int = snap.BATCH_COMMIT_IDENTIFIER,
+               overwrite: Overwrite | None = None, watermark: int | None = None,
+               properties: dict | None = None) -> Snapshot | None:
+        """Commit the messages as one snapshot; None when there is nothing to commit or the
+        (commit_user, commit_identifier) pair has already landed."""
+        messages = [m for m in messages if not m.is_empty]
+        if not messages and overwrite is None:
+            return None
+        retries = self.options.int("commit.max-retries")
+        base_snapshot = None
+        for attempt in range(retries + 1):
+            latest = self.snapshots.latest()
+            if self._already_committed(latest, base_snapshot, commit_user, commit_identifier):
+                return None
+            result = self._try_once(latest, messages, commit_user, commit_identifier, overwrite,
+                                    watermark, properties)
+            if result is not None:
+                return result
+            base_snapshot = latest
+            time.sleep(min(0.01 * 2 ** attempt, 10) * (1 + random.random() * 0.2))
+        raise CommitConflict(f"table {self.table_name}: commit failed after {retries + 1} attempts "
+                             "because other writers kept committing first")
+
+    # ------------------------------------------------------------------ one attempt
+
+    def _try_once(self, latest, messages, commit_user, commit_identifier, overwrite, watermark,
+                  properties) -> Snapshot | None:
+        delta = self._delta_entries(messages)
+        kind = snap.COMPACT if self._only_compaction(messages) else snap.APPEND
+        if overwrite is not None:
+            delta = self._overwrite_deletes(latest, delta, overwrite) + delta
+            kind = snap.OVERWRITE
+        elif any(e.kind == DELETE for e in delta) and kind == snap.APPEND:
+            kind = snap.OVERWRITE
+        if any(e.kind == DELETE for e in delta):
+            self._check_deletes_live(latest, delta)
+        written: list[str] = []
+        try:
+            new_snapshot = self._write_snapshot(latest, delta, kind, commit_user, commit_identifier,
+                                                watermark, properties, written)
+            if self.snapshots.publish(new_snapshot):
+                return new_snapshot
+        except BaseException:
+            self._delete(written)
+            raise
+        self._delete(written)
+        return None
+
+    def _delta_entries(self, messages: list[CommitMessage]) -> list[ManifestEntry]:
+        entries = []
+        for m in messages:
+            for f in m.compact_before:
+                entries.append(ManifestEntry(DELETE, m.partition, m.bucket, m.total_buckets, f))
+            for f in [*m.new_files, *m.compact_after]:
+                entries.append(ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f))
+        return entries
+
+    @staticmethod
+    def _only_compaction(messages: list[CommitMessage]) -> bool:
+        return all(not m.new_files and (m.compact_before or m.compact_after) for m in messages)
+
+    def _overwrite_deletes(self, latest, delta, overwrite: Overwrite) -> list[ManifestEntry]:
+        live = self.planner.live_entries(latest)
+        if overwrite.dynamic:
+            touched = {e.partition for e in delta}
+            doomed = [e for e in live if e.partition in touched]
+        elif overwrite.static:
+            doomed = [e for e in live if self._matches_static(e.partition, overwrite.static)]
+        else:
+            doomed = live
+        return [ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in doomed]
+
+    def _matches_static(self, partition: bytes, static: dict) -> bool:
+        values = dict(zip(self.schema.partition_keys, self.planner.partition_values(partition)))
+        return all(_same_partition_value(values.get(k), v) for k, v in static.items())
+
+    def _check_deletes_live(self, latest, delta: list[ManifestEntry]) -> None:
+        live = {e.identifier for e in self.planner.live_entries(latest)}
+        for e in delta:
+            if e.kind == DELETE and e.identifier not in live:
+                raise CommitConflict(
+                    f"table {self.table_name}: file {e.file.file_name} (bucket {e.bucket}) was already "
+                    "removed by a concurrent commit; this commit cannot be applied")
+
+    def _write_snapshot(self, latest, delta, kind, commit_user, commit_identifier, watermark,
+                        properties, written: list[str]) -> Snapshot:
+        schema_id = self.schema.id
+        previous = self.planner.manifest_metas(latest) if latest else []
+        base = self.manifests.merge_manifests(previous, schema_id) if previous else []
+        old_names = {m.file_name for m in previous}
+        written.extend(m.file_name for m in base if m.file_name not in old_names)
+        delta_metas: list[ManifestFileMeta] = self.manifests.write_manifests(delta, schema_id) if delta else []
+        written.extend(m.file_name for m in delta_metas)
+        base_list, base_size = self.manifests.write_manifest_list(base)
+        written.append(base_list)
+        delta_list, delta_size = self.manifests.write_manifest_list(delta_metas)
+        written.append(delta_list)
+        delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in delta)
+        previous_total = (latest.total_record_count or 0) if latest else 0
+        if latest is not None and latest.watermark is not None:
+            watermark = latest.watermark if watermark is None else max(watermark, latest.watermark)
+        return Snapshot(
+            version=3, uuid=str(uuid.uuid4()), id=(latest.id + 1) if latest else 1, schema_id=schema_id,
+            base_manifest_list=base_list, base_manifest_list_size=base_size,
+            delta_manifest_list=delta_list, delta_manifest_list_size=delta_size,
+            index_manifest=latest.index_manifest if latest else None,
+            commit_user=commit_user, commit_identifier=commit_identifier, commit_kind=kind,
+            time_millis=int(time.time() * 1000), total_record_count=previous_total + delta_count,
+            delta_record_count=delta_count, watermark=watermark,
+            statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
+            properties=properties or None, next_row_id=(latest.next_row_id or 0) if latest else 0,
+        )
+
+    def _delete(self, names: list[str]) -> None:
+        for name in names:
+            self.manifests.delete(name)
+
+    # ------------------------------------------------------------------ idempotence
+
+    def _already_committed(self, latest, previous_latest, commit_user, commit_identifier) -> bool:
+        """True if a snapshot by this commit user already covers this identifier.
+
+        Streaming identifiers (not the batch constant): the newest snapshot of this user with an
+        identifier >= ours means this commit already landed (Paimon's filterCommitted)."""
+        if latest is None:
+            return False
+        if commit_identifier == snap.BATCH_COMMIT_IDENTIFIER:
+            if previous_latest is None:
+                return False
+            # An uncertain earlier attempt of this very commit: look at snapshots since then.
+            for sid in range(previous_latest.id + 1, latest.id + 1):
+                s = self.snapshots.get(sid)
+                if s.commit_user == commit_user and s.commit_identifier == commit_identifier:
+                    return True
+            return False
+        own = self.latest_of_user(latest, commit_user)
+        return own is not None and own.commit_identifier >= commit_identifier
+
+    def latest_of_user(self, latest: Snapshot, commit_user: str) -> Snapshot | None:
+        earliest = self.snapshots.earliest_id() or 1
+        sid = latest.id
+        while sid >= earliest:
+            try:
+                s = latest if sid == latest.id else self.snapshots.get(sid)
+            except TarnError:
+                break  # expired under us
+            if s.commit_user == commit_user:
+                return s
+            sid -= 1
+        return None
+
+
+def _same_partition_value(actual, wanted) -> bool:
+    if actual == wanted:
+        return True
+    return actual is not None and str(actual) == str(wanted)

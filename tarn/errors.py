@@ -1,0 +1,37 @@
+"""Every error tarn raises. Each names the table, column, option or file it is about."""
+
+
+class TarnError(Exception):
+    """Base class of all tarn errors."""
+
+
+class SchemaMismatch(TarnError):
+    """Input data does not fit the table schema (missing/extra column, wrong type, null key)."""
+
+
+class InvalidOption(TarnError):
+    """An unknown or invalid table option."""
+
+
+class TableNotFound(TarnError):
+    """No table at the given identifier or path."""
+
+
+class TableAlreadyExists(TarnError):
+    """create_table on an identifier that already has a table."""
+
+
+class SnapshotNotFound(TarnError):
+    """A snapshot id (or tag, or timestamp) that does not resolve to a snapshot."""
+
+
+class CorruptFile(TarnError):
+    """A metadata or data file that cannot be parsed; the message names the file."""
+
+
+class CommitConflict(TarnError):
+    """A commit that cannot be applied on top of the latest snapshot."""
+
+
+class SchemaEvolutionError(TarnError):
+    """An ALTER that Paimon does not allow (e.g. changing a primary key, narrowing a type)."""

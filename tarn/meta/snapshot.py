@@ -1,0 +1,108 @@
+"""The snapshot record (snapshot JSON version 3, FORMAT.md section 3)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+from tarn.errors import CorruptFile
+
+BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX_VALUE, as Java batch jobs use
+
+APPEND, COMPACT, OVERWRITE, ANALYZE = "APPEND", "COMPACT", "OVERWRITE", "ANALYZE"
+COMMIT_KINDS = (APPEND, COMPACT, OVERWRITE, ANALYZE)
+
+# (python attribute, JSON key, omitted when None) in Java's writing order.
+_WIRE = (
+    ("version", "version", False),
+    ("uuid", "uuid", True),
+    ("id", "id", False),
+    ("schema_id", "schemaId", False),
+    ("base_manifest_list", "baseManifestList", False),
+    ("base_manifest_list_size", "baseManifestListSize", True),
+    ("delta_manifest_list", "deltaManifestList", False),
+    ("delta_manifest_list_size", "deltaManifestListSize", True),
+    ("changelog_manifest_list", "changelogManifestList", True),
+    ("changelog_manifest_list_size", "changelogManifestListSize", True),
+    ("index_manifest", "indexManifest", True),
+    ("commit_user", "commitUser", False),
+    ("commit_identifier", "commitIdentifier", False),
+    ("commit_kind", "commitKind", False),
+    ("time_millis", "timeMillis", False),
+    ("total_record_count", "totalRecordCount", True),
+    ("delta_record_count", "deltaRecordCount", True),
+    ("changelog_record_count", "changelogRecordCount", True),
+    ("watermark", "watermark", True),
+    ("statistics", "statistics", True),
+    ("properties", "properties", True),
+    ("next_row_id", "nextRowId", True),
+    ("operation", "operation", True),
+)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    delta_manifest_list: str
+    commit_user: str
+    commit_identifier: int
+    commit_kind: str
+    time_millis: int
+    version: int = 3
+    uuid: str | None = None
+    base_manifest_list_size: int | None = None
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list: str | None = None
+    changelog_manifest_list_size: int | None = None
+    index_manifest: str | None = None
+    total_record_count: int | None = None
+    delta_record_count: int | None = None
+    changelog_record_count: int | None = None
+    watermark: int | None = None
+    statistics: str | None = None
+    properties: dict[str, str] | None = None
+    next_row_id: int | None = None
+    operation: str | None = None
+    # Extra keys a tag file carries (tagCreateTime, tagTimeRetained) or that newer writers add.
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict:
+        out = {}
+        for attr, key, omit_if_none in _WIRE:
+            value = getattr(self, attr)
+            if value is None and omit_if_none:
+                continue
+            if attr == "properties" and not value:
+                continue
+            out[key] = value
+        out.update(self.extra)
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, separators=(",", " : "))
+
+    @classmethod
+    def from_dict(cls, obj: dict, source: str = "<snapshot>") -> "Snapshot":
+        known = {key for _, key, _ in _WIRE}
+        try:
+            values = {attr: obj.get(key) for attr, key, _ in _WIRE if key in obj}
+            values["extra"] = {k: v for k, v in obj.items() if k not in known}
+            return cls(**values)
+        except TypeError as exc:
+            raise CorruptFile(f"snapshot file {source} is missing required fields: {exc}") from exc
+
+    @classmethod
+    def from_json(cls, text: str | bytes, source: str = "<snapshot>") -> "Snapshot":
+        try:
+            obj = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptFile(f"snapshot file {source} is not valid JSON: {exc}") from exc
+        if not isinstance(obj, dict):
+            raise CorruptFile(f"snapshot file {source} does not hold a JSON object")
+        return cls.from_dict(obj, source)
+
+    def replace(self, **changes) -> "Snapshot":
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,96 @@
+"""Reading and publishing snapshot files, with the LATEST/EARLIEST hints (FORMAT.md section 3)."""
+
+from __future__ import annotations
+
+from tarn import paths
+from tarn.errors import CorruptFile, SnapshotNotFound
+from tarn.fs import FileIO, join
+from tarn.meta.snapshot import Snapshot
+
+
+class SnapshotStore:
+    def __init__(self, file_io: FileIO, root: str, table_name: str = ""):
+        self.file_io = file_io
+        self.root = root
+        self.table_name = table_name or root
+        self.dir = join(root, paths.SNAPSHOT_DIR)
+
+    def path(self, snapshot_id: int) -> str:
+        return paths.snapshot_path(self.root, snapshot_id)
+
+    def exists(self, snapshot_id: int) -> bool:
+        return self.file_io.exists(self.path(snapshot_id))
+
+    def get(self, snapshot_id: int) -> Snapshot:
+        path = self.path(snapshot_id)
+        if not self.file_io.exists(path):
+            raise SnapshotNotFound(f"table {self.table_name}: snapshot {snapshot_id} does not exist")
+        return Snapshot.from_json(self.file_io.read_bytes(path), path)
+
+    def list_ids(self) -> list[int]:
+        return paths.ids_with_prefix(self.file_io.list_dir(self.dir), paths.SNAPSHOT_PREFIX)
+
+    def latest_id(self) -> int | None:
+        """The LATEST hint if `snapshot-(hint+1)` is absent and the hinted file exists; else list."""
+        hint = self._read_hint(paths.LATEST)
+        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+            return hint
+        ids = self.list_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        hint = self._read_hint(paths.EARLIEST)
+        if hint is not None and self.exists(hint) and not self.exists(hint - 1):
+            return hint
+        ids = self.list_ids()
+        return ids[0] if ids else None
+
+    def latest(self) -> Snapshot | None:
+        latest_id = self.latest_id()
+        return None if latest_id is None else self.get(latest_id)
+
+    def publish(self, snapshot: Snapshot) -> bool:
+        """Create `snapshot-<id>` only if absent. True if our snapshot is the one on disk.
+
+        A create that reports "exists" is settled by re-reading the file: if it holds our
+        snapshot (same uuid), an earlier uncertain attempt of ours already landed.
+        """
+        path = self.path(snapshot.id)
+        if self.file_io.write_if_absent(path, snapshot.to_json().encode()):
+            self.write_hint(paths.LATEST, snapshot.id)
+            return True
+        try:
+            on_disk = Snapshot.from_json(self.file_io.read_bytes(path), path)
+        except CorruptFile:
+            return False
+        return on_disk.uuid is not None and on_disk.uuid == snapshot.uuid
+
+    def write_hint(self, name: str, snapshot_id: int) -> None:
+        try:
+            self.file_io.write_bytes(join(self.dir, name), str(snapshot_id).encode())
+        except OSError:
+            pass  # hints are best effort; readers fall back to listing
+
+    def _read_hint(self, name: str) -> int | None:
+        path = join(self.dir, name)
+        try:
+            text = self.file_io.read_bytes(path).decode().strip()
+        except (CorruptFile, OSError, UnicodeDecodeError):
+            return None
+        return int(text) if text.isdigit() else None
+
+    def delete(self, snapshot_id: int) -> None:
+        self.file_io.delete(self.path(snapshot_id))
+
+    def at_or_before(self, timestamp_ms: int) -> Snapshot | None:
+        """The latest snapshot whose timeMillis <= timestamp_ms (binary search over ids)."""
+        ids = self.list_ids()
+        lo, hi, found = 0, len(ids) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            snap = self.get(ids[mid])
+            if snap.time_millis <= timestamp_ms:
+                found, lo = snap, mid + 1
+            else:
+                hi = mid - 1
+        return found

@@ -1,0 +1,286 @@
+"""The Table facade: write, delete, overwrite, scan, alter, snapshots."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tarn import partition
+from tarn.commit.committer import Committer, Overwrite
+from tarn.errors import SchemaMismatch, SnapshotNotFound, TableNotFound
+from tarn.fs import FileIO, file_io_for, join
+from tarn.lsm.merge import MergeSpec
+from tarn.meta.schema import TableSchema
+from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from tarn.options import Options
+from tarn.scan.planner import Planner, Split
+from tarn.scan.predicate import Predicate, check_columns
+from tarn.scan.reader import SplitReader
+from tarn.store.manifests import ManifestStore
+from tarn.store.schemas import SchemaStore
+from tarn.store.snapshots import SnapshotStore
+from tarn.types import arrow_schema
+from tarn.write.conform import to_arrow_table
+from tarn.write.message import CommitMessage
+from tarn.write.writer import TableWriter, abort
+
+
+class Table:
+    """One Paimon table at `root`. Cheap to create; every operation reads the latest state."""
+
+    def __init__(self, file_io: FileIO, root: str, name: str | None = None):
+        self.file_io = file_io
+        self.root = root.rstrip("/")
+        self.name = name or self.root
+        self.schema_store = SchemaStore(file_io, self.root)
+        self.snapshot_store = SnapshotStore(file_io, self.root, self.name)
+        if self.schema_store.latest() is None:
+            raise TableNotFound(f"no Paimon table at {self.root} (no schema/schema-N file)")
+
+    # ------------------------------------------------------------------ metadata
+
+    def schema(self) -> TableSchema:
+        return self.schema_store.latest()
+
+    @property
+    def options(self) -> Options:
+        return Options(self.schema().options)
+
+    @property
+    def primary_keys(self) -> tuple[str, ...]:
+        return tuple(self.schema().primary_keys)
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        return tuple(self.schema().partition_keys)
+
+    def schema_by_id(self, schema_id: int) -> TableSchema:
+        return _cached_schema(self.schema_store, schema_id)
+
+    def snapshots(self) -> list[Snapshot]:
+        return [self.snapshot_store.get(i) for i in self.snapshot_store.list_ids()]
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_store.latest()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self.snapshot_store.get(snapshot_id)
+
+    def alter(self, *changes) -> TableSchema:
+        """Schema evolution: pass change objects from `tarn.schema` (AddColumn, RenameColumn, ...)."""
+        return self.schema_store.alter(changes)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _manifests(self, schema: TableSchema) -> ManifestStore:
+        return ManifestStore(self.file_io, join(self.root, "manifest"), partition.partition_types(schema),
+                             dict(schema.options))
+
+    def _planner(self, schema: TableSchema) -> Planner:
+        return Planner(self._manifests(schema), schema, self.schema_by_id, self.root, Options(schema.options))
+
+    def committer(self, schema: TableSchema | None = None) -> Committer:
+        schema = schema or self.schema()
+        planner = self._planner(schema)
+        return Committer(self.name, schema, Options(schema.options), self.snapshot_store,
+                         planner.manifests, planner)
+
+    def new_writer(self) -> TableWriter:
+        """A writer for one commit: `write()` any number of batches, then `commit()` its messages."""
+        schema = self.schema()
+        return TableWriter(self.file_io, self.root, self.name, schema, Options(schema.options),
+                           self._next_sequence_lookup(schema))
+
+    def _next_sequence_lookup(self, schema: TableSchema):
+        state: dict = {}
+
+        def next_sequence(partition_bytes: bytes, bucket: int) -> int:
+            if "max" not in state:
+                maxima: dict = {}
+                for e in self._planner(schema).live_entries(self.latest_snapshot()):
+                    k = (e.partition, e.bucket)
+                    maxima[k] = max(maxima.get(k, -1), e.file.max_sequence_number)
+                state["max"] = maxima
+            return state["max"].get((partition_bytes, bucket), -1) + 1
+
+        return next_sequence
+
+    def commit(self, messages: list[CommitMessage], commit_user: str | None = None,
+               commit_identifier: int = BATCH_COMMIT_IDENTIFIER, overwrite: Overwrite | None = None,
+               watermark: int | None = None) -> Snapshot | None:
+        """Commit writer messages as one snapshot. On failure the messages' files are deleted."""
+        schema = self.schema()
+        try:
+            return self.committer(schema).commit(messages, commit_user or str(uuid.uuid4()),
+                                                 commit_identifier, overwrite, watermark)
+        except BaseException:
+            abort(self.file_io, self.root, schema, messages)
+            raise
+
+    # ------------------------------------------------------------------ writes
+
+    def write(self, data, row_kind=None) -> Snapshot | None:
+        """Write rows in one commit: upsert for primary-key tables, append otherwise."""
+        writer = self.new_writer()
+        writer.write(data, row_kind=row_kind)
+        return self.commit(writer.prepare_commit())
+
+    def delete(self, keys) -> Snapshot | None:
+        """Delete rows by primary key in one commit (-D rows); other columns may be omitted."""
+        schema = self.schema()
+        if not schema.primary_keys:
+            raise SchemaMismatch(f"table {self.name}: delete by key needs a primary-key table")
+        rows = _complete_rows(to_arrow_table(keys, self.name), schema, self.name)
+        return self.write(rows, row_kind="-D")
+
+    def overwrite(self, data, partition: dict | None = None, dynamic: bool | None = None) -> Snapshot | None:
+        """INSERT OVERWRITE. `partition={...}`: replace that static partition; `dynamic=True`:
+        replace only the partitions `data` touches; otherwise the whole table. When neither is
+        given on a partitioned table, Paimon's `dynamic-partition-overwrite` option (default
+        true) decides."""
+        schema = self.schema()
+        options = Options(schema.options)
+        table = to_arrow_table(data, self.name)
+        if partition:
+            unknown = [k for k in partition if k not in schema.partition_keys]
+            if unknown:
+                raise SchemaMismatch(f"table {self.name}: {unknown} are not partition keys "
+                                     f"(partition keys: {list(schema.partition_keys)})")
+            table = _check_static_partition(table, partition, self.name)
+            spec = Overwrite(static=dict(partition))
+        else:
+            if dynamic is None:
+                dynamic = bool(schema.partition_keys) and options.bool("dynamic-partition-overwrite")
+            spec = Overwrite(dynamic=bool(dynamic) and bool(schema.partition_keys))
+        writer = self.new_writer()
+        if table.num_rows:
+            writer.write(table)
+        messages = writer.prepare_commit()
+        if spec.dynamic and not messages:
+            return None
+        return self.commit(messages, overwrite=spec)
+
+    # ------------------------------------------------------------------ reads
+
+    def scan(self, filter: Predicate | None = None, columns: list[str] | None = None,
+             snapshot_id: int | None = None) -> "Scan":
+        schema = self.schema()
+        snapshot = self.snapshot(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
+        if snapshot is not None and snapshot_id is not None:
+            schema = self.schema_by_id(snapshot.schema_id)  # time travel reads the schema of then
+        names = schema.field_names
+        if columns is not None:
+            unknown = [c for c in columns if c not in names]
+            if unknown:
+                raise SchemaMismatch(f"table {self.name}: unknown column(s) {unknown} (columns: {names})")
+        if filter is not None:
+            check_columns(filter, names, self.name)
+        return Scan(self, schema, snapshot, filter, list(columns) if columns is not None else None)
+
+
+@dataclass
+class Scan:
+    table: Table
+    schema: TableSchema
+    snapshot: Snapshot | None
+    filter: Predicate | None = None
+    columns: list[str] | None = None
+    _splits: list[Split] | None = field(default=None, repr=False)
+
+    def plan(self) -> list[Split]:
+        if self._splits is None:
+            self._splits = self.table._planner(self.schema).plan(self.snapshot, self.filter)
+        return self._splits
+
+    def reader(self) -> SplitReader:
+        schema = self.schema
+        names = self.columns if self.columns is not None else schema.field_names
+        read_fields = [schema.field(n) for n in names]
+        options = Options(schema.options)
+        spec = None
+        if schema.primary_keys:
+            spec = MergeSpec(tuple(schema.trimmed_primary_keys), options.get("merge-engine") or "deduplicate",
+                             options.bool("ignore-delete"))
+        return SplitReader(self.table.file_io, schema, self.table.schema_by_id, options, read_fields,
+                           self.filter, spec)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        names = self.columns if self.columns is not None else self.schema.field_names
+        return arrow_schema([self.schema.field(n) for n in names])
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        reader = self.reader()
+        for split in self.plan():
+            yield from reader.read(split).to_batches()
+
+    def to_arrow(self) -> pa.Table:
+        reader = self.reader()
+        tables = [reader.read(split) for split in self.plan()]
+        if not tables:
+            return self.arrow_schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def to_pandas(self):
+        return self.to_arrow().to_pandas()
+
+    def count(self) -> int:
+        return self.to_arrow().num_rows
+
+
+def load_table(path: str) -> Table:
+    """Open the table stored at `path` (a local path or a pyarrow-supported URI)."""
+    file_io, root = file_io_for(path)
+    return Table(file_io, root)
+
+
+def _cached_schema(store: SchemaStore, schema_id: int) -> TableSchema:
+    cache = store.__dict__.setdefault("_tarn_cache", {})
+    if schema_id not in cache:
+        cache[schema_id] = store.get(schema_id)
+    return cache[schema_id]
+
+
+def _complete_rows(keys: pa.Table, schema: TableSchema, table_name: str) -> pa.Table:
+    """Key rows padded with the columns they lack (null, or a zero value for NOT NULL columns)."""
+    missing_keys = [k for k in schema.primary_keys if k not in keys.column_names]
+    if missing_keys:
+        raise SchemaMismatch(f"table {table_name}: delete needs the primary key column(s) {missing_keys}")
+    columns = {}
+    for f in schema.fields:
+        if f.name in keys.column_names:
+            columns[f.name] = keys.column(f.name)
+        else:
+            t = arrow_schema([f]).field(0).type
+            columns[f.name] = pa.nulls(keys.num_rows, t) if f.type.nullable else _zeros(t, keys.num_rows)
+    return pa.table(columns)
+
+
+def _zeros(t: pa.DataType, n: int) -> pa.Array:
+    """A placeholder value for a NOT NULL column of a delete row (its value is never read)."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.repeat(pa.scalar("", t), n)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.repeat(pa.scalar(b"", t), n)
+    if pa.types.is_boolean(t):
+        return pa.repeat(pa.scalar(False), n)
+    try:
+        return pa.repeat(pa.scalar(0).cast(t), n)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pc.cast(pa.nulls(n, t), t)
+
+
+def _check_static_partition(table: pa.Table, partition: dict, table_name: str) -> pa.Table:
+    for key, value in partition.items():
+        if key not in table.column_names or table.num_rows == 0:
+            continue
+        column = table.column(key)
+        wanted = pa.scalar(value).cast(column.type) if value is not None else None
+        same = pc.is_null(column) if wanted is None else pc.equal(column, wanted)
+        if not pc.all(pc.fill_null(same, False)).as_py():
+            raise SchemaMismatch(f"table {table_name}: rows outside the static partition {key}={value!r}")
+    return table

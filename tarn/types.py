@@ -1,0 +1,488 @@
+"""Paimon data types: the dataclasses, their JSON form (schema files) and their Arrow form."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+
+from tarn.errors import SchemaMismatch
+
+MAX_LENGTH = 2147483647  # VARCHAR / VARBINARY length meaning "unbounded" (STRING / BYTES)
+
+ATOMIC_ROOTS = (
+    "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL",
+    "CHAR", "VARCHAR", "BINARY", "VARBINARY", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ",
+)
+NESTED_ROOTS = ("ARRAY", "MAP", "MULTISET", "ROW")
+INTEGER_ROOTS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+NUMERIC_ROOTS = INTEGER_ROOTS + ("FLOAT", "DOUBLE", "DECIMAL")
+
+FIELD_ID_KEY = b"PARQUET:field_id"
+
+
+@dataclass(frozen=True)
+class DataType:
+    """One Paimon type; only the attributes its `root` uses are set."""
+
+    root: str
+    nullable: bool = True
+    length: int | None = None
+    precision: int | None = None
+    scale: int | None = None
+    element: DataType | None = None
+    key: DataType | None = None
+    value: DataType | None = None
+    fields: tuple[DataField, ...] | None = None
+
+    def __str__(self) -> str:
+        return type_to_sql(self)
+
+
+@dataclass(frozen=True)
+class DataField:
+    """A named column (or ROW field) with its Paimon field id."""
+
+    id: int
+    name: str
+    type: DataType
+    description: str | None = None
+    default_value: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Constructors (defaults follow Paimon's parser: CHAR/VARCHAR/BINARY/VARBINARY length 1,
+# DECIMAL(10, 0), TIME(0), TIMESTAMP(6)).
+
+
+def BOOLEAN(nullable: bool = True) -> DataType:
+    return DataType("BOOLEAN", nullable)
+
+
+def TINYINT(nullable: bool = True) -> DataType:
+    return DataType("TINYINT", nullable)
+
+
+def SMALLINT(nullable: bool = True) -> DataType:
+    return DataType("SMALLINT", nullable)
+
+
+def INT(nullable: bool = True) -> DataType:
+    return DataType("INT", nullable)
+
+
+def BIGINT(nullable: bool = True) -> DataType:
+    return DataType("BIGINT", nullable)
+
+
+def FLOAT(nullable: bool = True) -> DataType:
+    return DataType("FLOAT", nullable)
+
+
+def DOUBLE(nullable: bool = True) -> DataType:
+    return DataType("DOUBLE", nullable)
+
+
+def DECIMAL(precision: int = 10, scale: int = 0, nullable: bool = True) -> DataType:
+    return DataType("DECIMAL", nullable, precision=precision, scale=scale)
+
+
+def CHAR(length: int = 1, nullable: bool = True) -> DataType:
+    return DataType("CHAR", nullable, length=length)
+
+
+def VARCHAR(length: int = 1, nullable: bool = True) -> DataType:
+    return DataType("VARCHAR", nullable, length=length)
+
+
+def STRING(nullable: bool = True) -> DataType:
+    return DataType("VARCHAR", nullable, length=MAX_LENGTH)
+
+
+def BINARY(length: int = 1, nullable: bool = True) -> DataType:
+    return DataType("BINARY", nullable, length=length)
+
+
+def VARBINARY(length: int = 1, nullable: bool = True) -> DataType:
+    return DataType("VARBINARY", nullable, length=length)
+
+
+def BYTES(nullable: bool = True) -> DataType:
+    return DataType("VARBINARY", nullable, length=MAX_LENGTH)
+
+
+def DATE(nullable: bool = True) -> DataType:
+    return DataType("DATE", nullable)
+
+
+def TIME(precision: int = 0, nullable: bool = True) -> DataType:
+    return DataType("TIME", nullable, precision=precision)
+
+
+def TIMESTAMP(precision: int = 6, nullable: bool = True) -> DataType:
+    return DataType("TIMESTAMP", nullable, precision=precision)
+
+
+def TIMESTAMP_LTZ(precision: int = 6, nullable: bool = True) -> DataType:
+    return DataType("TIMESTAMP_LTZ", nullable, precision=precision)
+
+
+def ARRAY(element: DataType, nullable: bool = True) -> DataType:
+    return DataType("ARRAY", nullable, element=element)
+
+
+def MAP(key: DataType, value: DataType, nullable: bool = True) -> DataType:
+    return DataType("MAP", nullable, key=key, value=value)
+
+
+def MULTISET(element: DataType, nullable: bool = True) -> DataType:
+    return DataType("MULTISET", nullable, element=element)
+
+
+def ROW(fields: list[DataField] | tuple[DataField, ...], nullable: bool = True) -> DataType:
+    return DataType("ROW", nullable, fields=tuple(fields))
+
+
+def with_nullable(t: DataType, nullable: bool) -> DataType:
+    """`t` with its top-level nullability replaced."""
+    return t if t.nullable == nullable else replace(t, nullable=nullable)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON form
+
+
+def type_to_sql(t: DataType) -> str:
+    """Paimon's SQL string of a type (nested types included, for messages)."""
+    suffix = "" if t.nullable else " NOT NULL"
+    root = t.root
+    if root == "DECIMAL":
+        return f"DECIMAL({t.precision}, {t.scale}){suffix}"
+    if root == "VARCHAR" and t.length == MAX_LENGTH:
+        return "STRING" + suffix
+    if root == "VARBINARY" and t.length == MAX_LENGTH:
+        return "BYTES" + suffix
+    if root in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+        return f"{root}({t.length}){suffix}"
+    if root in ("TIME", "TIMESTAMP"):
+        return f"{root}({t.precision}){suffix}"
+    if root == "TIMESTAMP_LTZ":
+        return f"TIMESTAMP({t.precision}) WITH LOCAL TIME ZONE{suffix}"
+    if root in ("ARRAY", "MULTISET"):
+        return f"{root}<{type_to_sql(t.element)}>{suffix}"
+    if root == "MAP":
+        return f"MAP<{type_to_sql(t.key)}, {type_to_sql(t.value)}>{suffix}"
+    if root == "ROW":
+        inner = ", ".join(f"`{f.name}` {type_to_sql(f.type)}" for f in t.fields)
+        return f"ROW<{inner}>{suffix}"
+    return root + suffix
+
+
+def type_to_json(t: DataType) -> str | dict:
+    """The schema-file JSON value of a type: a string for atomic types, an object for nested."""
+    if t.root not in NESTED_ROOTS:
+        return type_to_sql(t)
+    head = t.root if t.nullable else t.root + " NOT NULL"
+    if t.root in ("ARRAY", "MULTISET"):
+        return {"type": head, "element": type_to_json(t.element)}
+    if t.root == "MAP":
+        return {"type": head, "key": type_to_json(t.key), "value": type_to_json(t.value)}
+    return {"type": head, "fields": [field_to_json(f) for f in t.fields]}
+
+
+def field_to_json(f: DataField) -> dict:
+    """A DataField as JSON: id, name, type, then description/defaultValue when set."""
+    out: dict = {"id": f.id, "name": f.name, "type": type_to_json(f.type)}
+    if f.description is not None:
+        out["description"] = f.description
+    if f.default_value is not None:
+        out["defaultValue"] = f.default_value
+    return out
+
+
+def field_from_json(obj: dict) -> DataField:
+    """Parse one DataField JSON object."""
+    try:
+        return DataField(
+            id=int(obj["id"]),
+            name=str(obj["name"]),
+            type=parse_type(obj["type"]),
+            description=obj.get("description"),
+            default_value=obj.get("defaultValue"),
+        )
+    except KeyError as e:
+        raise SchemaMismatch(f"data field {obj!r} lacks the key {e.args[0]!r}") from None
+
+
+def parse_type(json_value: str | dict) -> DataType:
+    """Parse a type from its schema-file JSON value (string for atomic, object for nested)."""
+    if isinstance(json_value, str):
+        return _parse_sql_type(json_value)
+    if isinstance(json_value, dict) and isinstance(json_value.get("type"), str):
+        head = json_value["type"]
+        nullable = "NOT NULL" not in head
+        try:
+            if head.startswith("ARRAY"):
+                return ARRAY(parse_type(json_value["element"]), nullable)
+            if head.startswith("MULTISET"):
+                return MULTISET(parse_type(json_value["element"]), nullable)
+            if head.startswith("MAP"):
+                return MAP(parse_type(json_value["key"]), parse_type(json_value["value"]), nullable)
+            if head.startswith("ROW"):
+                return ROW([field_from_json(f) for f in json_value["fields"]], nullable)
+        except KeyError as e:
+            raise SchemaMismatch(f"type {json_value!r} lacks the key {e.args[0]!r}") from None
+    raise SchemaMismatch(f"cannot parse Paimon type {json_value!r}")
+
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z_0-9]*)|([(),]))")
+
+
+def _tokenize(text: str) -> list[str]:
+    tokens, pos = [], 0
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise SchemaMismatch(f"cannot parse Paimon type {text!r} at position {pos}")
+        tokens.append(m.group(1) or (m.group(2).upper() if m.group(2) else m.group(3)))
+        pos = m.end()
+    return tokens
+
+
+class _Tokens:
+    """A cursor over the tokens of an atomic type string."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.items = _tokenize(text)
+        self.pos = 0
+
+    def peek(self, *expected: str) -> bool:
+        window = self.items[self.pos:self.pos + len(expected)]
+        return window == list(expected)
+
+    def take(self, *expected: str) -> None:
+        if not self.peek(*expected):
+            raise SchemaMismatch(f"cannot parse Paimon type {self.text!r}: expected {' '.join(expected)}")
+        self.pos += len(expected)
+
+    def next(self) -> str:
+        if self.pos >= len(self.items):
+            raise SchemaMismatch(f"cannot parse Paimon type {self.text!r}: unexpected end")
+        self.pos += 1
+        return self.items[self.pos - 1]
+
+    def int_param(self) -> int:
+        token = self.next()
+        if not token.isdigit():
+            raise SchemaMismatch(f"cannot parse Paimon type {self.text!r}: {token!r} is not an integer")
+        return int(token)
+
+    def optional_params(self) -> list[int]:
+        if not self.peek("("):
+            return []
+        self.take("(")
+        params = [self.int_param()]
+        while self.peek(","):
+            self.take(",")
+            params.append(self.int_param())
+        self.take(")")
+        return params
+
+
+def _parse_sql_type(text: str) -> DataType:
+    tokens = _Tokens(text)
+    t = _parse_atomic(tokens)
+    if tokens.peek("NOT", "NULL"):
+        tokens.take("NOT", "NULL")
+        t = with_nullable(t, False)
+    elif tokens.peek("NULL"):
+        tokens.take("NULL")
+    if tokens.pos != len(tokens.items):
+        raise SchemaMismatch(f"cannot parse Paimon type {text!r}: unexpected {tokens.items[tokens.pos]!r}")
+    return t
+
+
+def _parse_atomic(tokens: _Tokens) -> DataType:
+    word = tokens.next()
+    simple = {"BOOLEAN": BOOLEAN, "TINYINT": TINYINT, "SMALLINT": SMALLINT, "INT": INT,
+              "INTEGER": INT, "BIGINT": BIGINT, "FLOAT": FLOAT, "DATE": DATE,
+              "STRING": STRING, "BYTES": BYTES}
+    if word in simple:
+        return simple[word]()
+    if word == "DOUBLE":
+        if tokens.peek("PRECISION"):
+            tokens.take("PRECISION")
+        return DOUBLE()
+    if word in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+        params = tokens.optional_params()
+        return DataType(word, length=params[0] if params else 1)
+    if word in ("DECIMAL", "NUMERIC", "DEC"):
+        params = tokens.optional_params() + [None, None]
+        precision = 10 if params[0] is None else params[0]
+        return DECIMAL(precision, params[1] or 0)
+    if word == "TIME":
+        params = tokens.optional_params()
+        if tokens.peek("WITHOUT"):
+            tokens.take("WITHOUT", "TIME", "ZONE")
+        return TIME(params[0] if params else 0)
+    if word == "TIMESTAMP":
+        params = tokens.optional_params()
+        precision = params[0] if params else 6
+        if tokens.peek("WITHOUT"):
+            tokens.take("WITHOUT", "TIME", "ZONE")
+        elif tokens.peek("WITH"):
+            tokens.take("WITH", "LOCAL", "TIME", "ZONE")
+            return TIMESTAMP_LTZ(precision)
+        return TIMESTAMP(precision)
+    if word == "TIMESTAMP_LTZ":
+        params = tokens.optional_params()
+        return TIMESTAMP_LTZ(params[0] if params else 6)
+    raise SchemaMismatch(f"unsupported Paimon type {tokens.text!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrow form
+
+
+def to_arrow_type(t: DataType) -> pa.DataType:
+    """The Arrow type that holds values of `t` (nested ROW fields carry their field ids)."""
+    root = t.root
+    simple = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(),
+              "INT": pa.int32(), "BIGINT": pa.int64(), "FLOAT": pa.float32(),
+              "DOUBLE": pa.float64(), "CHAR": pa.string(), "VARCHAR": pa.string(),
+              "BINARY": pa.binary(), "VARBINARY": pa.binary(), "DATE": pa.date32()}
+    if root in simple:
+        return simple[root]
+    if root == "DECIMAL":
+        return pa.decimal128(t.precision, t.scale)
+    if root == "TIME":
+        return pa.time32("ms") if t.precision <= 3 else pa.time64("us")
+    if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        unit = "ms" if t.precision <= 3 else "us" if t.precision <= 6 else "ns"
+        return pa.timestamp(unit, tz="UTC" if root == "TIMESTAMP_LTZ" else None)
+    if root == "ARRAY":
+        return pa.list_(pa.field("element", to_arrow_type(t.element), t.element.nullable))
+    if root == "MAP":
+        return pa.map_(pa.field("key", to_arrow_type(t.key), False),
+                       pa.field("value", to_arrow_type(t.value), t.value.nullable))
+    if root == "MULTISET":
+        return pa.map_(pa.field("key", to_arrow_type(t.element), False),
+                       pa.field("value", pa.int32(), False))
+    if root == "ROW":
+        return pa.struct([arrow_field(f) for f in t.fields])
+    raise SchemaMismatch(f"Paimon type {t} has no Arrow mapping")
+
+
+def arrow_field(f: DataField) -> pa.Field:
+    """The Arrow field of a column: name, nullability and `PARQUET:field_id` metadata."""
+    return pa.field(f.name, to_arrow_type(f.type), f.type.nullable,
+                    metadata={FIELD_ID_KEY: str(f.id).encode()})
+
+
+def arrow_schema(fields) -> pa.Schema:
+    """The Arrow schema of a list of columns."""
+    return pa.schema([arrow_field(f) for f in fields])
+
+
+_UNIT_PRECISION = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+
+
+def from_arrow_type(pa_type: pa.DataType, nullable: bool = True, name: str | None = None) -> DataType:
+    """The Paimon type of an Arrow type; `name` (the column) is used in error messages.
+
+    Nested ROW fields keep the id in their `PARQUET:field_id` metadata, else get -1
+    (new_schema assigns real ids)."""
+    t = pa_type
+    simple = [(pa.types.is_boolean, BOOLEAN), (pa.types.is_int8, TINYINT),
+              (pa.types.is_int16, SMALLINT), (pa.types.is_int32, INT),
+              (pa.types.is_int64, BIGINT), (pa.types.is_float32, FLOAT),
+              (pa.types.is_float64, DOUBLE), (pa.types.is_date, DATE)]
+    for check, make in simple:
+        if check(t):
+            return make(nullable)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return STRING(nullable)
+    if pa.types.is_fixed_size_binary(t):
+        return BINARY(t.byte_width, nullable)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return BYTES(nullable)
+    if pa.types.is_decimal(t) and t.precision <= 38:
+        return DECIMAL(t.precision, t.scale, nullable)
+    if pa.types.is_time(t):
+        return TIME(_UNIT_PRECISION[t.unit], nullable)
+    if pa.types.is_timestamp(t):
+        make = TIMESTAMP if t.tz is None else TIMESTAMP_LTZ
+        return make(_UNIT_PRECISION[t.unit], nullable)
+    if pa.types.is_map(t):
+        return MAP(from_arrow_type(t.key_type, t.key_field.nullable, name),
+                   from_arrow_type(t.item_type, t.item_field.nullable, name), nullable)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
+            or pa.types.is_large_list_view(t):
+        return ARRAY(from_arrow_type(t.value_type, t.value_field.nullable, name), nullable)
+    if pa.types.is_struct(t):
+        return ROW([from_arrow_field(t.field(i), _arrow_field_id(t.field(i)), name)
+                    for i in range(t.num_fields)], nullable)
+    where = f"column {name!r}" if name else "a column"
+    raise SchemaMismatch(f"{where} has Arrow type {t} which has no Paimon equivalent")
+
+
+def _arrow_field_id(f: pa.Field) -> int:
+    raw = (f.metadata or {}).get(FIELD_ID_KEY)
+    return int(raw) if raw is not None else -1
+
+
+def from_arrow_field(f: pa.Field, id: int | None = None, parent: str | None = None) -> DataField:
+    """A DataField from an Arrow field; id from the argument, else the field metadata, else -1."""
+    path = f"{parent}.{f.name}" if parent else f.name
+    field_id = _arrow_field_id(f) if id is None else id
+    return DataField(field_id, f.name, from_arrow_type(f.type, f.nullable, path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Type changes
+
+
+def _root_widens(old: str, new: str) -> bool:
+    """Paimon's implicit-cast table (DataTypeCasts) restricted to atomic roots."""
+    if old == new:
+        return True
+    implicit_from = {
+        "VARCHAR": ("CHAR",),
+        "VARBINARY": ("BINARY",),
+        "SMALLINT": ("TINYINT",),
+        "INT": ("TINYINT", "SMALLINT"),
+        "BIGINT": ("TINYINT", "SMALLINT", "INT"),
+        "FLOAT": ("TINYINT", "SMALLINT", "INT", "BIGINT", "DECIMAL"),
+        "DOUBLE": NUMERIC_ROOTS,
+        "DECIMAL": NUMERIC_ROOTS,
+        "TIMESTAMP": ("TIMESTAMP_LTZ",),
+        "TIMESTAMP_LTZ": ("TIMESTAMP",),
+    }
+    return old in implicit_from.get(new, ())
+
+
+def is_widening(old: DataType, new: DataType) -> bool:
+    """Whether ALTER may change a column from `old` to `new` without losing information.
+
+    Roots follow Paimon's implicit casts; on top, lengths, precisions and scales may only grow
+    (Paimon's root-level table alone would also let VARCHAR(10) -> VARCHAR(5) through), a
+    nullable type cannot become NOT NULL, and nested types must be equal apart from nullability."""
+    if old.nullable and not new.nullable:
+        return False
+    if old.root in NESTED_ROOTS or new.root in NESTED_ROOTS:
+        return with_nullable(old, True) == with_nullable(new, True)
+    if not _root_widens(old.root, new.root):
+        return False
+    if new.root in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+        return new.length >= old.length
+    if new.root == "DECIMAL":
+        if old.root == "DECIMAL":
+            return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+        digits = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19}.get(old.root)
+        return digits is not None and new.precision - new.scale >= digits
+    if new.root in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ"):
+        return new.precision >= old.precision
+    return True

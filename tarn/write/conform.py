@@ -1,0 +1,93 @@
+"""Make user input fit the table schema, or say exactly why it does not."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from tarn.errors import SchemaMismatch
+from tarn.types import DataField, arrow_schema, from_arrow_type, is_widening, to_arrow_type
+
+
+def to_arrow_table(data, table_name: str) -> pa.Table:
+    """Accept a pa.Table, RecordBatch, RecordBatchReader, iterable of batches, dict or DataFrame."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if isinstance(data, dict):
+        return pa.table(data)
+    if hasattr(data, "__arrow_c_stream__") and not isinstance(data, (list, tuple)):
+        return pa.table(data)
+    if type(data).__name__ == "DataFrame" and hasattr(data, "columns"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    try:
+        batches = list(data)
+    except TypeError:
+        raise SchemaMismatch(f"table {table_name}: cannot write a {type(data).__name__}; "
+                             "pass a pyarrow Table, RecordBatch(es) or a pandas DataFrame") from None
+    if not batches:
+        raise SchemaMismatch(f"table {table_name}: no record batches to write")
+    return pa.Table.from_batches(batches)
+
+
+def conform(data: pa.Table, fields: list[DataField], table_name: str,
+            primary_keys: tuple[str, ...] = ()) -> pa.Table:
+    """Columns reordered to `fields`, types cast where lossless, NOT NULL enforced."""
+    names = [f.name for f in fields]
+    missing = [n for n in names if n not in data.column_names]
+    extra = [n for n in data.column_names if n not in names]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing column(s) {missing}")
+        if extra:
+            parts.append(f"unknown column(s) {extra}")
+        raise SchemaMismatch(f"table {table_name}: input does not match the schema: "
+                             + "; ".join(parts) + f" (table columns: {names})")
+    columns = [_conform_column(data.column(f.name), f, table_name, primary_keys) for f in fields]
+    return pa.Table.from_arrays(columns, schema=arrow_schema(fields))
+
+
+def _conform_column(column: pa.ChunkedArray, f: DataField, table_name: str, primary_keys) -> pa.ChunkedArray:
+    target = to_arrow_type(f.type)
+    if column.type != target:
+        column = _cast(column, f, target, table_name)
+    if not f.type.nullable and column.null_count:
+        what = "primary key column" if f.name in primary_keys else "NOT NULL column"
+        raise SchemaMismatch(f"table {table_name}: {what} '{f.name}' has {column.null_count} null value(s)")
+    return column
+
+
+def _cast(column: pa.ChunkedArray, f: DataField, target: pa.DataType, table_name: str):
+    source_type = column.type
+    if pa.types.is_dictionary(source_type):
+        column = column.cast(source_type.value_type)
+        source_type = column.type
+    if source_type == target:
+        return column
+    if not _castable(source_type, f):
+        raise SchemaMismatch(f"table {table_name}: column '{f.name}' has type {source_type}, "
+                             f"the table declares {f.type} ({target})")
+    try:
+        return column.cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatch(f"table {table_name}: column '{f.name}' of type {source_type} "
+                             f"cannot be cast to {f.type}: {exc}") from exc
+
+
+def _castable(source_type: pa.DataType, f: DataField) -> bool:
+    if pa.types.is_null(source_type):
+        return True
+    try:
+        source = from_arrow_type(source_type)
+    except SchemaMismatch:
+        return False
+    target = f.type
+    if source.root == target.root:
+        return True
+    families = [("CHAR", "VARCHAR"), ("BINARY", "VARBINARY"), ("TIMESTAMP",), ("TIMESTAMP_LTZ",)]
+    if any(source.root in fam and target.root in fam for fam in families):
+        return True
+    return is_widening(source, target)

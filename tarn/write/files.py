@@ -1,0 +1,166 @@
+"""Rolling a group of rows into data files and describing each with a DataFileMeta."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tarn import paths
+from tarn.codec.binary_row import EMPTY_ROW, serialize_row
+from tarn.codec.data_file import write_data_file
+from tarn.fs import FileIO, join
+from tarn.lsm.merge import DELETE, KEY_PREFIX, SEQUENCE, UPDATE_BEFORE, VALUE_KIND
+from tarn.meta.manifest import EMPTY_STATS, DataFileMeta
+from tarn.meta.schema import TableSchema
+from tarn.options import Options
+from tarn.stats import collect_stats, stats_modes
+from tarn.types import DataField, DataType
+
+KEY_FIELD_ID_START = 1073741823  # Integer.MAX_VALUE / 2
+SEQUENCE_FIELD = DataField(2147483646, SEQUENCE, DataType("BIGINT", nullable=False))
+VALUE_KIND_FIELD = DataField(2147483645, VALUE_KIND, DataType("TINYINT", nullable=False))
+SYSTEM_STATS_MODE = "truncate(128)"
+FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
+
+
+@dataclass(frozen=True)
+class FileLayout:
+    """The columns of this table's data files."""
+
+    key_fields: tuple[DataField, ...]  # `_KEY_*` columns; empty for append tables
+    value_fields: tuple[DataField, ...]  # the table's columns
+
+    @property
+    def is_key_value(self) -> bool:
+        return bool(self.key_fields)
+
+    @property
+    def file_fields(self) -> list[DataField]:
+        if not self.key_fields:
+            return list(self.value_fields)
+        return [*self.key_fields, SEQUENCE_FIELD, VALUE_KIND_FIELD, *self.value_fields]
+
+    @property
+    def key_names(self) -> list[str]:
+        """Table column names of the (trimmed) primary key."""
+        return [f.name[len(KEY_PREFIX):] for f in self.key_fields]
+
+
+def layout_of(schema: TableSchema) -> FileLayout:
+    if not schema.primary_keys:
+        return FileLayout((), tuple(schema.fields))
+    by_name = schema.fields_by_name
+    keys = tuple(
+        DataField(by_name[k].id + KEY_FIELD_ID_START, KEY_PREFIX + k, by_name[k].type)
+        for k in schema.trimmed_primary_keys
+    )
+    return FileLayout(keys, tuple(schema.fields))
+
+
+def local_millis_now() -> int:
+    """Paimon's creation time: the local wall clock read as if it were UTC."""
+    now = dt.datetime.now()
+    return int((now - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
+
+
+class FileWriter:
+    """Writes the files of one (partition, bucket) directory with one name uuid."""
+
+    def __init__(self, file_io: FileIO, bucket_path: str, schema: TableSchema, options: Options,
+                 prefix: str = "data-"):
+        self.file_io = file_io
+        self.bucket_path = bucket_path
+        self.schema = schema
+        self.options = options
+        self.layout = layout_of(schema)
+        self.file_format = (options.get("file.format") or "parquet").lower()
+        self.namer = paths.FileNamer(prefix, "." + self.file_format)
+        self.raw_options = dict(options.raw)
+
+    def write(self, rows: pa.Table, level: int = 0, file_source: int = FILE_SOURCE_APPEND,
+              first_sequence: int = 0) -> list[DataFileMeta]:
+        """Write already-ordered rows into files rolled at `target-file-size`.
+
+        Key-value tables: `rows` holds the table columns plus `_SEQUENCE_NUMBER`/`_VALUE_KIND`.
+        Append tables: just the table columns, numbered from `first_sequence` in order."""
+        metas = []
+        for start, chunk in self._chunks(rows):
+            metas.append(self._write_one(chunk, level, file_source, first_sequence + start))
+        return metas
+
+    def _chunks(self, rows: pa.Table):
+        target = self.options.memory_bytes("target-file-size") if self._has_target() else 128 << 20
+        bytes_per_row = max(rows.nbytes / max(rows.num_rows, 1), 1.0)
+        # Files compress well below their Arrow size; 3x is a conservative estimate.
+        rows_per_file = max(int(target * 3 / bytes_per_row), 1)
+        for start in range(0, rows.num_rows, rows_per_file):
+            yield start, rows.slice(start, rows_per_file)
+
+    def _has_target(self) -> bool:
+        return self.options.get("target-file-size") is not None
+
+    def _write_one(self, rows: pa.Table, level: int, file_source: int, first_sequence: int) -> DataFileMeta:
+        name = self.namer.next()
+        path = join(self.bucket_path, name)
+        file_table = self._file_table(rows)
+        size = write_data_file(self.file_io, path, file_table, self.layout.file_fields,
+                               self.file_format, self.raw_options)
+        try:
+            return self._meta(name, size, rows, file_table, level, file_source, first_sequence)
+        except Exception:
+            self.file_io.delete(path)
+            raise
+
+    def _file_table(self, rows: pa.Table) -> pa.Table:
+        if not self.layout.is_key_value:
+            return rows
+        columns = [rows.column(k) for k in self.layout.key_names]
+        columns += [rows.column(SEQUENCE), rows.column(VALUE_KIND)]
+        columns += [rows.column(f.name) for f in self.layout.value_fields]
+        names = [f.name for f in self.layout.file_fields]
+        return pa.Table.from_arrays(columns, names=names)
+
+    def _meta(self, name, size, rows, file_table, level, file_source, first_sequence) -> DataFileMeta:
+        value_fields = list(self.layout.value_fields)
+        modes = stats_modes(value_fields, self.raw_options)
+        kept = [(f, m) for f, m in zip(value_fields, modes) if m != "none"]
+        value_stats = collect_stats(rows.select([f.name for f, _ in kept]), [f for f, _ in kept],
+                                    [m for _, m in kept])
+        value_stats_cols = None if len(kept) == len(value_fields) else tuple(f.name for f, _ in kept)
+        seq = rows.column(SEQUENCE) if SEQUENCE in rows.column_names else None
+        if self.layout.is_key_value:
+            key_fields = list(self.layout.key_fields)
+            key_table = file_table.select([f.name for f in key_fields])
+            key_types = [f.type for f in key_fields]
+            min_key = serialize_row([c[0].as_py() for c in key_table.columns], key_types)
+            max_key = serialize_row([c[-1].as_py() for c in key_table.columns], key_types)
+            key_stats = collect_stats(key_table, key_fields, [SYSTEM_STATS_MODE] * len(key_fields))
+            kinds = rows.column(VALUE_KIND)
+            deletes = pc.sum(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE))).as_py() or 0
+        else:
+            min_key = max_key = EMPTY_ROW
+            key_stats = EMPTY_STATS
+            deletes = 0
+        if seq is None:
+            min_seq, max_seq = first_sequence, first_sequence + rows.num_rows - 1
+        else:
+            min_seq, max_seq = _min_max(seq)
+        return DataFileMeta(
+            file_name=name, file_size=size, row_count=rows.num_rows,
+            min_key=min_key, max_key=max_key, key_stats=key_stats, value_stats=value_stats,
+            min_sequence_number=min_seq, max_sequence_number=max_seq,
+            schema_id=self.schema.id, level=level, extra_files=(),
+            creation_time=local_millis_now(), delete_row_count=deletes,
+            embedded_index=None, file_source=file_source, value_stats_cols=value_stats_cols,
+            external_path=None, first_row_id=None, write_cols=None,
+        )
+
+
+def _min_max(seq) -> tuple[int, int]:
+    if seq is None or len(seq) == 0:
+        return 0, 0
+    result = pc.min_max(seq)
+    return result["min"].as_py(), result["max"].as_py()

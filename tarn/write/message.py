@@ -1,0 +1,25 @@
+"""CommitMessage: what a writer hands to the committer (picklable; crosses Spark executor -> driver)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tarn.meta.manifest import DataFileMeta, IndexManifestEntry
+
+
+@dataclass
+class CommitMessage:
+    partition: bytes  # serialized BinaryRow of the partition values
+    bucket: int
+    total_buckets: int
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    compact_before: list[DataFileMeta] = field(default_factory=list)
+    compact_after: list[DataFileMeta] = field(default_factory=list)
+    changelog_files: list[DataFileMeta] = field(default_factory=list)
+    new_index_files: list[IndexManifestEntry] = field(default_factory=list)
+    deleted_index_files: list[IndexManifestEntry] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.new_files or self.compact_before or self.compact_after
+                    or self.changelog_files or self.new_index_files or self.deleted_index_files)
