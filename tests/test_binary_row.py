@@ -145,7 +145,7 @@ def _values(t):
         return st.floats()
     if root == "DECIMAL":
         limit = 10 ** t.precision - 1
-        return st.integers(-limit, limit).map(lambda u: D(u).scaleb(-t.scale))
+        return st.integers(-limit, limit).map(lambda u: D(u).scaleb(-t.scale, decimal.Context(prec=60)))
     if root in ("CHAR", "VARCHAR"):
         return _TEXT
     if root == "BINARY":

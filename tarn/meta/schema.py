@@ -430,14 +430,14 @@ def _update_field(draft: _Draft, path: tuple[str, ...], update) -> None:
     draft.fields = _edit_fields(draft.fields, path, edit, path)
 
 
-def _is_key(draft: _Draft, path: tuple[str, ...], keys: Sequence[str]) -> bool:
+def _is_key(path: tuple[str, ...], keys: Sequence[str]) -> bool:
     return len(path) == 1 and path[0] in keys
 
 
 def _forbid_keys(draft: _Draft, path: tuple[str, ...], operation: str) -> None:
-    if _is_key(draft, path, draft.partition_keys):
+    if _is_key(path, draft.partition_keys):
         raise SchemaEvolutionError(f"cannot {operation} partition column {path[0]!r}")
-    if _is_key(draft, path, draft.primary_keys):
+    if _is_key(path, draft.primary_keys):
         raise SchemaEvolutionError(f"cannot {operation} primary key column {path[0]!r}")
 
 
@@ -537,7 +537,7 @@ def _update_column_type(draft: _Draft, change: UpdateColumnType) -> None:
 
 def _update_column_nullability(draft: _Draft, change: UpdateColumnNullability) -> None:
     path = _path(change.path)
-    if change.nullable and _is_key(draft, path, draft.primary_keys):
+    if change.nullable and _is_key(path, draft.primary_keys):
         raise SchemaEvolutionError(f"cannot make primary key column {path[0]!r} nullable")
 
     def update(f: DataField) -> DataField:

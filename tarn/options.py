@@ -1,0 +1,1096 @@
+"""Paimon table options: every name with its default, value checks, and typed access.
+
+The tables below are data: one `Opt` per option Paimon knows, with Paimon's name, its default in
+Paimon's own string form (None when Paimon has none), the kind of value it takes and the older keys
+Paimon still reads in its place. `validate_options` is run when a table is created; `Options`
+reads whatever a table carries (tables written by other engines load without checks).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from tarn.errors import InvalidOption
+
+
+class Kind(StrEnum):
+    """How an option's string value is read."""
+
+    INT = "int"  # Java int
+    LONG = "long"  # Java long
+    BOOL = "bool"  # true / false, any case
+    DOUBLE = "double"
+    STRING = "string"
+    ENUM = "enum"  # one of `choices`, any case
+    MEMORY = "memory"  # "256 mb", "8MB", "128 kb", plain bytes
+    DURATION = "duration"  # "1 h", "10 min", "30 s", "100 ms", "1d"; plain number = ms
+    LIST = "list"  # comma separated
+    MAP = "map"  # "k1:v1,k2:v2"
+    STATS_MODE = "stats-mode"  # none | counts | full | truncate(N)
+
+
+INT, LONG, BOOL, DOUBLE, STRING, ENUM = Kind.INT, Kind.LONG, Kind.BOOL, Kind.DOUBLE, Kind.STRING, Kind.ENUM
+MEMORY, DURATION, LIST, MAP, STATS_MODE = Kind.MEMORY, Kind.DURATION, Kind.LIST, Kind.MAP, Kind.STATS_MODE
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option: its name, value kind, default (Paimon's string form) and accepted older keys."""
+
+    name: str
+    kind: Kind
+    default: str | None = None
+    choices: tuple[str, ...] = ()
+    fallback: tuple[str, ...] = ()
+    immutable: bool = False  # Paimon refuses to change it after creation
+
+
+FILE_FORMATS = ("parquet", "orc", "avro", "csv", "json", "text", "lance", "mosaic", "vortex")
+
+# Field aggregators Paimon ships (FieldAggregatorFactory implementations, by identifier).
+AGGREGATE_FUNCTIONS = (
+    "sum", "product", "min", "max", "last_value", "last_non_null_value", "first_value",
+    "first_non_null_value", "first_not_null_value", "listagg", "bool_and", "bool_or", "collect",
+    "merge_map", "merge_map_with_keytime", "nested_update", "nested_partial_update", "rbm32", "rbm64",
+    "hll_sketch", "theta_sketch", "primary-key",
+)
+
+# Every option with a fixed name.
+OPTIONS: tuple[Opt, ...] = (
+    # --- paimon-api org/apache/paimon/CoreOptions.java ---
+    Opt(
+        "type", ENUM, "table",
+        choices=(
+            "table", "format-table", "materialized-table", "object-table", "lance-table", "iceberg-table",
+        ),
+        immutable=True,
+    ),
+    Opt("bucket", INT, "-1"),
+    Opt("bucket-key", LIST, immutable=True),
+    Opt("bucket-append-ordered", BOOL, "true"),
+    Opt("bucket-function.type", ENUM, "default", choices=("default", "mod", "hive"), immutable=True),
+    Opt("data-file.external-paths", LIST),
+    Opt(
+        "data-file.external-paths.strategy", ENUM, "none",
+        choices=("none", "specific-fs", "round-robin", "entropy-inject", "weight-robin"),
+    ),
+    Opt("data-file.external-paths.specific-fs", STRING),
+    Opt("data-file.external-paths.weights", STRING),
+    Opt("compaction.force-rewrite-all-files", BOOL, "false"),
+    Opt("path", STRING),
+    Opt("branch", STRING, "main"),
+    Opt("chain-table.enabled", BOOL, "false"),
+    Opt("scan.fallback-snapshot-branch", STRING),
+    Opt("scan.fallback-delta-branch", STRING),
+    Opt("chain-table.chain-partition-keys", LIST),
+    Opt("chain-table.streaming.merge-snapshot", BOOL, "false"),
+    Opt("chain-table.split.key-range-enabled", BOOL, "true"),
+    Opt("file.format", ENUM, "parquet", choices=FILE_FORMATS),
+    Opt("file.compression.per.level", MAP),
+    Opt("file.format.per.level", MAP),
+    Opt("file.compression", STRING, "zstd"),
+    Opt("file.compression.zstd-level", INT, "1"),
+    Opt("data-file.prefix", STRING, "data-"),
+    Opt("data-file.path-directory", STRING, immutable=True),
+    Opt("changelog-file.prefix", STRING, "changelog-"),
+    Opt("changelog-file.format", ENUM, choices=FILE_FORMATS),
+    Opt("changelog-file.compression", STRING),
+    Opt("changelog-file.stats-mode", STATS_MODE),
+    Opt("file.suffix.include.compression", BOOL, "false"),
+    Opt("file.block-size", MEMORY),
+    Opt("file-index.in-manifest-threshold", MEMORY, "500 bytes"),
+    Opt("file-index.read.enabled", BOOL, "true"),
+    Opt("variant.shreddingSchema", STRING, fallback=("parquet.variant.shreddingSchema",)),
+    Opt("variant.inferShreddingSchema", BOOL, "false"),
+    Opt("variant.shredding.inferenceMode", ENUM, "per-file", choices=("per-file", "adaptive")),
+    Opt("variant.shredding.maxSchemaWidth", INT, "300"),
+    Opt("variant.shredding.maxSchemaDepth", INT, "50"),
+    Opt("variant.shredding.minFieldCardinalityRatio", DOUBLE, "0.1"),
+    Opt("variant.shredding.maxInferBufferRow", INT, "4096"),
+    Opt("variant.shredding.adaptive.maxInferBufferRow", INT, "256"),
+    Opt("variant.shredding.adaptive.retentionRatio", DOUBLE, "0.05"),
+    Opt("manifest.compression", STRING, "zstd"),
+    Opt("manifest.target-file-size", MEMORY, "8 mb"),
+    Opt("manifest.full-compaction-threshold-size", MEMORY, "16 mb"),
+    Opt("manifest.merge-min-count", INT, "30"),
+    Opt("manifest-sort.enabled", BOOL, "false"),
+    Opt("manifest-sort.partition-field", STRING),
+    Opt("manifest-sort.max-rewrite-size", MEMORY, "256 mb"),
+    Opt("manifest.merge-optimize.enabled", BOOL, "true"),
+    Opt("partition.default-name", STRING, "__DEFAULT_PARTITION__"),
+    Opt("partition.legacy-name", BOOL, "true"),
+    Opt("snapshot.num-retained.min", INT, "10"),
+    Opt("snapshot.num-retained.max", INT, "2147483647"),
+    Opt("snapshot.time-retained", DURATION, "1 h"),
+    Opt("changelog.num-retained.min", INT),
+    Opt("changelog.num-retained.max", INT),
+    Opt("changelog.time-retained", DURATION),
+    Opt("snapshot.expire.execution-mode", ENUM, "sync", choices=("sync", "async")),
+    Opt("snapshot.expire.limit", INT, "50"),
+    Opt(
+        "snapshot.clean-empty-directories", BOOL, "false",
+        fallback=("snapshot.expire.clean-empty-directories",),
+    ),
+    Opt("continuous.discovery-interval", DURATION, "10 s"),
+    Opt("scan.max-splits-per-task", INT, "10"),
+    Opt("scan.bucket", INT),
+    Opt(
+        "merge-engine", ENUM, "deduplicate",
+        choices=("deduplicate", "partial-update", "aggregation", "first-row"),
+        immutable=True,
+    ),
+    Opt(
+        "ignore-delete", BOOL, "false",
+        fallback=("first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete"),
+    ),
+    Opt("ignore-update-before", BOOL, "false"),
+    Opt("sort-engine", ENUM, "loser-tree", choices=("min-heap", "loser-tree")),
+    Opt("sort-spill-threshold", INT),
+    Opt("sort-spill-buffer-size", MEMORY, "64 mb"),
+    Opt("spill-compression", STRING, "zstd"),
+    Opt("spill-compression.zstd-level", INT, "1"),
+    Opt("write-only", BOOL, "false", fallback=("write.compaction-skip",)),
+    Opt("source.split.target-size", MEMORY, "128 mb"),
+    Opt("source.split.open-file-cost", MEMORY, "4 mb"),
+    Opt("write-buffer-size", MEMORY, "256 mb"),
+    Opt("write-buffer-spill.max-disk-size", MEMORY, "9223372036854775807 bytes"),
+    Opt("write-buffer-spillable", BOOL, "true"),
+    Opt("write-buffer-for-append", BOOL, "false"),
+    Opt("write-max-writers-to-spill", INT, "10"),
+    Opt("local-sort.max-num-file-handles", INT, "128"),
+    Opt("page-size", MEMORY, "64 kb"),
+    Opt("cache-page-size", MEMORY, "64 kb"),
+    Opt("target-file-size", MEMORY),
+    Opt("target-file-row-num", LONG, "9223372036854775807"),
+    Opt("compaction.small-file-ratio", DOUBLE, "0.7"),
+    Opt("blob.target-file-size", MEMORY),
+    Opt("blob.split-by-file-size", BOOL),
+    Opt("blob.copy-buffer-size", MEMORY, "4 kb"),
+    Opt("num-sorted-run.compaction-trigger", INT, "5"),
+    Opt("num-sorted-run.stop-trigger", INT),
+    Opt("num-levels", INT),
+    Opt("commit.force-compact", BOOL, "false"),
+    Opt("write.sequence-number-init-mode", ENUM, "scan", choices=("scan", "snapshot")),
+    Opt("commit.timeout", DURATION),
+    Opt("commit.max-retries", INT, "10"),
+    Opt("commit.min-retry-wait", DURATION, "10 ms"),
+    Opt("commit.max-retry-wait", DURATION, "10 s"),
+    Opt("compaction.max-size-amplification-percent", INT, "200"),
+    Opt("compaction.force-up-level-0", BOOL, "false"),
+    Opt("compaction.size-ratio", INT, "1"),
+    Opt("compaction.offpeak.start.hour", INT, "-1"),
+    Opt("compaction.offpeak.end.hour", INT, "-1"),
+    Opt("compaction.offpeak-ratio", INT, "0"),
+    Opt("compaction.optimization-interval", DURATION),
+    Opt("compaction.total-size-threshold", MEMORY),
+    Opt("compaction.incremental-size-threshold", MEMORY),
+    Opt("compaction.min.file-num", INT, "5"),
+    Opt("compaction.file-num-limit", INT, "100000"),
+    Opt("compaction.delete-ratio-threshold", DOUBLE, "0.2"),
+    Opt("changelog-producer", ENUM, "none", choices=("none", "input", "full-compaction", "lookup")),
+    Opt("changelog-producer.row-deduplicate", BOOL, "false"),
+    Opt("changelog-producer.row-deduplicate-ignore-fields", LIST),
+    Opt("table-read.sequence-number.enabled", BOOL, "false"),
+    Opt("key-value.sequence_number.enabled", BOOL, "false"),
+    Opt("sequence.field", LIST),
+    Opt("sequence.field.sort-order", ENUM, "ascending", choices=("ascending", "descending")),
+    Opt("sequence.snapshot-ordering", BOOL, "false", immutable=True),
+    Opt("aggregation.remove-record-on-delete", BOOL, "false", immutable=True),
+    Opt("partial-update.remove-record-on-delete", BOOL, "false", immutable=True),
+    Opt("partial-update.remove-record-on-sequence-group", LIST, immutable=True),
+    Opt("rowkind.field", STRING, immutable=True),
+    Opt(
+        "scan.mode", ENUM, "default",
+        choices=(
+            "default", "latest-full", "full", "latest", "latest-delta", "compacted-full", "from-timestamp",
+            "from-creation-timestamp", "from-file-creation-time", "from-snapshot", "from-snapshot-full",
+            "incremental",
+        ),
+        fallback=("log.scan",),
+    ),
+    Opt("scan.timestamp", STRING),
+    Opt("scan.timestamp-millis", LONG, fallback=("log.scan.timestamp-millis",)),
+    Opt("scan.watermark", LONG),
+    Opt("scan.file-creation-time-millis", LONG),
+    Opt("scan.creation-time-millis", LONG),
+    Opt("scan.snapshot-id", LONG),
+    Opt("scan.tag-name", STRING),
+    Opt("scan.version", STRING),
+    Opt("scan.bounded.watermark", LONG),
+    Opt("scan.manifest.parallelism", INT),
+    Opt("format-table.scan.list-parallelism", INT, "64"),
+    Opt("streaming.read.snapshot.delay", DURATION),
+    Opt("scan.ignore-corrupt-files", BOOL, "false"),
+    Opt("scan.ignore-lost-files", BOOL, "false"),
+    Opt("auto-create", BOOL, "false"),
+    Opt("streaming-read-overwrite", BOOL, "false"),
+    Opt("streaming-read-append-overwrite", BOOL, "false"),
+    Opt("dynamic-partition-overwrite", BOOL, "true"),
+    Opt("partition.expiration-strategy", STRING, "values-time"),
+    Opt("partition.expiration-time", DURATION),
+    Opt("partition.expiration-check-interval", DURATION, "1 h"),
+    Opt("partition.expiration-max-num", INT, "100"),
+    Opt("partition.expiration-batch-size", INT),
+    Opt("compaction.skip-expired-partitions", BOOL, "false"),
+    Opt("partition.timestamp-formatter", STRING),
+    Opt("partition.timestamp-pattern", STRING),
+    Opt("partition.timestamp-format.strict", BOOL, "false"),
+    Opt("partition.end-input-to-done", BOOL, "false"),
+    Opt("scan.plan-sort-partition", BOOL, "false"),
+    Opt("primary-key", LIST, immutable=True),
+    Opt("primary-key.nullable", BOOL, "false", immutable=True),
+    Opt("partition", LIST, immutable=True),
+    Opt("lookup.hash-load-factor", DOUBLE, "0.75"),
+    Opt("lookup.cache-rows", LONG, "10000"),
+    Opt("lookup.continuous.discovery-interval", DURATION),
+    Opt("lookup.cache-file-retention", DURATION, "1 h"),
+    Opt("lookup.cache-max-disk-size", MEMORY, "9223372036854775807 bytes"),
+    Opt("lookup.cache-spill-compression", STRING, "zstd"),
+    Opt("lookup.cache-max-memory-size", MEMORY, "256 mb"),
+    Opt("lookup.blob-as-descriptor", BOOL, "false"),
+    Opt("lookup.cache.high-priority-pool-ratio", DOUBLE, "0.25"),
+    Opt("lookup.cache.bloom.filter.enabled", BOOL, "true"),
+    Opt("lookup.cache.bloom.filter.fpp", DOUBLE, "0.05"),
+    Opt("lookup.remote-file.enabled", BOOL, "false"),
+    Opt("lookup.remote-file.level-threshold", INT, "-2147483648"),
+    Opt("read.batch-size", INT, "1024"),
+    Opt("write.batch-size", INT, "1024", fallback=("orc.write.batch-size",)),
+    Opt("write.batch-memory", MEMORY, "128 mb"),
+    Opt("consumer-id", STRING),
+    Opt("full-compaction.delta-commits", INT),
+    Opt("stream-scan-mode", ENUM, "none", choices=("none", "compact-bucket-table", "file-monitor")),
+    Opt("batch-scan-mode", ENUM, "none", choices=("none", "compact")),
+    Opt("consumer.expiration-time", DURATION),
+    Opt("consumer.mode", ENUM, "exactly-once", choices=("exactly-once", "at-least-once")),
+    Opt("consumer.ignore-progress", BOOL, "false"),
+    Opt("consumer.changelog-only", BOOL, "false"),
+    Opt("dynamic-bucket.target-row-num", LONG, "2000000"),
+    Opt("dynamic-bucket.initial-buckets", INT, immutable=True),
+    Opt("dynamic-bucket.max-buckets", INT, "-1"),
+    Opt("dynamic-bucket.assigner-parallelism", INT),
+    Opt("incremental-between", STRING),
+    Opt("incremental-between-scan-mode", ENUM, "auto", choices=("auto", "delta", "changelog", "diff")),
+    Opt("incremental-between-timestamp", STRING),
+    Opt("incremental-to-auto-tag", STRING),
+    Opt("incremental-between-tag-to-snapshot", BOOL, "false"),
+    Opt("end-input.check-partition-expire", BOOL, "false"),
+    Opt("metadata.stats-mode", STATS_MODE, "truncate(16)"),
+    Opt("metadata.stats-mode.per.level", MAP),
+    Opt("metadata.stats-dense-store", BOOL, "true"),
+    Opt("metadata.stats-keep-first-n-columns", INT, "-1"),
+    Opt("commit.callbacks", LIST, ""),
+    Opt("tag.callbacks", LIST, ""),
+    Opt("partition.mark-done-action", LIST, "success-file"),
+    Opt("partition.mark-done-action.custom.class", STRING),
+    Opt("partition.mark-done-action.http.url", STRING),
+    Opt("partition.mark-done-action.http.params", STRING),
+    Opt("partition.sink-strategy", ENUM, "NONE", choices=("NONE", "HASH", "PARTITION_DYNAMIC")),
+    Opt("metastore.partitioned-table", BOOL, "false"),
+    Opt("metastore.tag-to-partition", STRING),
+    Opt(
+        "metastore.tag-to-partition.preview", ENUM, "none",
+        choices=("none", "process-time", "watermark", "batch"),
+    ),
+    Opt("tag.automatic-creation", ENUM, "none", choices=("none", "process-time", "watermark", "batch")),
+    Opt("tag.create-success-file", BOOL, "false"),
+    Opt("tag.creation-period", ENUM, "daily", choices=("daily", "hourly", "two-hours")),
+    Opt("tag.creation-delay", DURATION, "0 ms"),
+    Opt(
+        "tag.period-formatter", ENUM, "with_dashes",
+        choices=("with_dashes", "without_dashes", "without_dashes_and_spaces"),
+    ),
+    Opt("tag.creation-period-duration", DURATION),
+    Opt("tag.num-retained-max", INT),
+    Opt("tag.default-time-retained", DURATION),
+    Opt("tag.time-expire-enabled", BOOL, "true"),
+    Opt("tag.automatic-completion", BOOL, "false"),
+    Opt("tag.batch.customized-name", STRING),
+    Opt("scan.plan-auto-tag-for-read.time-retained", DURATION),
+    Opt("snapshot.watermark-idle-timeout", DURATION),
+    Opt("parquet.enable.dictionary", INT),
+    Opt("sink.watermark-time-zone", STRING, "UTC"),
+    Opt("sink.process-time-zone", STRING),
+    Opt("local-merge-buffer-size", MEMORY),
+    Opt("cross-partition-upsert.index-ttl", DURATION),
+    Opt("cross-partition-upsert.bootstrap-parallelism", INT, "10"),
+    Opt("zorder.var-length-contribution", INT, "8"),
+    Opt("file-reader-async-threshold", MEMORY, "10 mb"),
+    Opt("commit.force-create-snapshot", BOOL, "false"),
+    Opt("deletion-vectors.enabled", BOOL, "false"),
+    Opt("deletion-vectors.modifiable", BOOL, "false"),
+    Opt("deletion-vector.index-file.target-size", MEMORY, "2 mb"),
+    Opt("deletion-vectors.merge-on-read", BOOL, "false"),
+    Opt("deletion-vectors.bitmap64", BOOL, "false"),
+    Opt("delete.force-produce-changelog", BOOL, "false"),
+    Opt("sort-compaction.range-strategy", ENUM, "SIZE", choices=("SIZE", "QUANTITY")),
+    Opt("sort-compaction.local-sample.magnification", INT, "1000"),
+    Opt("record-level.expire-time", DURATION),
+    Opt("record-level.time-field", STRING),
+    Opt("fields.default-aggregate-function", ENUM, choices=AGGREGATE_FUNCTIONS),
+    Opt("commit.user-prefix", STRING),
+    Opt("force-lookup", BOOL, "false", immutable=True),
+    Opt("lookup-wait", BOOL, "true", fallback=("changelog-producer.lookup-wait",)),
+    Opt("lookup-compact", ENUM, "RADICAL", choices=("RADICAL", "GENTLE")),
+    Opt("lookup-compact.max-interval", INT),
+    Opt("file-operation.thread-num", INT, fallback=("delete-file.thread-num",)),
+    Opt("scan.fallback-branch", STRING),
+    Opt("scan.fallback-branch.read-fail-fast", BOOL, "false"),
+    Opt("scan.primary-branch", STRING),
+    Opt("async-file-write", BOOL, "true"),
+    Opt("manifest.delete-file-drop-stats", BOOL, "false"),
+    Opt("data-file.thin-mode", BOOL, "false"),
+    Opt("partition.idle-time-to-report-statistic", DURATION, "0 ms"),
+    Opt("query-auth.enabled", BOOL, "false"),
+    Opt("materialized-table.definition-query", STRING),
+    Opt("materialized-table.interval-freshness", STRING),
+    Opt("materialized-table.interval-freshness.time-unit", ENUM, choices=("SECOND", "MINUTE", "HOUR", "DAY")),
+    Opt("materialized-table.logical-refresh-mode", ENUM, choices=("CONTINUOUS", "FULL", "AUTOMATIC")),
+    Opt("materialized-table.refresh-mode", ENUM, choices=("CONTINUOUS", "FULL", "AUTOMATIC")),
+    Opt("materialized-table.refresh-status", ENUM, choices=("INITIALIZING", "ACTIVATED", "SUSPENDED")),
+    Opt("materialized-table.refresh-handler-description", STRING),
+    Opt("materialized-table.refresh-handler-bytes", STRING),
+    Opt("alter-column-null-to-not-null.disabled", BOOL, "true"),
+    Opt("disable-explicit-type-casting", BOOL, "false"),
+    Opt("add-column-before-partition", BOOL, "false"),
+    Opt("commit.strict-mode.last-safe-snapshot", LONG),
+    Opt("clustering.columns", LIST, fallback=("sink.clustering.by-columns",)),
+    Opt("clustering.strategy", STRING, "auto", fallback=("sink.clustering.strategy",)),
+    Opt("clustering.incremental", BOOL, "false"),
+    Opt("clustering.history-partition.limit", INT, "5"),
+    Opt("clustering.history-partition.idle-to-full-sort", DURATION),
+    Opt("clustering.incremental.optimize-write", BOOL, "false"),
+    Opt("clustering.incremental.mode", ENUM, "global-sort", choices=("global-sort", "local-sort")),
+    Opt("local-kv-db.block-size", MEMORY, "4 kb"),
+    Opt("row-tracking.enabled", BOOL, "false", immutable=True),
+    Opt("row-tracking.partition-group-on-commit", BOOL, "true"),
+    Opt("data-evolution.enabled", BOOL, "false", immutable=True),
+    Opt("data-evolution.reassign.skip-contiguous-row-count", LONG, "1000000000"),
+    Opt("data-evolution.row-id-conflict-rewrite.max-size", MEMORY, "256 mb"),
+    Opt("data-evolution.row-sidecar.enabled", BOOL, "false"),
+    Opt("data-evolution.row-sidecar.max-selected-rows", LONG, "4096"),
+    Opt("data-evolution.row-sidecar.max-selection-ratio", DOUBLE, "0.05"),
+    Opt("data-evolution.merge-into.file-pruning", BOOL, "true"),
+    Opt("data-evolution.merge-into.source-persist", BOOL, "false"),
+    Opt("data-evolution.compaction.rewrite-row-ids", BOOL, "false"),
+    Opt("blob-compaction.enabled", BOOL, "false"),
+    Opt("snapshot.ignore-empty-commit", BOOL),
+    Opt("index-file-in-data-file-dir", BOOL, "false", immutable=True),
+    Opt("global-index.external-path", STRING),
+    Opt(
+        "global-index.column-update-action", ENUM, "THROW_ERROR",
+        choices=("THROW_ERROR", "DROP_PARTITION_INDEX", "IGNORE"),
+    ),
+    Opt("lookup.merge-buffer-size", MEMORY, "8 mb"),
+    Opt("lookup.merge-records-threshold", INT, "1024"),
+    Opt("format-table.implementation", ENUM, "paimon", choices=("paimon", "engine")),
+    Opt("format-table.partition-path-only-value", BOOL, "false"),
+    Opt("format-table.file.compression", STRING, fallback=("file.compression",)),
+    Opt("format-table.commit-hive-sync-url", STRING),
+    Opt("blob-field", LIST, immutable=True),
+    Opt("blob-descriptor-field", LIST, fallback=("blob.stored-descriptor-fields",), immutable=True),
+    Opt("blob-view-field", LIST, immutable=True),
+    Opt("blob-view.resolve.enabled", BOOL, "true"),
+    Opt("blob-as-descriptor", BOOL, "false"),
+    Opt("blob-descriptor.source-table", STRING),
+    Opt("blob-write-null-on-missing-file", BOOL, "false"),
+    Opt("blob-write-null-on-fetch-failure", BOOL, "false"),
+    Opt("commit.discard-duplicate-files", BOOL, "false"),
+    Opt("postpone.batch-write-fixed-bucket", BOOL, "true"),
+    Opt("postpone.merge-on-read", BOOL, "false"),
+    Opt("postpone.batch-write-fixed-bucket.max-parallelism", INT, "2048"),
+    Opt("postpone.batch-write-fixed-bucket.rescale-load-factor", INT, "32"),
+    Opt("postpone.default-bucket-num", INT),
+    Opt("postpone.target-row-num-per-bucket", LONG),
+    Opt("postpone.target-size-per-bucket", MEMORY, "1 gb"),
+    Opt("global-index.row-count-per-shard", LONG, "100000"),
+    Opt("global-index.build.max-shard", INT, "32"),
+    Opt("global-index.build.max-parallelism", INT, "4096"),
+    Opt("global-index.enabled", BOOL, "true"),
+    Opt("global-index.search-mode", ENUM, choices=("fast", "full", "detail")),
+    Opt("scalar-index.search-mode", ENUM, "fast", choices=("fast", "full", "detail")),
+    Opt("vector-index.search-mode", ENUM, "fast", choices=("fast", "full", "detail")),
+    Opt("full-text-index.search-mode", ENUM, "fast", choices=("fast", "full", "detail")),
+    Opt("global-index.thread-num", INT, "32"),
+    Opt("overwrite-upgrade", BOOL, "true"),
+    Opt("visibility-callback.enabled", BOOL, "false"),
+    Opt("visibility-callback.timeout", DURATION, "30 min"),
+    Opt("visibility-callback.check-interval", DURATION, "10 s"),
+    Opt("vector.file.format", ENUM, choices=FILE_FORMATS),
+    Opt("vector-field", LIST),
+    Opt("vector.target-file-size", MEMORY),
+    Opt("vector-search.distribute.enabled", BOOL, "false"),
+    Opt("vector-search.lateral-join.batch-size", INT, "256"),
+    Opt("pk-vector.index.columns", LIST),
+    Opt("pk-btree.index.columns", LIST),
+    Opt("pk-bitmap.index.columns", LIST),
+    Opt("pk-multivalue.index.columns", LIST),
+    Opt("pk-full-text.index.columns", LIST),
+    Opt("pk-clustering-override", BOOL, "false", immutable=True),
+
+    # --- Flink connector (paimon-flink-common FlinkConnectorOptions.java); kept in table options ---
+    Opt("sink.parallelism", INT),
+    Opt("scan.parallelism", INT),
+    Opt("unaware-bucket.compaction.parallelism", INT),
+    Opt("unaware-bucket.no-shuffle", BOOL, "false"),
+    Opt("compaction.bucket-distribution-strategy", ENUM, "linear", choices=("linear", "size-aware-batch")),
+    Opt("scan.infer-parallelism", BOOL, "true"),
+    Opt("scan.infer-parallelism.max", INT, "1024"),
+    Opt("changelog-producer.compaction-interval", DURATION, "0 ms"),
+    Opt("scan.watermark.emit.strategy", ENUM, "on-event", choices=("on-periodic", "on-event")),
+    Opt("scan.watermark.alignment.group", STRING),
+    Opt("scan.watermark.idle-timeout", DURATION),
+    Opt("scan.watermark.alignment.max-drift", DURATION),
+    Opt("scan.watermark.alignment.update-interval", DURATION, "1 s"),
+    Opt("scan.split-enumerator.batch-size", INT, "10"),
+    Opt("scan.max-snapshot.count", INT, "-1"),
+    Opt("scan.split-enumerator.mode", ENUM, "fair", choices=("fair", "preemptive")),
+    Opt("sink.use-managed-memory-allocator", BOOL, "false"),
+    Opt("scan.remove-normalize", BOOL, "false", fallback=("log.scan.remove-normalize",)),
+    Opt(
+        "read.shuffle-bucket-with-partition", BOOL, "true",
+        fallback=("streaming-read.shuffle-bucket-with-partition",),
+    ),
+    Opt("sink.managed.writer-buffer-memory", MEMORY, "256 mb"),
+    Opt("sink.cross-partition.managed-memory", MEMORY, "256 mb"),
+    Opt("source.checkpoint-align.enabled", BOOL, "false"),
+    Opt("source.checkpoint-align.timeout", DURATION, "30 s"),
+    Opt("lookup.async", BOOL, "false"),
+    Opt("lookup.bootstrap-parallelism", INT, "4"),
+    Opt("lookup.async-thread-number", INT, "16"),
+    Opt("lookup.cache", ENUM, "AUTO", choices=("AUTO", "FULL", "MEMORY")),
+    Opt("scan.partitions", LIST, fallback=("lookup.dynamic-partition",)),
+    Opt("lookup.dynamic-partition.refresh-interval", DURATION, "1 h"),
+    Opt("lookup.refresh.async", BOOL, "false"),
+    Opt("lookup.dynamic-partition.refresh.async", BOOL, "false"),
+    Opt("lookup.refresh.async.pending-snapshot-count", INT, "5"),
+    Opt("lookup.refresh.time-periods-blacklist", STRING),
+    Opt("lookup.refresh.full-load-threshold", INT),
+    Opt("sink.savepoint.auto-tag", BOOL, "false"),
+    Opt("sink.writer-cpu", DOUBLE, "1.0"),
+    Opt("sink.writer-memory", MEMORY),
+    Opt("sink.committer-cpu", DOUBLE, "1.0"),
+    Opt("sink.committer-memory", MEMORY),
+    Opt("sink.committer-operator-chaining", BOOL, "true"),
+    Opt("partition.mark-done-action.mode", ENUM, "process-time", choices=("process-time", "watermark")),
+    Opt("partition.idle-time-to-done", DURATION),
+    Opt("partition.time-interval", DURATION),
+    Opt("partition.mark-done.recover-from-state", BOOL, "true"),
+    Opt("sink.clustering.sort-in-cluster", BOOL, "true"),
+    Opt("sink.clustering.sample-factor", INT, "100"),
+    Opt("end-input.watermark", LONG),
+    Opt("precommit-compact", BOOL, "false", fallback=("changelog.precommit-compact",)),
+    Opt("changelog.precommit-compact.thread-num", INT),
+    Opt("changelog.precommit-compact.buffer-size", MEMORY, "128 mb"),
+    Opt("source.operator-uid.suffix", STRING),
+    Opt("sink.operator-uid.suffix", STRING),
+    Opt("scan.bounded", BOOL),
+    Opt("scan.dedicated-split-generation", BOOL, "false"),
+    Opt("commit.custom-listeners", LIST, ""),
+    Opt("sink.coordinator-commit.enabled", BOOL, "false"),
+    Opt("sink.writer-coordinator.enabled", BOOL, "false"),
+    Opt("sink.key-only-deletes.enabled", BOOL, "false"),
+    Opt("sink.writer-coordinator.cache-memory", MEMORY, "2 gb"),
+    Opt("sink.writer-coordinator.cache-expire-after-access", DURATION),
+    Opt("sink.writer-coordinator.cache-soft-values", BOOL, "true"),
+    Opt("sink.writer-coordinator.page-size", MEMORY, "32 kb"),
+    Opt("sink.writer-coordinator.prefetch-manifests", BOOL, "false"),
+    Opt("filesystem.job-level-settings.enabled", BOOL, "true"),
+    Opt("sink.writer-refresh-detectors", LIST),
+
+    # --- Spark connector (paimon-spark-common SparkConnectorOptions.java) ---
+    Opt("requiredSparkConfsCheck.enabled", BOOL, "true"),
+    Opt("legacy-timestamp-mapping.enabled", BOOL, "false"),
+    Opt("vector-search.lateral-join.parallelism", INT, "16"),
+    Opt("write.merge-schema", BOOL, "false"),
+    Opt("write.merge-schema.type-widening", BOOL, "false"),
+    Opt("write.merge-schema.explicit-cast", BOOL, "false"),
+    Opt("write.use-v2-write", BOOL, "false"),
+    Opt("write.hive-style-dynamic-partition.enabled", BOOL, "false"),
+    Opt("write.data-evolution.update-conflict-retry.max-attempts", INT, "20"),
+    Opt("write.data-evolution.update-conflict-retry.wait-ms", LONG, "10"),
+    Opt("read.stream.maxFilesPerTrigger", INT),
+    Opt("read.stream.maxBytesPerTrigger", LONG),
+    Opt("read.stream.maxRowsPerTrigger", LONG),
+    Opt("read.stream.minRowsPerTrigger", LONG),
+    Opt("read.stream.maxTriggerDelayMs", LONG),
+    Opt("read.changelog", BOOL, "false"),
+    Opt("read.allow.fullScan", BOOL, "true"),
+    Opt("format-table.repair.collect-statistics", BOOL, "false"),
+    Opt("format-table.statistics.parallelism", INT, "8"),
+    Opt("source.split.target-size-with-column-pruning", BOOL, "false"),
+
+    # --- Iceberg compatibility metadata (paimon-core iceberg/IcebergOptions.java) ---
+    Opt(
+        "metadata.iceberg.storage", ENUM, "disabled",
+        choices=("disabled", "table-location", "hadoop-catalog", "hive-catalog", "rest-catalog"),
+    ),
+    Opt("metadata.iceberg.storage-location", ENUM, choices=("table-location", "catalog-location")),
+    Opt("metadata.iceberg.format-version", INT, "2"),
+    Opt("metadata.iceberg.compaction.min.file-num", INT, "10"),
+    Opt("metadata.iceberg.compaction.max.file-num", INT, "50"),
+    Opt("metadata.iceberg.delete-after-commit.enabled", BOOL, "true"),
+    Opt("metadata.iceberg.previous-versions-max", INT, "0"),
+    Opt("metadata.iceberg.uri", STRING),
+    Opt("metadata.iceberg.hive-conf-dir", STRING),
+    Opt("metadata.iceberg.hadoop-conf-dir", STRING),
+    Opt("metadata.iceberg.manifest-compression", STRING, "snappy"),
+    Opt("metadata.iceberg.manifest-legacy-version", BOOL, "false"),
+    Opt("metadata.iceberg.hive-client-class", STRING, "org.apache.hadoop.hive.metastore.HiveMetaStoreClient"),
+    Opt("metadata.iceberg.database", STRING),
+    Opt("metadata.iceberg.table", STRING),
+    Opt("metadata.iceberg.glue.skip-archive", BOOL, "false"),
+    Opt("metadata.iceberg.hive-skip-update-stats", BOOL, "false"),
+
+    # --- format options (paimon-format csv/json/text/OrcOptions, avro, mosaic) ---
+    Opt("csv.field-delimiter", STRING, ",", fallback=("field-delimiter", "seq", "delimiter")),
+    Opt("csv.line-delimiter", STRING, "\n", fallback=("lineSep",)),
+    Opt("csv.quote-character", STRING, "\"", fallback=("quote",)),
+    Opt("csv.escape-character", STRING, "\\", fallback=("escape",)),
+    Opt("csv.include-header", BOOL, "false", fallback=("header",)),
+    Opt("csv.null-literal", STRING, "", fallback=("nullvalue",)),
+    Opt(
+        "csv.mode", ENUM, "permissive",
+        choices=("permissive", "dropmalformed", "failfast"),
+        fallback=("mode",),
+    ),
+    Opt("json.ignore-parse-errors", BOOL, "false"),
+    Opt("json.map-null-key-mode", ENUM, "fail", choices=("fail", "drop", "literal")),
+    Opt("json.map-null-key-literal", STRING, "null"),
+    Opt("json.line-delimiter", STRING, "\n"),
+    Opt("text.line-delimiter", STRING, "\n", fallback=("lineSep",)),
+    # declared intType in Paimon, but the value is a comma list of column names
+    Opt("orc.column.encoding.direct", LIST),
+    Opt("orc.dictionary.key.threshold", DOUBLE, "0.8"),
+    Opt("orc.timestamp-ltz.legacy.type", BOOL, "true"),
+    Opt("avro.codec", STRING, "snappy"),
+    Opt("avro.row-name-mapping", MAP),
+    Opt("mosaic.stats-columns", LIST, ""),
+    Opt("mosaic.num-buckets", INT),
+
+    # --- global index options (paimon-common globalindex/*, paimon-lumina) ---
+    Opt("btree-index.compression", STRING, "none"),
+    Opt("btree-index.compression-level", INT, "1"),
+    Opt("btree-index.block-size", MEMORY, "64 kb"),
+    Opt("btree-index.cache-size", MEMORY, "128 mb"),
+    Opt("btree-index.high-priority-pool-ratio", DOUBLE, "0.1"),
+    Opt("btree-index.fallback-scan-max-size", MEMORY, "256 mb"),
+    Opt("btree-index.records-per-range", LONG, "10000000"),
+    Opt("btree-index.build.max-parallelism", INT, "4096"),
+    Opt("bitmap-index.dictionary-block-size", MEMORY, "16 kb"),
+    Opt("bitmap-index.compression", STRING, "none"),
+    Opt("bitmap-index.compression-level", INT, "1"),
+    Opt("bitmap-index.fallback-scan-max-size", MEMORY, "256 mb"),
+    Opt("multivalue-index.dictionary-block-size", MEMORY, "16 kb"),
+    Opt("multivalue-index.compression", STRING, "none"),
+    Opt("multivalue-index.compression-level", INT, "1"),
+    Opt("sorted-index.records-per-range", LONG, "10000000", fallback=("btree-index.records-per-range",)),
+    Opt("sorted-index.build.max-parallelism", INT, "4096", fallback=("btree-index.build.max-parallelism",)),
+    Opt("lumina.index.dimension", INT, "128"),
+    Opt("lumina.index.type", STRING, "diskann"),
+    Opt("lumina.distance.metric", STRING, "inner_product"),
+    Opt("lumina.encoding.type", STRING, "pq"),
+    Opt("lumina.pretrain.sample_ratio", DOUBLE, "0.2"),
+    Opt("lumina.diskann.build.ef_construction", INT, "1024"),
+    Opt("lumina.diskann.build.neighbor_count", INT, "64"),
+    Opt("lumina.diskann.build.thread_count", INT, "32"),
+    Opt("lumina.diskann.search.list_size", INT),
+    Opt("lumina.diskann.search.beam_width", INT, "4"),
+    Opt("lumina.encoding.pq.m", INT, "64"),
+    Opt("lumina.search.parallel_number", INT, "5"),
+
+    # --- Hive connector (paimon-hive-connector-common HiveConnectorOptions.java) ---
+    Opt("paimon.respect.minmaxsplitsize.enabled", BOOL, "false"),
+    Opt("paimon.split.openfilecost", LONG),
+)
+
+# `fields.<column>.<suffix>`: per-column options. `<column>` may be a comma list of columns
+# (Paimon splits it on ','), as in `fields.a,b.sequence-group`.
+FIELD_OPTIONS: tuple[Opt, ...] = (
+    Opt("aggregate-function", ENUM, choices=AGGREGATE_FUNCTIONS),
+    Opt("ignore-retract", BOOL, "false"),
+    Opt("sequence-group", LIST),
+    Opt("default-value", STRING),  # Paimon < 1.0; newer Paimon keeps defaults in the schema
+    Opt("list-agg-delimiter", STRING, ","),
+    Opt("distinct", BOOL, "false"),
+    Opt("nested-key", LIST),
+    Opt("nested-key-null-strategy", ENUM, "merge", choices=("merge", "ignore", "error")),
+    Opt("nested-sequence-field", LIST),
+    Opt("count-limit", INT, "2147483647"),
+    Opt("stats-mode", STATS_MODE),
+    Opt("ts-field", STRING),
+    Opt("map.storage-layout", ENUM, "default", choices=("default", "shared-shredding")),
+    Opt("map.shared-shredding.max-columns", INT, "256"),
+    Opt("map.shared-shredding.column-placement-policy", ENUM, "lru", choices=("plain", "sequential", "lru")),
+    Opt("pk-vector.index.type", STRING),
+    Opt("pk-vector.index.options", STRING),
+    Opt("pk-vector.distance.metric", STRING),
+    Opt("pk-btree.index.options", STRING),
+    Opt("pk-bitmap.index.options", STRING),
+    Opt("pk-multivalue.index.options", STRING),
+    Opt("pk-full-text.index.options", STRING),
+)
+
+# `fields.<vector column>.<suffix>`: per-column overrides handed to the vector index builders.
+VECTOR_FIELD_SUFFIXES = (
+    "index-type", "train.sample-ratio", "refine_factor", "refine-factor", "rerank_factor", "rerank-factor",
+    "index.dimension", "dimension", "distance.metric", "metric", "nlist", "expected-vector-count", "pq.m",
+    "pq.code-ratio", "pq.bits", "rq.bits", "target-recall", "max-bytes-per-vector", "deployment-profile",
+    "pq.use-opq", "use-opq", "build-preset", "diskann.build-preset", "max-degree", "diskann.max-degree",
+    "build-search-list-size", "diskann.build-search-list-size", "alpha", "diskann.alpha", "seed",
+    "diskann.seed", "memory-budget-bytes", "diskann.memory-budget-bytes", "storage-layout",
+    "diskann.storage-layout", "raw-vector-encoding", "diskann.raw-vector-encoding", "build-distance",
+    "diskann.build-distance", "index.type", "encoding.type", "pretrain.sample_ratio",
+    "diskann.build.ef_construction", "diskann.build.neighbor_count", "diskann.build.thread_count",
+    "diskann.search.list_size", "diskann.search.beam_width", "encoding.pq.m", "search.parallel_number",
+)
+
+# `file-index.<type>.columns` declares the indexed columns (comma list; `map[key]` for a map entry);
+# `file-index.<type>.<column>.<param>` tunes one declared column.
+FILE_INDEX_TYPES: Mapping[str, tuple[Opt, ...]] = MappingProxyType({
+    "bloom-filter": (Opt("items", INT, "1000000"), Opt("fpp", DOUBLE, "0.1")),
+    "bitmap": (Opt("version", INT, "2"), Opt("index-block-size", MEMORY, "16 kb")),
+    "bsi": (),
+    "range-bitmap": (Opt("chunk-size", MEMORY, "16 kb"),),
+})
+
+# `<prefix><anything>`: options Paimon hands on unread to a file format, a file system, an index
+# library or the Iceberg catalog. Any key under these prefixes is accepted as a string.
+FREE_PREFIXES = (
+    "parquet.", "orc.", "avro.", "csv.", "json.", "text.", "lance.", "mosaic.", "vortex.",
+    "fs.", "hadoop.", "s3.", "s3a.", "oss.", "gs.", "azure.",
+    "full-text.", "lumina.", "lumina-vector-ann.", "diskann.", "ivf.", "ivf-flat.", "ivf-pq.", "ivf-rq.",
+    "ivf-sq.", "es-index.",
+    "metadata.iceberg.rest.", "metadata.iceberg.table-properties.",
+)
+
+# Algorithm prefixes also allowed per column: `fields.<column>.<algorithm>.<anything>`.
+VECTOR_FIELD_PREFIXES = ("lumina.", "diskann.", "ivf.", "ivf-flat.", "ivf-pq.", "ivf-rq.", "ivf-sq.", "full-text.")
+
+# `commit.callback.<class>.param` / `tag.callback.<class>.param`: the argument of one callback class.
+CALLBACK_PARAM = re.compile(r"(commit|tag)\.callback\.[^.].*\.param")
+
+
+# ---------------------------------------------------------------------------------------------
+# lookup
+
+BY_NAME: Mapping[str, Opt] = MappingProxyType({o.name: o for o in OPTIONS})
+_PRIMARY_OF_FALLBACK = {old: o.name for o in OPTIONS for old in o.fallback}
+_FIELD_SUFFIXES = {o.name: o for o in FIELD_OPTIONS}
+# longest first, so "map.shared-shredding.max-columns" wins over shorter suffixes it ends with
+_FIELD_SUFFIX_ORDER = sorted(
+    [*_FIELD_SUFFIXES, *VECTOR_FIELD_SUFFIXES], key=len, reverse=True)
+_FREE_STRING = Opt("", STRING)
+
+
+@dataclass(frozen=True)
+class _Match:
+    """What a key resolves to: its Opt, and the columns a per-column key names."""
+
+    opt: Opt
+    columns: tuple[str, ...] = ()
+    index_type: str | None = None  # file-index.<type>.<column>.<param>
+
+
+def _match(key: str) -> _Match | None:
+    opt = BY_NAME.get(key) or BY_NAME.get(_PRIMARY_OF_FALLBACK.get(key, ""))
+    if opt is not None:
+        return _Match(opt)
+    if key.startswith("fields."):
+        return _match_field(key)
+    if key.startswith("file-index."):
+        return _match_file_index(key)
+    if CALLBACK_PARAM.fullmatch(key) or key.startswith(FREE_PREFIXES):
+        return _Match(_FREE_STRING)
+    return None
+
+
+def _match_field(key: str) -> _Match | None:
+    rest = key[len("fields."):]
+    for suffix in _FIELD_SUFFIX_ORDER:
+        if rest.endswith("." + suffix) and len(rest) > len(suffix) + 1:
+            columns = rest[: -len(suffix) - 1]
+            return _Match(_FIELD_SUFFIXES.get(suffix, _FREE_STRING), tuple(columns.split(",")))
+    column, _, option = rest.partition(".")
+    if column and option.startswith(VECTOR_FIELD_PREFIXES):
+        return _Match(_FREE_STRING, (column,))
+    return None
+
+
+def _match_file_index(key: str) -> _Match | None:
+    parts = key.split(".")
+    index_type = parts[1] if len(parts) > 1 else ""
+    if index_type not in FILE_INDEX_TYPES:
+        return None
+    if len(parts) == 3 and parts[2] == "columns":
+        return _Match(Opt(key, LIST))
+    if len(parts) == 4:
+        for opt in FILE_INDEX_TYPES[index_type]:
+            if opt.name == parts[3]:
+                return _Match(opt, (parts[2],), index_type)
+    return None
+
+
+def option(name: str) -> Opt:
+    """The Opt a key resolves to (fixed name, older name, or a per-column / per-index pattern).
+
+    Raises KeyError for a name Paimon does not know."""
+    found = _match(name)
+    if found is None:
+        raise KeyError(f"unknown Paimon option '{name}'")
+    return found.opt
+
+
+def closest_option(key: str) -> str:
+    """The known option name most like `key` (patterns filled in with the key's own column)."""
+    candidates = list(BY_NAME)
+    parts = key.split(".")
+    if key.startswith("fields.") and len(parts) > 2:
+        candidates += [f"fields.{parts[1]}.{suffix}" for suffix in _FIELD_SUFFIXES]
+    if key.startswith("file-index."):
+        for index_type, params in FILE_INDEX_TYPES.items():
+            candidates.append(f"file-index.{index_type}.columns")
+            if len(parts) >= 4:
+                candidates += [f"file-index.{index_type}.{parts[2]}.{p.name}" for p in params]
+    return difflib.get_close_matches(key, candidates, n=1, cutoff=0.0)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# parsing values the way Paimon does
+
+_INT_RANGE = {INT: 31, LONG: 63}
+_JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)[fFdD]?)")
+_MEMORY_UNITS = {
+    "": 1, "b": 1, "bytes": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
+}
+_NANOS_PER = {"ns": 1, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "min": 60_000_000_000,
+              "h": 3_600_000_000_000, "d": 86_400_000_000_000}
+_DURATION_UNITS = {
+    "": _NANOS_PER["ms"],
+    **dict.fromkeys(("d", "day", "days"), _NANOS_PER["d"]),
+    **dict.fromkeys(("h", "hour", "hours"), _NANOS_PER["h"]),
+    **dict.fromkeys(("min", "m", "minute", "minutes"), _NANOS_PER["min"]),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), _NANOS_PER["s"]),
+    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), _NANOS_PER["ms"]),
+    **dict.fromkeys(("µs", "micro", "micros", "microsecond", "microseconds"), _NANOS_PER["µs"]),
+    **dict.fromkeys(("ns", "nano", "nanos", "nanosecond", "nanoseconds"), _NANOS_PER["ns"]),
+}
+_NUMBER_AND_UNIT = re.compile(r"\s*([0-9]+)\s*(.*?)\s*")
+_STATS_MODE = re.compile(r"none|counts|full|truncate\(\d+\)", re.IGNORECASE)
+
+
+def _number_and_unit(text: str, units: Mapping[str, int], what: str) -> int:
+    found = _NUMBER_AND_UNIT.fullmatch(text)
+    if found is None:
+        raise ValueError(f"expected a {what} such as {'256 mb' if what == 'memory size' else '10 min'}")
+    unit = found.group(2).lower()
+    if unit not in units:
+        raise ValueError(f"unknown {what} unit '{found.group(2)}' (known: {', '.join(u for u in units if u)})")
+    value = int(found.group(1)) * units[unit]
+    if value >= 1 << 63:
+        raise ValueError(f"{what} does not fit in 64 bits")
+    return value
+
+
+def parse_memory_size(text: str) -> int:
+    """Bytes of a Paimon MemorySize string: "256 mb", "8MB", "128 kb", "1g", "500" (bytes)."""
+    return _number_and_unit(text, _MEMORY_UNITS, "memory size")
+
+
+def parse_duration_ms(text: str) -> int:
+    """Milliseconds of a Paimon duration string: "1 h", "10 min", "30 s", "100 ms", "1d", "500" (ms)."""
+    return _number_and_unit(text, _DURATION_UNITS, "duration") // _NANOS_PER["ms"]
+
+
+def parse_bool(text: str) -> bool:
+    """Paimon's boolean: "true" or "false" in any case."""
+    lowered = text.lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return lowered == "true"
+
+
+def parse_int(text: str, bits: int = 31) -> int:
+    """A Java int (bits=31) or long (bits=63): optional sign and decimal digits, in range."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError("expected an integer")
+    value = int(text)
+    if not -(1 << bits) <= value < 1 << bits:
+        raise ValueError(f"out of range for a {'long' if bits == 63 else 'int'}")
+    return value
+
+
+def parse_double(text: str) -> float:
+    """A Java double literal ("0.5", "1e-3", "2d", "NaN")."""
+    if not _JAVA_DOUBLE.fullmatch(text.strip()):
+        raise ValueError("expected a number")
+    return float(text.strip().rstrip("fFdD").replace("Infinity", "inf"))
+
+
+def parse_enum(text: str, choices: tuple[str, ...]) -> str:
+    """The choice `text` names, compared case-insensitively as Paimon does."""
+    for choice in choices:
+        if choice.upper() == text.upper():
+            return choice
+    raise ValueError(f"expected one of: {', '.join(choices)}")
+
+
+def parse_list(text: str) -> list[str]:
+    """Comma-separated items, stripped; empty items dropped."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def parse_map(text: str) -> dict[str, str]:
+    """Paimon's map form "k1:v1,k2:v2"."""
+    pairs = {}
+    for item in parse_list(text):
+        key, sep, value = item.partition(":")
+        if not sep or ":" in value:
+            raise ValueError(f"expected key:value pairs separated by ',' (bad item '{item}')")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def check_value(opt: Opt, value: str) -> None:
+    """Raise ValueError (with the allowed form) if `value` is not a valid value of `opt`."""
+    if opt.kind in _INT_RANGE:
+        parse_int(value, _INT_RANGE[opt.kind])
+    elif opt.kind is BOOL:
+        parse_bool(value)
+    elif opt.kind is DOUBLE:
+        parse_double(value)
+    elif opt.kind is ENUM:
+        parse_enum(value, opt.choices)
+    elif opt.kind is MEMORY:
+        parse_memory_size(value)
+    elif opt.kind is DURATION:
+        parse_duration_ms(value)
+    elif opt.kind is MAP:
+        parse_map(value)
+    elif opt.kind is STATS_MODE and not _STATS_MODE.fullmatch(value):
+        raise ValueError("expected none, counts, full or truncate(N)")
+
+
+# ---------------------------------------------------------------------------------------------
+# validation at table creation
+
+
+def validate_options(options: Mapping[str, str], table_name: str, field_names: Iterable[str] = ()) -> None:
+    """Raise InvalidOption for an unknown key, a value Paimon would not parse, or a per-column key
+    naming a column the table does not have (checked only when `field_names` is given)."""
+    columns = set(field_names)
+    for key, value in options.items():
+        found = _match(key)
+        if found is None:
+            raise InvalidOption(
+                f"table '{table_name}': unknown option '{key}'; did you mean '{closest_option(key)}'?")
+        _check_one(found, key, value, options, table_name, columns)
+
+
+def _check_one(found: _Match, key: str, value: str, options: Mapping[str, str], table_name: str,
+               columns: set[str]) -> None:
+    if not isinstance(value, str):
+        raise InvalidOption(f"table '{table_name}': option '{key}' must be a string, got {type(value).__name__}")
+    try:
+        check_value(found.opt, value)
+    except ValueError as e:
+        raise InvalidOption(f"table '{table_name}': option '{key}' has invalid value '{value}': {e}") from None
+    if key == "bucket" and not (int(value) in (-1, -2) or int(value) > 0):
+        raise InvalidOption(f"table '{table_name}': option 'bucket' must be -1, -2 or > 0, got {value}")
+    if found.index_type is not None:
+        declared = f"file-index.{found.index_type}.columns"
+        if found.columns[0] not in parse_list(options.get(declared, "")):
+            raise InvalidOption(
+                f"table '{table_name}': option '{key}' tunes column '{found.columns[0]}', "
+                f"which '{declared}' does not list")
+    elif columns:
+        for column in _columns_named(found, key, value):
+            if column not in columns:
+                raise InvalidOption(
+                    f"table '{table_name}': option '{key}' names column '{column}', which does not exist "
+                    f"(columns: {', '.join(sorted(columns))})")
+
+
+def _columns_named(found: _Match, key: str, value: str) -> list[str]:
+    """The table columns a key (and, for sequence groups and file indexes, its value) refers to."""
+    if key.startswith("fields.") and key.endswith(".sequence-group"):
+        return [*found.columns, *parse_list(value)]
+    if key.startswith("file-index.") and key.endswith(".columns"):
+        return [c.split("[", 1)[0].strip() for c in parse_list(value)]
+    return list(found.columns)
+
+
+# ---------------------------------------------------------------------------------------------
+# typed read access
+
+
+@dataclass(frozen=True, eq=False)
+class Options:
+    """A read-only view of a table's options. It does not validate: a table written by another
+    engine loads whatever it carries. Accessors take Paimon option names (unknown ones are a
+    programming error: KeyError) and fall back to Paimon's older keys, then to its default."""
+
+    raw: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "raw", MappingProxyType(dict(self.raw)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Options) and dict(self.raw) == dict(other.raw)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.raw.items()))
+
+    def get(self, name: str) -> str | None:
+        """The value set for `name` (or an older key Paimon reads for it), else Paimon's default."""
+        opt = option(name)
+        if name in self.raw:
+            return self.raw[name]
+        for old in opt.fallback if opt.name == name else ():
+            if old in self.raw:
+                return self.raw[old]
+        return opt.default
+
+    def _parsed(self, name: str, parse):
+        value = self.get(name)
+        if value is None:
+            return None
+        try:
+            return parse(value.strip())
+        except ValueError as e:
+            raise InvalidOption(f"option '{name}' has invalid value '{value}': {e}") from None
+
+    def int(self, name: str) -> int | None:
+        return self._parsed(name, lambda v: parse_int(v, 63))
+
+    def bool(self, name: str) -> bool | None:
+        return self._parsed(name, parse_bool)
+
+    def float(self, name: str) -> float | None:
+        return self._parsed(name, parse_double)
+
+    def memory_bytes(self, name: str) -> int | None:
+        return self._parsed(name, parse_memory_size)
+
+    def duration_ms(self, name: str) -> int | None:
+        return self._parsed(name, parse_duration_ms)
+
+    def enum(self, name: str) -> str | None:
+        """The choice as Paimon spells it (e.g. "deduplicate"), matched case-insensitively."""
+        choices = option(name).choices
+        if not choices:
+            raise KeyError(f"option '{name}' is not an enum")
+        return self._parsed(name, lambda v: parse_enum(v, choices))
+
+    def list(self, name: str) -> list[str]:
+        value = self.get(name)
+        return [] if value is None else parse_list(value)
+
+    # -- the options the rest of tarn reads most ------------------------------------------------
+
+    @property
+    def bucket(self) -> int:
+        return self.int("bucket")
+
+    @property
+    def file_format(self) -> str:
+        return self.get("file.format").lower()
+
+    @property
+    def merge_engine(self) -> str:
+        return self.enum("merge-engine")
+
+    @property
+    def changelog_producer(self) -> str:
+        return self.enum("changelog-producer")
+
+    @property
+    def sequence_fields(self) -> list[str]:
+        return self.list("sequence.field")
+
+    @property
+    def partition_default_name(self) -> str:
+        return self.get("partition.default-name")
+
+    def target_file_size(self, has_primary_key: bool) -> int:
+        """`target-file-size` in bytes; unset, Paimon uses 128 mb for primary-key tables, else 256 mb."""
+        explicit = self.memory_bytes("target-file-size")
+        if explicit is not None:
+            return explicit
+        return (128 if has_primary_key else 256) << 20
+
+    @property
+    def write_buffer_size(self) -> int:
+        return self.memory_bytes("write-buffer-size")
+
+    @property
+    def manifest_merge_min_count(self) -> int:
+        return self.int("manifest.merge-min-count")
+
+    @property
+    def manifest_target_file_size(self) -> int:
+        return self.memory_bytes("manifest.target-file-size")
+
+    @property
+    def manifest_full_compaction_threshold_size(self) -> int:
+        return self.memory_bytes("manifest.full-compaction-threshold-size")
+
+    @property
+    def manifest_compression(self) -> str:
+        return self.get("manifest.compression")
+
+    @property
+    def file_compression(self) -> str:
+        return self.get("file.compression")
+
+    @property
+    def file_compression_zstd_level(self) -> int:
+        return self.int("file.compression.zstd-level")
+
+    def stats_mode(self, column: str) -> str:
+        """`fields.<column>.stats-mode` if set, else `metadata.stats-mode` (default truncate(16))."""
+        return self.raw.get(f"fields.{column}.stats-mode") or self.get("metadata.stats-mode")
+
+    @property
+    def ignore_delete(self) -> bool:
+        return self.bool("ignore-delete")
+
+    @property
+    def rowkind_field(self) -> str | None:
+        return self.get("rowkind.field")
+
+    @property
+    def commit_max_retries(self) -> int:
+        return self.int("commit.max-retries")
+
+    @property
+    def snapshot_num_retained_min(self) -> int:
+        return self.int("snapshot.num-retained.min")
+
+    @property
+    def snapshot_num_retained_max(self) -> int:
+        return self.int("snapshot.num-retained.max")
+
+    @property
+    def snapshot_time_retained_ms(self) -> int:
+        return self.duration_ms("snapshot.time-retained")
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        return self.bool("deletion-vectors.enabled")
+
+    @property
+    def write_only(self) -> bool:
+        return self.bool("write-only")
+
+    @property
+    def dynamic_partition_overwrite(self) -> bool:
+        return self.bool("dynamic-partition-overwrite")
