@@ -606,6 +606,25 @@ OPTIONS: tuple[Opt, ...] = (
     # --- Hive connector (paimon-hive-connector-common HiveConnectorOptions.java) ---
     Opt("paimon.respect.minmaxsplitsize.enabled", BOOL, "false"),
     Opt("paimon.split.openfilecost", LONG),
+
+    # --- pypaimon 2.1 (Python Paimon) table options Java does not declare ---
+    Opt("read.parallelism", INT),
+    Opt("read.native.enabled", BOOL, "false"),
+    Opt("write.native.enabled", BOOL, "false"),
+    Opt("commit.native.enabled", BOOL, "false"),
+    Opt("scan.native-plan.enabled", BOOL, "false"),
+    Opt("manifest.sidecar.enabled", BOOL),
+    Opt("data-evolution.write-cols-optimization.enabled", BOOL, "false"),
+    Opt("global-index.build.parallelism", INT, "1"),
+    Opt("global-index.filter.refine-from-data", BOOL, "false"),
+    Opt("btree-index.bloom-filter.enabled", BOOL, "false"),
+    Opt("sorted-index.records-per-file", LONG, "25000000"),
+    Opt("video-frame-field", LIST),
+    Opt("local-cache.enabled", BOOL, "false"),
+    Opt("local-cache.dir", STRING),
+    Opt("local-cache.max-size", MEMORY),
+    Opt("local-cache.block-size", MEMORY, "1 mb"),
+    Opt("local-cache.whitelist", LIST, "meta,global-index"),
 )
 
 # `fields.<column>.<suffix>`: per-column options. `<column>` may be a comma list of columns

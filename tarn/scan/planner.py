@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tarn import partition
+from tarn import partition as partitions
 from tarn.codec.binary_row import deserialize_row
 from tarn.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
 from tarn.meta.schema import TableSchema
@@ -118,7 +118,7 @@ class Planner:
         splits = []
         for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
             values = self.partition_values(partition)
-            bucket_path = partition.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
+            bucket_path = partitions.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
                                                 values, bucket)
             files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
             if self.schema.primary_keys:

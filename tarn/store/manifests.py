@@ -273,13 +273,11 @@ class ManifestStore:
         delta_size = sum(m.file_size for m in metas if self._must_change(m))
         if delta_size < self.full_compaction_size:
             return None
-        deleted = {
-            e.identifier
-            for m in metas
-            if m.num_deleted_files > 0
-            for e in self.read_manifest(m.file_name)
-            if e.kind == DELETE
-        }
+        read: dict[str, list[ManifestEntry]] = {}
+        for meta in metas:
+            if meta.num_deleted_files > 0:
+                read[meta.file_name] = self.read_manifest(meta.file_name)
+        deleted = {e.identifier for entries in read.values() for e in entries if e.kind == DELETE}
         may_hold_deleted = self._deleted_partitions_filter(deleted)
         result: list[ManifestFileMeta] = []
         to_merge: list[ManifestFileMeta] = []
@@ -292,7 +290,8 @@ class ManifestStore:
             return None
         kept: list[ManifestEntry] = []
         for meta in to_merge:
-            adds = [e for e in self.read_manifest(meta.file_name) if e.kind == ADD]
+            entries = read.get(meta.file_name) or self.read_manifest(meta.file_name)
+            adds = [e for e in entries if e.kind == ADD]
             live = [e for e in adds if e.identifier not in deleted]
             if self._must_change(meta) or len(live) < len(adds):
                 kept += live
