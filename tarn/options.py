@@ -923,7 +923,7 @@ def _check_one(found: _Match, key: str, value: str, options: Mapping[str, str], 
     except ValueError as e:
         raise InvalidOption(f"table '{table_name}': option '{key}' has invalid value '{value}': {e}") from None
     if key == "bucket" and not (int(value) in (-1, -2) or int(value) > 0):
-        raise InvalidOption(f"table '{table_name}': option 'bucket' must be -1, -2 or > 0, got {value}")
+        raise InvalidOption(f"table '{table_name}': option 'bucket' has invalid value '{value}': must be -1, -2 or > 0")
     if found.index_type is not None:
         declared = f"file-index.{found.index_type}.columns"
         if found.columns[0] not in parse_list(options.get(declared, "")):

@@ -199,7 +199,7 @@ def _check_same_as_serialize(types, columns):
                                for i in range(n)]
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables())
 def test_encode_rows_matches_serialize_row(case):
     _check_same_as_serialize(*case)

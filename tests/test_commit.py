@@ -8,7 +8,7 @@ import pytest
 
 import tarn
 from tarn.meta.snapshot import Snapshot
-from conftest import ORDERS_SCHEMA, orders_rows, rows_by_key
+from tests.helpers import ORDERS_SCHEMA, orders_rows, rows_by_key
 
 
 def make(catalog, **options):

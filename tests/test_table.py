@@ -11,7 +11,7 @@ import tarn
 from tarn import col
 from tarn.codec.binary_row import deserialize_row
 from tarn.bucket import bucket_ids
-from conftest import ORDERS_SCHEMA, orders_rows, rows_by_key, sorted_rows
+from tests.helpers import ORDERS_SCHEMA, orders_rows, rows_by_key, sorted_rows
 
 
 def make_orders(catalog, **options):

@@ -12,6 +12,7 @@ its own (fastavro >= 1.10 looks for `backports.zstd` / `compression.zstd` only).
 from __future__ import annotations
 
 import io
+import json
 
 import fastavro
 import fastavro.read
@@ -142,13 +143,44 @@ def write_avro_rolling(
 
 
 def read_avro(data: bytes, name_for_errors: str) -> list[dict]:
-    """All records of an Avro container file; `CorruptFile` naming the file if unreadable."""
+    """All records of an Avro container file; `CorruptFile` naming the file if unreadable.
+
+    Timestamps come back as aware datetimes; a timestamp outside Python's datetime range makes
+    the file be read again with logical types ignored (the raw long comes back instead).
+    """
     try:
         return list(fastavro.reader(io.BytesIO(data)))
-    except CorruptFile:
-        raise
-    except Exception as exc:  # fastavro raises many kinds (ValueError, EOFError, KeyError, ...)
+    except (ValueError, OverflowError) as exc:
+        first_error = exc
+    except Exception as exc:  # fastavro raises many kinds (EOFError, KeyError, ...)
         raise CorruptFile(f"cannot read Avro file {name_for_errors}: {exc}") from exc
+    try:
+        return list(fastavro.reader(io.BytesIO(_strip_logical_types(data))))
+    except Exception:
+        raise CorruptFile(f"cannot read Avro file {name_for_errors}: {first_error}") from first_error
+
+
+def _strip_logical_types(data: bytes) -> bytes:
+    """The same container file with `logicalType` removed from its header schema."""
+    fo = io.BytesIO(data)
+    head = fastavro.schemaless_reader(fo, fastavro.read.HEADER_SCHEMA)
+    schema = json.loads(head["meta"]["avro.schema"])
+    head["meta"]["avro.schema"] = json.dumps(_without_logical_types(schema)).encode()
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.read.HEADER_SCHEMA, head)
+    return out.getvalue() + data[fo.tell():]
+
+
+def _without_logical_types(schema):
+    """`schema` with every `logicalType` annotation dropped."""
+    if isinstance(schema, list):
+        return [_without_logical_types(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _without_logical_types(v) for k, v in schema.items() if k != "logicalType"}
+    if "fields" in schema:
+        out["fields"] = [dict(f, type=_without_logical_types(f["type"])) for f in schema["fields"]]
+    return out
 
 
 def read_avro_schema(data: bytes, name_for_errors: str) -> tuple[dict, str]:

@@ -519,9 +519,8 @@ def _string_parts(arr) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _words_at(data: np.ndarray, byte_offsets: np.ndarray) -> np.ndarray:
     """The little-endian uint64 starting at each (unaligned) byte offset of `data`."""
-    windows = np.lib.stride_tricks.as_strided(data, shape=(len(data) - 7, 8), strides=(1, 1),
-                                              writeable=False)
-    return windows[byte_offsets].view(np.uint64).reshape(-1)
+    overlapping = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    return overlapping[byte_offsets]
 
 
 def _segments(starts: np.ndarray, counts: np.ndarray, step: int = 1) -> np.ndarray:
@@ -633,7 +632,11 @@ def encode_rows(columns: list, types: list[DataType]) -> tuple[np.ndarray, np.nd
                                          np.uint64(0))
             else:
                 slots = slots | ((start * 8).astype(np.uint64) << np.uint64(32))
-            if len(part.var_words):
+            if uniform and start.min() == start.max() and has_var.all() \
+                    and part.var_counts.min() == part.var_counts.max():
+                first, width = int(start[0]), int(part.var_counts[0])
+                grid[:, first:first + width] = part.var_words.reshape(n, width)
+            elif len(part.var_words):
                 out[_segments(row_start + start, part.var_counts)] = part.var_words
         put(header_words + i, slots)
     return out.view(np.uint8), offsets * 8

@@ -407,6 +407,8 @@ def read_data_file(file_io, path: str, file_format: str, fields: list[DataField]
     try:
         with source:
             table = reader(source, path, fields, columns)
+        if columns is not None:
+            table = table.select(columns)
     except TarnError:
         raise
     except (pa.ArrowException, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
