@@ -23,7 +23,10 @@ def row_hashes(table: pa.Table, key_fields: list[DataField]) -> np.ndarray:
         if field.name not in table.column_names:
             raise SchemaMismatch(f"bucket key column {field.name!r} is missing from the data")
         columns.append(table.column(field.name))
-    buffer, offsets = encode_rows(columns, [f.type for f in key_fields])
+    try:
+        buffer, offsets = encode_rows(columns, [f.type for f in key_fields])
+    except SchemaMismatch as e:
+        raise SchemaMismatch(f"bucket key {[f.name for f in key_fields]}: {e}") from None
     return hash_rows(buffer, offsets)
 
 

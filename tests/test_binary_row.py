@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tarn.codec.binary_row import EMPTY_ROW, deserialize_row, encode_rows, serialize_row
+from tarn.codec import murmur
 from tarn.codec.murmur import hash_bytes, hash_rows
 from tarn.errors import CorruptFile
 from tarn.types import (
@@ -126,7 +127,8 @@ ATOMIC = [BOOLEAN(), TINYINT(), SMALLINT(), INT(), BIGINT(), FLOAT(), DOUBLE(), 
           DATE(), TIME(3), TIMESTAMP(0), TIMESTAMP(3), TIMESTAMP(6), TIMESTAMP(9),
           TIMESTAMP_LTZ(3), TIMESTAMP_LTZ(6)]
 
-_TEXT = st.one_of(st.text(max_size=12), st.sampled_from(["", "abcdefg", "abcdefgh", "abcdefghi", "é😀x", "ab\0"]))
+_TEXT = st.one_of(st.text(max_size=30),
+                  st.sampled_from(["", "abcdefg", "abcdefgh", "abcdefghi", "é😀x", "ab\0", "x" * 700]))
 _BLOB = st.one_of(st.binary(max_size=12), st.sampled_from([b"", b"1234567", b"12345678", b"123456789"]))
 _STAMP = st.datetimes(min_value=dt.datetime(1800, 1, 1), max_value=dt.datetime(2200, 1, 1))
 
@@ -207,7 +209,7 @@ def test_encode_rows_matches_serialize_row(case):
 
 def test_encode_rows_mixed_lengths_and_slices():
     types = [STRING(), DECIMAL(38, 2), TIMESTAMP(6), BIGINT()]
-    strings = ["", "a", "abcdefg", "abcdefgh", "abcdefghi", None, "x" * 40, "é" * 5]
+    strings = ["", "a", "abcdefg", "abcdefgh", "abcdefghi", None, "x" * 600, "é" * 5]
     columns = [strings, [D("1.5"), None] * 4,
                [dt.datetime(2024, 1, 1, 0, 0, 0, 123456), None] * 4, list(range(8))]
     _check_same_as_serialize(types, columns)
@@ -237,15 +239,35 @@ def test_encode_rows_chunked_and_nested_columns():
         assert deserialize_row(expected, types) == row
 
 
+@pytest.mark.parametrize("strings", [
+    ["abcdefghij"] * 5,  # equal lengths: copied as one matrix
+    ["k" * 520] * 3,  # equal and long
+    ["abcdefghij", "x" * 520, "abc", "y" * 16, "z" * 9],  # short, long, inline mixed
+])
+def test_encode_rows_string_layouts(strings):
+    types = [STRING(), BIGINT(), STRING()]
+    _check_same_as_serialize(types, [strings, list(range(len(strings))), strings[::-1]])
+    _check_same_as_serialize([STRING()], [strings])
+
+
 def test_hash_bytes_handles_tails():
     for data in [b"", b"a", b"ab", b"abc", b"abcd", b"abcde", bytes(range(37))]:
         assert hash_bytes(data) == mmh3.hash(data, 42, signed=True)
 
 
-def test_hash_rows_ragged_and_long_rows():
+@pytest.mark.parametrize("with_mmh3", [True, False])
+def test_hash_rows_ragged_and_long_rows(with_mmh3, monkeypatch):
+    if not with_mmh3:  # the pure-numpy path for long rows
+        monkeypatch.setattr(murmur, "mmh3", None)
     rng = np.random.default_rng(1)
     rows = [rng.integers(0, 256, 4 * int(k), dtype=np.uint8).tobytes()
             for k in [0, 1, 2, 5, 5, 3, 700, 1, 600]]
     buffer = np.frombuffer(b"".join(rows), dtype=np.uint8)
     offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
     assert hash_rows(buffer, offsets).tolist() == [mmh3.hash(r, 42, signed=True) for r in rows]
+
+
+def test_hash_rows_leaves_its_input_alone():
+    buffer = np.arange(16, dtype=np.uint8)
+    hash_rows(buffer, np.array([0, 16]))
+    assert buffer.tolist() == list(range(16))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import io
 
 import fastavro
 import pyarrow as pa
@@ -173,6 +172,12 @@ def test_parquet_int96_for_precision_above_6(tmp_path, file_io):
     write_data_file(file_io, path, table, fields, "parquet", {})
     assert parquet_column(path, "ts7").physical_type == "INT96"
     assert parquet_column(path, "ltz9").physical_type == "INT96"
+    # pyarrow's INT96 switch is per file: coarser timestamps next to them become INT96 too
+    fields.append(DataField(2, "ts3", TIMESTAMP(3)))
+    table = table.append_column(arrow_schema(fields).field(2), pa.array([3], pa.timestamp("ms")))
+    write_data_file(file_io, path, table, fields, "parquet", {})
+    assert parquet_column(path, "ts3").physical_type == "INT96"
+    assert read_data_file(file_io, path, "parquet", fields).equals(table)
 
 
 def test_parquet_field_ids_and_nested_names(tmp_path, file_io):
@@ -295,6 +300,13 @@ def test_not_null_violation_and_bad_cast_delete_the_file(tmp_path, file_io):
         with pytest.raises(SchemaMismatch, match="'a'"):
             write_data_file(file_io, path, table, fields, file_format, {})
         assert not file_io.exists(path)
+
+
+def test_overflowing_cast_is_refused(tmp_path, file_io):
+    fields = [DataField(0, "a", INT())]
+    table = pa.table({"a": pa.array([2**40])})
+    with pytest.raises(SchemaMismatch, match="'a'"):
+        write_data_file(file_io, str(tmp_path / "o.parquet"), table, fields, "parquet", {})
 
 
 def test_missing_and_corrupt_files(tmp_path, file_io):

@@ -51,17 +51,16 @@ def _install_zstandard_codec() -> None:
     readers = fastavro.read.BLOCK_READERS
     writers = fastavro.write._write.BLOCK_WRITERS
     try:  # a working built-in zstd codec needs nothing from us
-        fastavro.write._write.BLOCK_WRITERS["zstandard"](io.BytesIO(), b"", None)
+        writers["zstandard"](io.BytesIO(), b"", None)
         return
     except ValueError:
         pass
     null_read, null_write = readers["null"], writers["null"]
 
     def read_block(fo):
-        frame = null_read(fo)
-        data = frame.read() if hasattr(frame, "read") else bytes(frame)
-        payload = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(data)
-        return _memory_reader(payload, frame)
+        payload = null_read(fo).read()  # fastavro's block readers return a BytesIO
+        decompressor = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+        return io.BytesIO(decompressor.decompress(payload))
 
     def write_block(fo, block_bytes, compression_level):
         level = 3 if compression_level is None else compression_level
@@ -69,13 +68,6 @@ def _install_zstandard_codec() -> None:
 
     readers["zstandard"] = read_block
     writers["zstandard"] = write_block
-
-
-def _memory_reader(payload: bytes, like):
-    """A block reader of the same class fastavro's `null` codec returns."""
-    if isinstance(like, io.BytesIO):
-        return io.BytesIO(payload)
-    return type(like)(payload)
 
 
 _install_zstandard_codec()
@@ -93,7 +85,7 @@ def parsed_schema(schema: dict) -> dict:
     return hit[1]
 
 
-def write_avro(records: list[dict], schema: dict, codec: str = "zstandard", level: int = 1) -> bytes:
+def write_avro(records: list[dict], schema: dict, codec: str = "zstandard", level: int | None = 1) -> bytes:
     """One Avro container file holding `records`."""
     out = io.BytesIO()
     fastavro.writer(
@@ -109,7 +101,7 @@ def write_avro(records: list[dict], schema: dict, codec: str = "zstandard", leve
 
 
 def write_avro_rolling(
-    records: list[dict], schema: dict, target_size: int, codec: str = "zstandard", level: int = 1
+    records: list[dict], schema: dict, target_size: int, codec: str = "zstandard", level: int | None = 1
 ) -> list[tuple[bytes, int]]:
     """Files of `records` rolled once a file reaches `target_size`, as (bytes, record count).
 
@@ -142,22 +134,27 @@ def write_avro_rolling(
     return files
 
 
-def read_avro(data: bytes, name_for_errors: str) -> list[dict]:
+def read_avro(data: bytes, name_for_errors: str, logical_types: bool = True) -> list[dict]:
     """All records of an Avro container file; `CorruptFile` naming the file if unreadable.
 
-    Timestamps come back as aware datetimes; a timestamp outside Python's datetime range makes
-    the file be read again with logical types ignored (the raw long comes back instead).
+    With `logical_types` timestamps come back as aware datetimes (and a timestamp outside
+    Python's datetime range makes the file be read again without them); without, every value
+    comes back as its plain Avro type (e.g. `timestamp-millis` as the long), which is faster.
     """
     try:
-        return list(fastavro.reader(io.BytesIO(data)))
+        return _read_records(data, logical_types)
     except (ValueError, OverflowError) as exc:
-        first_error = exc
+        if logical_types:
+            return read_avro(data, name_for_errors, logical_types=False)
+        raise CorruptFile(f"cannot read Avro file {name_for_errors}: {exc}") from exc
     except Exception as exc:  # fastavro raises many kinds (EOFError, KeyError, ...)
         raise CorruptFile(f"cannot read Avro file {name_for_errors}: {exc}") from exc
-    try:
-        return list(fastavro.reader(io.BytesIO(_strip_logical_types(data))))
-    except Exception:
-        raise CorruptFile(f"cannot read Avro file {name_for_errors}: {first_error}") from first_error
+
+
+def _read_records(data: bytes, logical_types: bool) -> list[dict]:
+    if not logical_types:
+        data = _strip_logical_types(data)
+    return list(fastavro.reader(io.BytesIO(data)))
 
 
 def _strip_logical_types(data: bytes) -> bytes:

@@ -363,17 +363,31 @@ def deserialize_row(data: bytes, types: list[DataType]) -> list:
 
 
 @dataclass
+class _Bytes:
+    """Variable-length values to copy: `data` (padded by 8 zero bytes), per-row start/length."""
+
+    data: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+
+
+@dataclass
 class _Column:
-    """One column's contribution to the rows; `var_*` describe its variable-part chunks."""
+    """One column's contribution to the rows.
+
+    Columns with a variable part give `var_counts` (8-byte words per row, 0 = none) and either
+    `var_words` (a (rows, words) uint64 matrix, same width for every row) or `var_bytes`."""
 
     nulls: np.ndarray  # bool per row
     slots: np.ndarray  # uint64 per row; for var rows the low 32 bits (offset added later)
-    var_words: np.ndarray | None = None  # uint64 words of all variable chunks, row order
-    var_counts: np.ndarray | None = None  # int64 words per row (0 = none)
+    var_counts: np.ndarray | None = None
+    var_words: np.ndarray | None = None
+    var_bytes: _Bytes | None = None
 
 
 _LOW_MASKS = np.array([(1 << (8 * r)) - 1 for r in range(8)], dtype=np.uint64)  # r bytes kept
 _TAIL_MASKS = np.array([_U64] + [(1 << (8 * r)) - 1 for r in range(1, 8)], dtype=np.uint64)
+_BYTE_BIT_LENGTH = np.array([i.bit_length() for i in range(256)], dtype=np.int64)
 
 
 def _plain(column, arrow_type: pa.DataType | None = None) -> pa.Array:
@@ -383,7 +397,10 @@ def _plain(column, arrow_type: pa.DataType | None = None) -> pa.Array:
     if pa.types.is_dictionary(column.type):
         column = column.dictionary_decode()
     if arrow_type is not None and column.type != arrow_type:
-        column = column.cast(arrow_type)
+        try:
+            column = column.cast(arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise SchemaMismatch(f"cannot convert Arrow {column.type} to {arrow_type}: {e}") from None
     return column
 
 
@@ -398,6 +415,8 @@ def _fixed_values(arr: pa.Array, dtype, per_value: int = 1) -> np.ndarray:
     dtype = np.dtype(dtype)
     count = len(arr) * per_value
     buf = arr.buffers()[1]
+    if buf is None or count == 0:
+        return np.zeros(count, dtype=dtype)
     return np.frombuffer(buf, dtype=dtype, count=count, offset=arr.offset * per_value * dtype.itemsize)
 
 
@@ -428,7 +447,7 @@ def _numeric_column(arr, t: DataType) -> _Column:
     else:  # TIME: millis of day
         arr = _plain(arr)
         if not pa.types.is_time(arr.type):
-            arr = arr.cast(pa.time32("ms"))
+            arr = _plain(arr, pa.time32("ms"))
         per_milli = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[arr.type.unit]
         width = np.int32 if pa.types.is_time32(arr.type) else np.int64
         raw = _fixed_values(arr, width).astype(np.int64)
@@ -456,27 +475,21 @@ def _decimal_column(arr, t: DataType) -> _Column:
     nonzero = magnitude != 0
     first = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), 16)
     lead = magnitude[np.arange(len(arr)), np.minimum(first, 15)]
-    bit_length = np.where(first < 16, (15 - first) * 8 + _bit_length(lead), 0)
+    bit_length = np.where(first < 16, (15 - first) * 8 + _BYTE_BIT_LENGTH[lead], 0)
     lengths = bit_length // 8 + 1
     shift = (16 - lengths)[:, None] + np.arange(16)
     chunk = np.take_along_axis(big_endian, np.minimum(shift, 15), axis=1)
     chunk[shift > 15] = 0
     chunk[nulls] = 0
     slots = np.where(nulls, 0, lengths).astype(np.uint64)
-    words = np.ascontiguousarray(chunk).view(np.uint64).reshape(-1)
-    return _Column(nulls, slots, words, np.full(len(arr), 2, dtype=np.int64))
-
-
-def _bit_length(byte_values: np.ndarray) -> np.ndarray:
-    """Bit length of each uint8 (0 for 0)."""
-    table = np.array([int(i).bit_length() for i in range(256)], dtype=np.int64)
-    return table[byte_values]
+    words = np.ascontiguousarray(chunk).view(np.uint64)
+    return _Column(nulls, slots, np.full(len(arr), 2, dtype=np.int64), var_words=words)
 
 
 def _timestamp_column(arr, t: DataType) -> _Column:
     arr = _plain(arr)
     if not pa.types.is_timestamp(arr.type):
-        arr = arr.cast(pa.timestamp("us", tz="UTC" if t.root == "TIMESTAMP_LTZ" else None))
+        arr = _plain(arr, pa.timestamp("us", tz="UTC" if t.root == "TIMESTAMP_LTZ" else None))
     nulls = _null_mask(arr)
     raw = _fixed_values(arr, np.int64)
     nanos_per_unit = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[arr.type.unit]
@@ -490,11 +503,12 @@ def _timestamp_column(arr, t: DataType) -> _Column:
     if _is_compact(t):
         return _Column(nulls, millis.view(np.uint64))
     slots = np.where(nulls, 0, nano_of_milli).astype(np.uint64)
-    return _Column(nulls, slots, millis.view(np.uint64), np.ones(len(raw), dtype=np.int64))
+    return _Column(nulls, slots, np.ones(len(raw), dtype=np.int64),
+                   var_words=millis.view(np.uint64).reshape(-1, 1))
 
 
-def _string_parts(arr) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(data bytes padded by 8 zero bytes, start of each value, length of each value)."""
+def _string_parts(arr) -> _Bytes:
+    """The bytes of a string/binary array with each value's start and length."""
     arr = _plain(arr)
     if pa.types.is_fixed_size_binary(arr.type):
         width = arr.type.byte_width
@@ -514,7 +528,7 @@ def _string_parts(arr) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     data = np.zeros((0 if data_buf is None else data_buf.size) + 8, dtype=np.uint8)
     if data_buf is not None:
         data[:-8] = np.frombuffer(data_buf, dtype=np.uint8)
-    return data, starts, lengths
+    return _Bytes(data, starts, lengths)
 
 
 def _words_at(data: np.ndarray, byte_offsets: np.ndarray) -> np.ndarray:
@@ -535,30 +549,24 @@ def _segments(starts: np.ndarray, counts: np.ndarray, step: int = 1) -> np.ndarr
     return np.repeat(starts, counts) + step * within
 
 
-def _bytes_column(data: np.ndarray, starts, lengths, nulls, always_var: bool) -> _Column:
+def _bytes_column(values: _Bytes, nulls: np.ndarray, always_var: bool) -> _Column:
     """Strings/binary (inline when ≤ 7 bytes unless `always_var`) and nested values."""
+    lengths = values.lengths
     is_var = ~nulls & ((lengths > MAX_INLINE) | always_var)
-    slots = np.zeros(len(lengths), dtype=np.uint64)
+    slots = np.where(is_var, lengths, 0).astype(np.uint64)
     inline = np.flatnonzero(~nulls & ~is_var)
     if len(inline):
         size = lengths[inline]
-        content = _words_at(data, starts[inline]) & _LOW_MASKS[size]
+        content = _words_at(values.data, values.starts[inline]) & _LOW_MASKS[size]
         slots[inline] = content | ((size.astype(np.uint64) | 0x80) << np.uint64(56))
     counts = np.where(is_var, (lengths + 7) // 8, 0)
-    slots[is_var] = lengths[is_var].astype(np.uint64)
-    var_rows = np.flatnonzero(counts)
-    words = _words_at(data, _segments(starts[var_rows], counts[var_rows], step=8))
-    if len(var_rows):
-        last = np.cumsum(counts[var_rows]) - 1
-        words[last] &= _TAIL_MASKS[lengths[var_rows] % 8]
-    return _Column(nulls, slots, words, counts)
+    return _Column(nulls, slots, counts, var_bytes=values)
 
 
 def _string_column(arr, t: DataType) -> _Column:
     arr = _plain(arr)
     nulls = _null_mask(arr)
-    data, starts, lengths = _string_parts(arr)
-    return _bytes_column(data, starts, lengths, nulls, always_var=False)
+    return _bytes_column(_string_parts(arr), nulls, always_var=False)
 
 
 def _nested_column(arr, t: DataType) -> _Column:
@@ -566,8 +574,8 @@ def _nested_column(arr, t: DataType) -> _Column:
     arr = _plain(arr)
     nulls = _null_mask(arr)
     encoded = [b"" if v is None else _nested_bytes(v, t) for v in arr.to_pylist()]
-    data, starts, lengths = _string_parts(pa.array(encoded, pa.large_binary()))
-    return _bytes_column(data, starts, lengths, nulls, always_var=True)
+    return _bytes_column(_string_parts(pa.array(encoded, pa.large_binary())), nulls,
+                         always_var=True)
 
 
 def _encode_column(column, t: DataType) -> _Column:
@@ -626,17 +634,73 @@ def encode_rows(columns: list, types: list[DataType]) -> tuple[np.ndarray, np.nd
     for i, (part, start) in enumerate(zip(parts, var_starts)):
         slots = part.slots
         if start is not None:
-            has_var = part.var_counts > 0
-            if not has_var.all():  # nulls of strings/nested: no offset
-                slots = slots | np.where(has_var, (start * 8).astype(np.uint64) << np.uint64(32),
-                                         np.uint64(0))
-            else:
-                slots = slots | ((start * 8).astype(np.uint64) << np.uint64(32))
-            if uniform and start.min() == start.max() and has_var.all() \
-                    and part.var_counts.min() == part.var_counts.max():
-                first, width = int(start[0]), int(part.var_counts[0])
-                grid[:, first:first + width] = part.var_words.reshape(n, width)
-            elif len(part.var_words):
-                out[_segments(row_start + start, part.var_counts)] = part.var_words
+            offset_bits = (start * 8).astype(np.uint64) << np.uint64(32)
+            slots = slots | np.where(part.var_counts > 0, offset_bits, np.uint64(0))
+            in_grid = uniform and start.min() == start.max()
+            _write_var(out, row_start + start, part, grid[:, int(start[0]):] if in_grid else None)
         put(header_words + i, slots)
     return out.view(np.uint8), offsets * 8
+
+
+_SHORT_VALUE_WORDS = 64  # values up to this many words are copied word position by position
+
+
+def _write_var(out: np.ndarray, dest: np.ndarray, part: _Column, grid: np.ndarray | None) -> None:
+    """Write a column's variable chunks at word `dest[i]` of `out` for each row i.
+
+    `grid` is given when every row has the same layout: the (rows, words) view of `out` from
+    the column's first var word on."""
+    if part.var_words is not None:
+        width = part.var_words.shape[1]
+        if grid is not None:
+            grid[:, :width] = part.var_words
+        else:
+            for j in range(width):
+                out[dest + j] = part.var_words[:, j]
+        return
+    values, counts = part.var_bytes, part.var_counts
+    rows = np.flatnonzero(counts)
+    if len(rows) == 0:
+        return
+    lengths = values.lengths[rows]
+    if grid is not None and len(rows) == len(counts) and lengths.min() == lengths.max():
+        _write_equal_bytes(grid, values, int(lengths[0]))
+        return
+    long = counts[rows] > _SHORT_VALUE_WORDS
+    if long.any():
+        _write_long_bytes(out, dest[rows[long]], values, rows[long])
+        rows, lengths = rows[~long], lengths[~long]
+    _write_short_bytes(out, dest[rows], values.data, values.starts[rows], lengths)
+
+
+def _write_equal_bytes(grid: np.ndarray, values: _Bytes, length: int) -> None:
+    """Every row has one value of `length` bytes; Arrow stores such values back to back, so
+    they are a (rows, bytes) matrix."""
+    n, width, first = len(values.starts), (length + 7) // 8, int(values.starts[0])
+    padded = np.zeros((n, width * 8), dtype=np.uint8)
+    padded[:, :length] = values.data[first:first + n * length].reshape(n, length)
+    grid[:, :width] = padded.view(np.uint64)
+
+
+def _write_short_bytes(out, dest, data, starts, lengths) -> None:
+    """Copy values word position by position, longest values first (no per-word index arrays)."""
+    if len(starts) == 0:
+        return
+    counts = (lengths + 7) // 8
+    order = np.argsort((_SHORT_VALUE_WORDS - counts).astype(np.uint8), kind="stable")
+    dest, starts, counts = dest[order], starts[order], counts[order]
+    tails = _TAIL_MASKS[lengths[order] % 8]
+    active = np.searchsorted(-counts, -np.arange(int(counts[0]) + 1), side="left").tolist()
+    for j in range(int(counts[0])):
+        a, ending = active[j], active[j + 1]  # rows [ending, a) have their last word at j
+        words = _words_at(data, starts[:a] + 8 * j)
+        words[ending:] &= tails[ending:a]
+        out[dest[:a] + j] = words
+
+
+def _write_long_bytes(out, dest, values: _Bytes, rows) -> None:
+    """Copy a few long values through flat per-word index arrays."""
+    lengths, counts = values.lengths[rows], (values.lengths[rows] + 7) // 8
+    words = _words_at(values.data, _segments(values.starts[rows], counts, step=8))
+    words[np.cumsum(counts) - 1] &= _TAIL_MASKS[lengths % 8]
+    out[_segments(dest, counts)] = words

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
-import tarn.codec.avro as avro_codec  # installs the `zstandard` Avro codec
+import tarn.codec.avro as avro_container  # installs the `zstandard` Avro codec
 from tarn.errors import CorruptFile, InvalidOption, SchemaMismatch, TarnError
 from tarn.types import FIELD_ID_KEY, DataField, DataType, INT, to_arrow_type
 
@@ -120,15 +120,22 @@ def _has_fine_timestamp(t: DataType) -> bool:
     return any(_has_fine_timestamp(c) for c in children if c is not None)
 
 
-def _cast_column(column, target: pa.DataType, name: str):
-    """`column` cast to `target`; TIME values lose sub-millisecond digits, as in Java."""
+def _cast_column(column, target: pa.DataType, name: str, lossy: bool = False):
+    """`column` cast to `target`; `lossy` lets TIME values drop sub-millisecond digits."""
     if column.type.equals(target):
         return column
     try:
-        return column.cast(target, safe=False)
+        return column.cast(target, safe=not lossy)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaMismatch(f"column {name!r}: cannot store Arrow {column.type} as {target}: {exc}") \
             from exc
+
+
+def _has_time(t: DataType) -> bool:
+    if t.root == "TIME":
+        return True
+    children = [t.element, t.key, t.value] + [f.type for f in t.fields or ()]
+    return any(_has_time(c) for c in children if c is not None)
 
 
 def _conform(data: pa.Table, fields: list[DataField], schema: pa.Schema) -> pa.Table:
@@ -143,7 +150,7 @@ def _conform(data: pa.Table, fields: list[DataField], schema: pa.Schema) -> pa.T
         column = data.column(i)
         if not f.type.nullable and column.null_count:
             raise SchemaMismatch(f"column {f.name!r} is NOT NULL but holds {column.null_count} nulls")
-        column = _cast_column(column, _millis_time_type(f.type), f.name)
+        column = _cast_column(column, _millis_time_type(f.type), f.name, lossy=_has_time(f.type))
         columns.append(_cast_column(column, schema.field(i).type, f.name))
     return pa.Table.from_arrays(columns, schema=schema)
 
@@ -194,6 +201,20 @@ def _orc_codec(compression: str) -> str:
     return codec
 
 
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "k": 1 << 10, "mb": 1 << 20, "m": 1 << 20,
+               "gb": 1 << 30, "g": 1 << 30}
+
+
+def _bytes_option(options: dict[str, str], key: str) -> int:
+    """A memory-size option (`1048576`, `1 mb`, `64kb`) in bytes."""
+    raw = options[key].strip().lower()
+    number = raw.rstrip("bkmg ")
+    unit = raw[len(number):].strip()
+    if not number.isdigit() or unit not in _SIZE_UNITS:
+        raise InvalidOption(f"{key}: {options[key]!r} is not a memory size")
+    return int(number) * _SIZE_UNITS[unit]
+
+
 def _bool_option(options: dict[str, str], key: str, default: bool) -> bool:
     raw = options.get(key)
     return default if raw is None else raw.strip().lower() == "true"
@@ -226,7 +247,7 @@ def _write_parquet(out, data: pa.Table, fields: list[DataField], options: dict[s
     compression = _parquet_codec(_compression(options))
     kwargs = {}
     if "parquet.page.size" in options:
-        kwargs["data_page_size"] = int(options["parquet.page.size"])
+        kwargs["data_page_size"] = _bytes_option(options, "parquet.page.size")
     pq.write_table(
         table, out,
         compression=compression,
@@ -382,7 +403,7 @@ def _write_avro(out, data: pa.Table, fields: list[DataField], options: dict[str,
     codec, level = _avro_codec(options)
     buffer = io.BytesIO()
     fastavro.writer(buffer, parsed, records, codec=codec, codec_compression_level=level,
-                    sync_interval=avro_codec.SYNC_INTERVAL, validator=False)
+                    sync_interval=avro_container.SYNC_INTERVAL, validator=False)
     out.write(buffer.getvalue())
 
 

@@ -90,44 +90,59 @@ def merge_table(table: pa.Table, spec: MergeSpec) -> pa.Table:
     return merge_sorted(table.take(sort_indices(table, spec)), spec)
 
 
-def merge_runs(runs: list[pa.Table], spec: MergeSpec, disjoint_sequences: bool) -> pa.Table:
-    """Merge sorted runs (each with unique keys) of one bucket; the output is not key-ordered.
-
-    When the runs' sequence ranges do not interleave and the engine is deduplicate with system
-    sequence only, the newest run wins outright: older runs just drop the keys newer runs hold
-    (a hash anti-join, no sort). Otherwise all runs are sorted and merged together.
-    """
+def merge_runs(runs: list[pa.Table], spec: MergeSpec) -> pa.Table | None:
+    """Merge sorted runs (each with unique keys) of one bucket into one row per key, sorting
+    all of them together; retracted keys are dropped. The output is key-ordered."""
     runs = [r for r in runs if r.num_rows]
     if not runs:
         return None
     if len(runs) == 1:
         return drop_retracts(_ignore(runs[0], spec))
-    if spec.engine == "deduplicate" and not spec.sequence_columns and disjoint_sequences:
-        return drop_retracts(_newest_wins(runs, spec))
     merged = merge_table(pa.concat_tables(runs, promote_options="permissive"), spec)
     return drop_retracts(merged)
+
+
+def newest_wins_applies(spec: MergeSpec) -> bool:
+    """Deduplicate on system sequence only: between runs whose sequence ranges do not
+    interleave, the newer run's row for a key wins outright."""
+    return spec.engine == "deduplicate" and not spec.sequence_columns and not spec.ignore_delete
 
 
 def _ignore(table: pa.Table, spec: MergeSpec) -> pa.Table:
     return drop_retracts(table) if spec.ignore_delete else table
 
 
-def _newest_wins(runs: list[pa.Table], spec: MergeSpec) -> pa.Table:
-    """Runs ordered by sequence, oldest first; keep each key from the newest run that has it."""
-    runs = [_ignore(r, spec) for r in runs]
-    kept = [runs[-1]]
-    newer_keys = [runs[-1].select(list(spec.key_columns))]
-    for run in reversed(runs[:-1]):
-        seen = pa.concat_tables(newer_keys)
-        kept.append(_anti_join(run, seen, spec.key_columns))
-        newer_keys.append(run.select(list(spec.key_columns)))
-    return pa.concat_tables(kept)
+def keys_in(keys: pa.Table, newer: list[pa.Table]) -> np.ndarray:
+    """Boolean mask: does each row of `keys` (sorted, unique) occur in any of the `newer` key
+    tables (each sorted, unique)? Sorted numeric keys use binary search; others a hash set or
+    a hash join."""
+    hit = np.zeros(keys.num_rows, dtype=bool)
+    if not newer or keys.num_rows == 0:
+        return hit
+    if keys.num_columns == 1:
+        column = keys.column(0)
+        if _numpy_comparable(column.type):
+            probe = column.to_numpy()
+            for other in newer:
+                hit |= _sorted_member(probe, other.column(0).to_numpy())
+            return hit
+        value_set = pa.chunked_array([c for t in newer for c in t.column(0).chunks], type=column.type)
+        return _to_numpy_bool(pc.is_in(column, value_set=value_set.combine_chunks()))
+    names = keys.column_names
+    indexed = keys.append_column("__row", pa.array(np.arange(keys.num_rows)))
+    joined = indexed.join(pa.concat_tables(newer).group_by(names).aggregate([]), keys=names,
+                          join_type="left semi", use_threads=True)
+    hit[joined.column("__row").to_numpy()] = True
+    return hit
 
 
-def _anti_join(run: pa.Table, seen: pa.Table, key_columns) -> pa.Table:
-    if len(key_columns) == 1:
-        name = key_columns[0]
-        hit = pc.is_in(run.column(name), value_set=seen.column(name).combine_chunks())
-        return run.filter(pc.invert(hit))
-    joined = run.join(seen, keys=list(key_columns), join_type="left anti", use_threads=True)
-    return joined.select(run.column_names)
+def _sorted_member(probe: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
+    if len(sorted_values) == 0:
+        return np.zeros(len(probe), dtype=bool)
+    pos = np.searchsorted(sorted_values, probe)
+    np.minimum(pos, len(sorted_values) - 1, out=pos)
+    return sorted_values[pos] == probe
+
+
+def _numpy_comparable(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t)

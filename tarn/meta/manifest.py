@@ -83,10 +83,6 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _ONE_MILLI = dt.timedelta(milliseconds=1)
 
 
-def _tuple_or_none(values) -> tuple | None:
-    return None if values is None else tuple(values)
-
-
 def _check_version(record: dict, expected: int, what: str) -> None:
     version = record.get("_VERSION", expected)
     if version != expected:
@@ -210,6 +206,12 @@ class DataFileMeta:
     @classmethod
     def from_avro(cls, record: dict) -> Self:
         get = record.get
+        created = get("_CREATION_TIME")
+        if created is not None and type(created) is not int:
+            created = _millis(created)
+        stats_cols, write_cols, write_seqs = (
+            get("_VALUE_STATS_COLS"), get("_WRITE_COLS"), get("_WRITE_COLS_SEQUENCES")
+        )
         return cls(
             record["_FILE_NAME"],
             record["_FILE_SIZE"],
@@ -223,15 +225,15 @@ class DataFileMeta:
             record["_SCHEMA_ID"],
             record["_LEVEL"],
             tuple(get("_EXTRA_FILES") or ()),
-            _millis(get("_CREATION_TIME")),
+            created,
             get("_DELETE_ROW_COUNT"),
             get("_EMBEDDED_FILE_INDEX"),
             get("_FILE_SOURCE"),
-            _tuple_or_none(get("_VALUE_STATS_COLS")),
+            None if stats_cols is None else tuple(stats_cols),
             get("_EXTERNAL_PATH"),
             get("_FIRST_ROW_ID"),
-            _tuple_or_none(get("_WRITE_COLS")),
-            _tuple_or_none(get("_WRITE_COLS_SEQUENCES")),
+            None if write_cols is None else tuple(write_cols),
+            None if write_seqs is None else tuple(write_seqs),
         )
 
 

@@ -98,7 +98,7 @@ class ManifestStore:
 
     def _read(self, file_name: str, decode: Callable[[dict], object]) -> list:
         data = self.file_io.read_bytes(self.path(file_name))
-        records = avro.read_avro(data, file_name)
+        records = avro.read_avro(data, file_name, logical_types=False)
         try:
             return [decode(record) for record in records]
         except CorruptFile as exc:

@@ -1,4 +1,4 @@
-"""Split a batch into (partition, bucket) groups with one sort, vectorised."""
+"""Split a batch into (partition, bucket) groups, each sorted by key, vectorised."""
 
 from __future__ import annotations
 
@@ -8,14 +8,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-GROUP_COLUMN = "__tarn_group"
-
 
 @dataclass
 class Group:
     partition_values: tuple
     bucket: int
-    rows: pa.Table  # a zero-copy slice of the sorted input
+    rows: pa.Table
 
 
 def partition_codes(table: pa.Table, partition_keys) -> np.ndarray:
@@ -30,47 +28,63 @@ def partition_codes(table: pa.Table, partition_keys) -> np.ndarray:
 
 def group_rows(table: pa.Table, partition_keys, buckets: np.ndarray | None,
                sort_columns: list[str]) -> list[Group]:
-    """Groups of rows sharing partition and bucket; within a group rows are stably sorted by
-    `sort_columns` (input order kept among equal sort values)."""
+    """Groups of rows sharing partition and bucket. Within a group rows are sorted by
+    `sort_columns`, rows with equal sort values staying in input order (so the last one
+    written is the last one in the group)."""
     n = table.num_rows
     if n == 0:
         return []
     codes = partition_codes(table, partition_keys) if partition_keys else np.zeros(n, np.int64)
     if buckets is not None:
         codes = codes * (int(buckets.max()) + 1) + buckets
-    order = _sort_order(table, codes, sort_columns)
-    if order is not None:
-        table = table.take(order)
-        order = order.to_numpy()
-        codes = codes[order]
-        buckets = buckets[order] if buckets is not None else None
-    starts = np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1, [n]))
+    order, bounds = _group_order(codes)
+    numeric_keys = None
+    if len(sort_columns) == 1 and _is_numpy_sortable(table.column(sort_columns[0]).type):
+        numeric_keys = table.column(sort_columns[0]).to_numpy()
     groups = []
-    for lo, hi in zip(starts[:-1], starts[1:]):
-        rows = table.slice(lo, hi - lo)
-        values = tuple(rows.column(k)[0].as_py() for k in partition_keys)
-        bucket = int(buckets[lo]) if buckets is not None else 0
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        indices = order[lo:hi] if order is not None else None
+        first = int(indices[0]) if indices is not None else 0
+        if sort_columns:
+            indices = _sorted_within(table, numeric_keys, indices, lo, hi, sort_columns)
+        rows = table.slice(lo, hi - lo) if indices is None else table.take(pa.array(indices))
+        values = tuple(table.column(k)[first].as_py() for k in partition_keys)
+        bucket = int(buckets[first]) if buckets is not None else 0
         groups.append(Group(values, bucket, rows))
     return groups
 
 
-def _sort_order(table: pa.Table, codes: np.ndarray, sort_columns: list[str]) -> pa.Array | None:
-    single_group = bool((codes == codes[0]).all())
-    if not sort_columns:
-        if single_group:
-            return None
-        return pa.array(np.argsort(codes, kind="stable"))
-    keys = [table.column(c) for c in sort_columns]
-    if len(keys) == 1 and _is_numpy_sortable(keys[0].type):
-        key = keys[0].to_numpy()
-        order = np.lexsort((key,)) if single_group else np.lexsort((key, codes))
-        return pa.array(order)
-    sort_table = pa.table({GROUP_COLUMN: codes, **{f"k{i}": k for i, k in enumerate(keys)}})
-    sort_keys = ([] if single_group else [(GROUP_COLUMN, "ascending")])
-    sort_keys += [(f"k{i}", "ascending") for i in range(len(keys))]
-    return pc.sort_indices(sort_table, sort_keys=sort_keys, null_placement="at_start")
+def _group_order(codes: np.ndarray):
+    """(row order grouping equal codes stably or None if already grouped, group boundaries)."""
+    n = len(codes)
+    if (codes == codes[0]).all():
+        return None, np.array([0, n])
+    if codes.max() < (1 << 15):
+        order = np.argsort(codes.astype(np.int16), kind="stable")  # radix sort
+    else:
+        order = np.argsort(codes, kind="stable")
+    grouped = codes[order]
+    bounds = np.concatenate(([0], np.flatnonzero(grouped[1:] != grouped[:-1]) + 1, [n]))
+    return order, bounds
+
+
+def _sorted_within(table: pa.Table, numeric_keys, indices, lo: int, hi: int,
+                   sort_columns: list[str]) -> np.ndarray:
+    """Row indices of one group (`indices`, or the range lo..hi) stably sorted by the columns."""
+    if indices is None:
+        indices = np.arange(lo, hi)
+    if numeric_keys is not None:
+        keys = numeric_keys[indices]
+        order = np.argsort(keys)  # fast unstable sort; redone stably only where keys repeat
+        sorted_keys = keys[order]
+        if (sorted_keys[1:] == sorted_keys[:-1]).any():
+            order = np.argsort(keys, kind="stable")
+        return indices[order]
+    part = table.select(sort_columns).take(pa.array(indices))
+    order = pc.sort_indices(part, sort_keys=[(c, "ascending") for c in sort_columns],
+                            null_placement="at_start").to_numpy()
+    return indices[order]
 
 
 def _is_numpy_sortable(t: pa.DataType) -> bool:
-    return (pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
-            or pa.types.is_time(t)) and not pa.types.is_dictionary(t)
+    return pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -95,12 +97,18 @@ class TableWriter:
         data = pa.concat_tables(self.buffered)
         self.buffered = []
         written: list[CommitMessage] = []
-        try:
-            for group in self._groups(data):
-                written.append(self._flush_group(group))
-        except BaseException:
+        groups = self._groups(data)
+        with ThreadPoolExecutor(max_workers=min(len(groups), os.cpu_count() or 2)) as pool:
+            futures = [pool.submit(self._flush_group, group) for group in groups]
+            failure = None
+            for future in futures:
+                try:
+                    written.append(future.result())
+                except BaseException as exc:  # keep collecting so every written file is aborted
+                    failure = failure or exc
+        if failure is not None:
             abort(self.file_io, self.root, self.schema, written)
-            raise
+            raise failure
         return written
 
     def _groups(self, data: pa.Table) -> list[Group]:
