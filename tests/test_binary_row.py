@@ -73,7 +73,8 @@ def test_slot_contents_of_atomic_types():
     assert row_hex([dt.date(1970, 1, 2)], [DATE()])[16:] == "0100000000000000"
     assert row_hex([dt.time(0, 0, 1, 500000)], [TIME()])[16:] == "dc05000000000000"
     assert row_hex([D("-0.01")], [DECIMAL(10, 2)])[16:] == "ffffffffffffffff"
-    assert row_hex([dt.datetime(1970, 1, 1, 0, 0, 0, 1000)], [TIMESTAMP(3)])[16:] == "0100000000000000"
+    one_milli = dt.datetime(1970, 1, 1, 0, 0, 0, 1000)
+    assert row_hex([one_milli], [TIMESTAMP(3)])[16:] == "0100000000000000"
     ltz = dt.datetime(1970, 1, 1, 1, 0, 0, 1000, tzinfo=dt.timezone(dt.timedelta(hours=1)))
     assert row_hex([ltz], [TIMESTAMP_LTZ(3)])[16:] == "0100000000000000"
 
@@ -128,8 +129,10 @@ ATOMIC = [BOOLEAN(), TINYINT(), SMALLINT(), INT(), BIGINT(), FLOAT(), DOUBLE(), 
           TIMESTAMP_LTZ(3), TIMESTAMP_LTZ(6)]
 
 _TEXT = st.one_of(st.text(max_size=30),
-                  st.sampled_from(["", "abcdefg", "abcdefgh", "abcdefghi", "é😀x", "ab\0", "x" * 700]))
-_BLOB = st.one_of(st.binary(max_size=12), st.sampled_from([b"", b"1234567", b"12345678", b"123456789"]))
+                  st.sampled_from(["", "abcdefg", "abcdefgh", "abcdefghi", "é😀x", "ab\0",
+                                   "x" * 700]))
+_BLOB = st.one_of(st.binary(max_size=12),
+                  st.sampled_from([b"", b"1234567", b"12345678", b"123456789"]))
 _STAMP = st.datetimes(min_value=dt.datetime(1800, 1, 1), max_value=dt.datetime(2200, 1, 1))
 
 
@@ -147,7 +150,8 @@ def _values(t):
         return st.floats()
     if root == "DECIMAL":
         limit = 10 ** t.precision - 1
-        return st.integers(-limit, limit).map(lambda u: D(u).scaleb(-t.scale, decimal.Context(prec=60)))
+        wide = decimal.Context(prec=60)
+        return st.integers(-limit, limit).map(lambda u: D(u).scaleb(-t.scale, wide))
     if root in ("CHAR", "VARCHAR"):
         return _TEXT
     if root == "BINARY":
@@ -197,8 +201,8 @@ def _check_same_as_serialize(types, columns):
         assert buffer[offsets[i]:offsets[i + 1]].tobytes() == expected[4:], (i, row)
         assert _same(deserialize_row(expected, types), row)
     hashes = hash_rows(buffer, offsets)
-    assert hashes.tolist() == [mmh3.hash(buffer[offsets[i]:offsets[i + 1]].tobytes(), 42, signed=True)
-                               for i in range(n)]
+    rows = [buffer[offsets[i]:offsets[i + 1]].tobytes() for i in range(n)]
+    assert hashes.tolist() == [mmh3.hash(row, 42, signed=True) for row in rows]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -271,3 +275,45 @@ def test_hash_rows_leaves_its_input_alone():
     buffer = np.arange(16, dtype=np.uint8)
     hash_rows(buffer, np.array([0, 16]))
     assert buffer.tolist() == list(range(16))
+
+
+def test_encode_rows_accepts_other_arrow_layouts():
+    """Dictionary, large/view strings, narrower ints, time64 and coarser timestamp units."""
+    words = ["", "short", "a much longer value", None]
+    cases = [
+        (STRING(), pa.array(words).dictionary_encode()),
+        (STRING(), pa.array(words, pa.large_string())),
+        (STRING(), pa.array(words, pa.string_view())),
+        (BYTES(), pa.array([b"12345678", None, b"", b"x"], pa.large_binary())),
+        (BIGINT(), pa.array([1, -2, None, 3], pa.int32())),
+        (TIME(6), pa.array([dt.time(1, 2, 3, 456789), None, dt.time(0), dt.time(23, 59)],
+                           pa.time64("us"))),
+        (TIMESTAMP(6), pa.array([dt.datetime(1969, 12, 31, 23, 59, 59), None] * 2,
+                                pa.timestamp("s"))),
+        (TIMESTAMP_LTZ(9), pa.array([-1, 1_700_000_000_123_456_789, None, 0],
+                                    pa.timestamp("ns", tz="UTC"))),
+    ]
+    for t, column in cases:
+        buffer, offsets = encode_rows([column], [t])
+        for i in range(len(column)):
+            value = column[i].as_py()
+            expected = serialize_row([value], [t])[4:]
+            assert buffer[offsets[i]:offsets[i + 1]].tobytes() == expected, (t, value)
+
+
+def test_encode_rows_all_null_and_empty_columns():
+    types = [STRING(), DECIMAL(38, 2), TIMESTAMP(9), BIGINT()]
+    columns = [pa.nulls(3, to_arrow_type(t)) for t in types]
+    buffer, offsets = encode_rows(columns, types)
+    expected = serialize_row([None] * 4, types)[4:]
+    assert [buffer[offsets[i]:offsets[i + 1]].tobytes() for i in range(3)] == [expected] * 3
+    buffer, offsets = encode_rows([pa.array([], to_arrow_type(t)) for t in types], types)
+    assert len(buffer) == 0 and offsets.tolist() == [0]
+
+
+def test_nanosecond_timestamps_round_trip():
+    for arrow_type, t in [(pa.timestamp("ns"), TIMESTAMP(9)),
+                          (pa.timestamp("ns", tz="UTC"), TIMESTAMP_LTZ(9))]:
+        column = pa.array([1_700_000_000_123_456_789, -1, None], arrow_type)
+        values = column.to_pylist()
+        assert [deserialize_row(serialize_row([v], [t]), [t])[0] for v in values] == values

@@ -1,4 +1,4 @@
-"""Paimon BinaryRow bytes (FORMAT.md §5): per-value codec for metadata, vectorised encoder for data.
+"""Paimon BinaryRow bytes (FORMAT.md §5): a per-value codec and a vectorised Arrow encoder.
 
 Layout of one row: `[header + null bits: W bytes][8-byte slot per field][variable part]`, all
 multi-byte values little endian, the variable part in 8-byte chunks appended in field order.
@@ -400,7 +400,8 @@ def _plain(column, arrow_type: pa.DataType | None = None) -> pa.Array:
         try:
             column = column.cast(arrow_type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise SchemaMismatch(f"cannot convert Arrow {column.type} to {arrow_type}: {e}") from None
+            raise SchemaMismatch(
+                f"cannot convert Arrow {column.type} to {arrow_type}: {e}") from None
     return column
 
 
@@ -417,7 +418,8 @@ def _fixed_values(arr: pa.Array, dtype, per_value: int = 1) -> np.ndarray:
     buf = arr.buffers()[1]
     if buf is None or count == 0:
         return np.zeros(count, dtype=dtype)
-    return np.frombuffer(buf, dtype=dtype, count=count, offset=arr.offset * per_value * dtype.itemsize)
+    start = arr.offset * per_value * dtype.itemsize
+    return np.frombuffer(buf, dtype=dtype, count=count, offset=start)
 
 
 _INT_TYPES = {"TINYINT": (pa.int8(), np.uint8), "SMALLINT": (pa.int16(), np.uint16),

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
@@ -252,13 +253,35 @@ def _write_parquet(out, data: pa.Table, fields: list[DataField], options: dict[s
         table, out,
         compression=compression,
         compression_level=_zstd_level(options) if compression == "zstd" else None,
-        use_dictionary=_bool_option(options, "parquet.enable.dictionary", True),
+        use_dictionary=_dictionary_columns(table) if _bool_option(options, "parquet.enable.dictionary", True)
+        else False,
         store_decimal_as_integer=True,
         use_deprecated_int96_timestamps=any(_has_fine_timestamp(f.type) for f in fields),
         write_time_adjusted_to_utc=True,
         store_schema=False,
         **kwargs,
     )
+
+
+DICTIONARY_SAMPLE_ROWS = 8192
+DICTIONARY_MAX_DISTINCT_RATIO = 0.5
+
+
+def _dictionary_columns(table: pa.Table) -> list[str]:
+    """Top-level columns worth dictionary encoding: those whose leading sample repeats values.
+
+    A dictionary on near-unique columns (keys, sequence numbers, random ids) only costs time:
+    the writer builds it, overflows it and falls back to plain pages anyway."""
+    sample = table.slice(0, DICTIONARY_SAMPLE_ROWS)
+    chosen = []
+    for name, column in zip(table.column_names, sample.columns):
+        if pa.types.is_nested(column.type) or len(column) == 0:
+            chosen.append(name)
+            continue
+        distinct = pc.count_distinct(column).as_py()
+        if distinct <= DICTIONARY_MAX_DISTINCT_RATIO * len(column):
+            chosen.append(name)
+    return chosen
 
 
 def _write_orc(out, data: pa.Table, fields: list[DataField], options: dict[str, str]) -> None:

@@ -82,7 +82,8 @@ def merge_sorted(table: pa.Table, spec: MergeSpec) -> pa.Table:
         raise NotImplementedError(f"merge-engine '{spec.engine}' is not supported yet")
     if spec.ignore_delete:
         table = drop_retracts(table)
-    return table.filter(key_changes(table, spec.key_columns))
+    last_of_key = key_changes(table, spec.key_columns)
+    return table if last_of_key.all() else table.filter(last_of_key)
 
 
 def merge_table(table: pa.Table, spec: MergeSpec) -> pa.Table:

@@ -11,9 +11,26 @@ import pyarrow.compute as pc
 
 @dataclass
 class Group:
+    """Rows of one (partition, bucket): `source` rows at `indices` (None = `lo`..`hi`), to be
+    sorted by `sort_columns` when materialised (so groups can be sorted in parallel)."""
+
     partition_values: tuple
     bucket: int
-    rows: pa.Table
+    source: pa.Table
+    indices: np.ndarray | None
+    lo: int
+    hi: int
+    sort_columns: list
+    numeric_keys: np.ndarray | None = None
+
+    def rows(self) -> pa.Table:
+        indices = self.indices
+        if self.sort_columns:
+            indices = _sorted_within(self.source, self.numeric_keys, indices, self.lo, self.hi,
+                                     self.sort_columns)
+        if indices is None:
+            return self.source.slice(self.lo, self.hi - self.lo)
+        return self.source.take(pa.array(indices))
 
 
 def partition_codes(table: pa.Table, partition_keys) -> np.ndarray:
@@ -28,7 +45,7 @@ def partition_codes(table: pa.Table, partition_keys) -> np.ndarray:
 
 def group_rows(table: pa.Table, partition_keys, buckets: np.ndarray | None,
                sort_columns: list[str]) -> list[Group]:
-    """Groups of rows sharing partition and bucket. Within a group rows are sorted by
+    """Groups of rows sharing partition and bucket. Within a group, `rows()` are sorted by
     `sort_columns`, rows with equal sort values staying in input order (so the last one
     written is the last one in the group)."""
     n = table.num_rows
@@ -45,12 +62,9 @@ def group_rows(table: pa.Table, partition_keys, buckets: np.ndarray | None,
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         indices = order[lo:hi] if order is not None else None
         first = int(indices[0]) if indices is not None else 0
-        if sort_columns:
-            indices = _sorted_within(table, numeric_keys, indices, lo, hi, sort_columns)
-        rows = table.slice(lo, hi - lo) if indices is None else table.take(pa.array(indices))
         values = tuple(table.column(k)[first].as_py() for k in partition_keys)
         bucket = int(buckets[first]) if buckets is not None else 0
-        groups.append(Group(values, bucket, rows))
+        groups.append(Group(values, bucket, table, indices, int(lo), int(hi), list(sort_columns), numeric_keys))
     return groups
 
 

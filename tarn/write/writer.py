@@ -125,7 +125,7 @@ class TableWriter:
         writer = FileWriter(self.file_io, self.bucket_path(group.partition_values, group.bucket),
                             self.schema, self.options)
         base = self.next_sequence(partition_bytes, group.bucket)
-        rows = group.rows
+        rows = group.rows()
         order = rows.column(INPUT_ORDER)
         rows = rows.drop_columns([INPUT_ORDER])
         if self.layout.is_key_value:
