@@ -23,12 +23,18 @@ ROW_KIND_NAMES = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": D
 
 @dataclass(frozen=True)
 class MergeSpec:
-    """What a merge needs to know: the key columns and the engine with its options."""
+    """What a merge needs to know: the key columns, the engine and the table it merges for.
+
+    `fields` are the table's columns (tarn.types.DataField) and `options` the table options
+    (a tarn.options.Options); engines other than deduplicate read their settings there
+    (`fields.<f>.aggregate-function`, `fields.<f>.sequence-group`, ...)."""
 
     key_columns: tuple[str, ...]
     engine: str = "deduplicate"
     ignore_delete: bool = False
     sequence_columns: tuple[str, ...] = ()
+    fields: tuple = ()
+    options: object = None
 
 
 def sort_indices(table: pa.Table, spec: MergeSpec) -> pa.Array:
