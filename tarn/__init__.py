@@ -6,6 +6,10 @@ from tarn.errors import (
     CommitConflict, CorruptFile, InvalidOption, SchemaEvolutionError, SchemaMismatch,
     SnapshotNotFound, TableAlreadyExists, TableNotFound, TarnError,
 )
+from tarn.meta.schema import (
+    AddColumn, DropColumn, RemoveOption, RenameColumn, SetOption, UpdateColumnComment,
+    UpdateColumnNullability, UpdateColumnType, UpdateComment,
+)
 from tarn.scan.predicate import col
 from tarn.table import Scan, Table, load_table
 
@@ -13,4 +17,6 @@ __all__ = [
     "Catalog", "Table", "Scan", "load_table", "col", "Overwrite",
     "TarnError", "SchemaMismatch", "InvalidOption", "TableNotFound", "TableAlreadyExists",
     "SnapshotNotFound", "CorruptFile", "CommitConflict", "SchemaEvolutionError",
+    "AddColumn", "DropColumn", "RenameColumn", "UpdateColumnType", "UpdateColumnComment",
+    "UpdateColumnNullability", "SetOption", "RemoveOption", "UpdateComment",
 ]

@@ -71,7 +71,7 @@ class Table:
         return self.snapshot_store.get(snapshot_id)
 
     def alter(self, *changes) -> TableSchema:
-        """Schema evolution: pass change objects from `tarn.schema` (AddColumn, RenameColumn, ...)."""
+        """Schema evolution: `table.alter(tarn.AddColumn("c", tarn.types.INT()), tarn.RenameColumn("a", "b"))`."""
         return self.schema_store.alter(changes)
 
     # ------------------------------------------------------------------ plumbing

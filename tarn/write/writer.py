@@ -47,7 +47,7 @@ class TableWriter:
             raise TarnError(f"table {self.name}: writing primary-key tables with bucket={self.num_buckets} "
                             "(dynamic/postpone bucket mode) is not supported by tarn yet; "
                             "create the table with a fixed 'bucket' > 0")
-        if not self.schema.primary_keys and self.num_buckets == 0 or self.num_buckets < -2:
+        if self.num_buckets == 0 or self.num_buckets < -2:
             raise TarnError(f"table {self.name}: invalid bucket number {self.num_buckets}")
 
     # ------------------------------------------------------------------ buffering
