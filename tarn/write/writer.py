@@ -22,7 +22,6 @@ from tarn.write.files import FileWriter, layout_of
 from tarn.write.grouping import Group, group_rows
 from tarn.write.message import CommitMessage
 
-INPUT_ORDER = "__tarn_input_order"
 NextSequence = Callable[[bytes, int], int]
 
 
@@ -117,7 +116,6 @@ class TableWriter:
             key_fields = [self.schema.field(k) for k in self.schema.bucket_keys]
             buckets = bucket_ids(data, key_fields, self.num_buckets)
         sort_columns = list(self.layout.key_names) if self.layout.is_key_value else []
-        data = data.append_column(INPUT_ORDER, pa.array(np.arange(data.num_rows, dtype=np.int64)))
         return group_rows(data, list(self.schema.partition_keys), buckets, sort_columns)
 
     def _flush_group(self, group: Group) -> CommitMessage:
@@ -126,11 +124,15 @@ class TableWriter:
                             self.schema, self.options)
         base = self.next_sequence(partition_bytes, group.bucket)
         rows = group.rows()
-        order = rows.column(INPUT_ORDER)
-        rows = rows.drop_columns([INPUT_ORDER])
         if self.layout.is_key_value:
-            rows = rows.append_column(SEQUENCE, pc.add(order, base))
+            # Rows are sorted by key with arrival order kept among equal keys, which is the
+            # order sequence numbers would give them. After the merge each key appears once,
+            # so numbering the merged rows in key order (all above the bucket's previous
+            # maximum) orders every key exactly as arrival-order numbering would.
+            rows = rows.append_column(SEQUENCE, pa.array(np.arange(base, base + rows.num_rows, dtype=np.int64)))
             rows = merge_sorted(rows, self.merge_spec())
+            sequence = pa.array(np.arange(base, base + rows.num_rows, dtype=np.int64))
+            rows = rows.set_column(rows.schema.get_field_index(SEQUENCE), SEQUENCE, sequence)
             files = writer.write(rows)
         else:
             files = writer.write(rows, first_sequence=base)
