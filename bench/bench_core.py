@@ -88,13 +88,23 @@ def bench_tarn(rows: pa.Table, workdir: str) -> dict:
     out["raw_write"], _ = timed(lambda: pq.write_table(rows, raw_path), 3)
     out["raw_read"], _ = timed(lambda: pq.read_table(raw_path), 3)
     catalog = tarn.Catalog(os.path.join(workdir, "tarn"))
-    app = catalog.create_table("b.app", schema=rows.schema)
-    out["append_write"], _ = timed(lambda: app.write(rows))
+    fresh = iter(range(1000))
+
+    def new_table(pk: bool):
+        options = {"bucket": "4"} if pk else {}
+        return catalog.create_table(f"b.t{next(fresh)}", schema=rows.schema,
+                                    primary_key=["k"] if pk else None, options=options)
+
+    # Writes: best of 3, each into a fresh table (like the raw writes, which overwrite a file).
+    out["append_write"], _ = timed(lambda: new_table(False).write(rows), 3)
+    app = new_table(False)
+    app.write(rows)
     out["append_read"], got = timed(lambda: app.scan().to_arrow(), 3)
     assert got.num_rows == rows.num_rows
-    pk = catalog.create_table("b.pk", schema=rows.schema, primary_key=["k"], options={"bucket": "4"})
-    out["pk_write"], _ = timed(lambda: pk.write(rows))
+    out["pk_write"], _ = timed(lambda: new_table(True).write(rows), 3)
+    pk = new_table(True)
     pk.write(rows)
+    pk.write(rows)  # the same keys again: every read must merge two runs per bucket
     out["merge_read"], got = timed(lambda: pk.scan().to_arrow(), 3)
     assert got.num_rows == rows.num_rows
     return out

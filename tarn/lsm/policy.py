@@ -166,7 +166,7 @@ class _Universal:
 
     def for_size_amp(self, runs: list[LevelSortedRun], max_level: int) -> CompactUnit | None:
         """Step 1: all runs when the newer runs outweigh the oldest by more than max-size-amp %."""
-        if len(runs) < self.trigger:
+        if not runs or len(runs) < self.trigger:
             return None
         newer, oldest = _size(runs[:-1]), runs[-1].run.total_size
         return _unit(max_level, runs) if newer * 100 > self.max_size_amp * oldest else None
@@ -247,13 +247,11 @@ def pick(num_levels: int, runs: Sequence[LevelSortedRun], options: Options,
     `local_hour` default to the clock. `write-only` tables never compact.
     """
     runs = list(runs)
-    if options.write_only or not runs:
+    if options.write_only:
         return Pick(None, state)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     max_level = num_levels - 1
-    unit = _Universal.of(options, local_hour).pick(runs, max_level, state.last_full_compaction_ms and 0 or now_ms,
-                                                   state.last_full_compaction_ms) if False else \
-        _Universal.of(options, local_hour).pick(runs, max_level, now_ms, state.last_full_compaction_ms)
+    unit = _Universal.of(options, local_hour).pick(runs, max_level, now_ms, state.last_full_compaction_ms)
     if unit is None and _forces_level0(options):
         unit, state = _force_level0(num_levels, runs, options, state, local_hour)
     if _covers_all(unit, runs):  # Java restarts the full-compaction clock
