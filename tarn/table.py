@@ -38,6 +38,7 @@ class Table:
         self.name = name or self.root
         self.schema_store = SchemaStore(file_io, self.root)
         self.snapshot_store = SnapshotStore(file_io, self.root, self.name)
+        self._schemas_by_id: dict[int, TableSchema] = {}
         if self.schema_store.latest() is None:
             raise TableNotFound(f"no Paimon table at {self.root} (no schema/schema-N file)")
 
@@ -59,7 +60,10 @@ class Table:
         return tuple(self.schema().partition_keys)
 
     def schema_by_id(self, schema_id: int) -> TableSchema:
-        return _cached_schema(self.schema_store, schema_id)
+        """Schema files never change once written, so they are cached per table object."""
+        if schema_id not in self._schemas_by_id:
+            self._schemas_by_id[schema_id] = self.schema_store.get(schema_id)
+        return self._schemas_by_id[schema_id]
 
     def snapshots(self) -> list[Snapshot]:
         return [self.snapshot_store.get(i) for i in self.snapshot_store.list_ids()]
@@ -236,13 +240,6 @@ def load_table(path: str) -> Table:
     """Open the table stored at `path` (a local path or a pyarrow-supported URI)."""
     file_io, root = file_io_for(path)
     return Table(file_io, root)
-
-
-def _cached_schema(store: SchemaStore, schema_id: int) -> TableSchema:
-    cache = store.__dict__.setdefault("_tarn_cache", {})
-    if schema_id not in cache:
-        cache[schema_id] = store.get(schema_id)
-    return cache[schema_id]
 
 
 def _complete_rows(keys: pa.Table, schema: TableSchema, table_name: str) -> pa.Table:

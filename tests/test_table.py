@@ -232,3 +232,20 @@ def test_partition_bytes_decode(catalog):
     entry = t._planner(t.schema()).live_entries(t.latest_snapshot())[0]
     assert deserialize_row(entry.partition, [t.schema().field("dt").type]) == ["2026-11-20"]
     assert entry.total_buckets == 2
+
+
+def test_target_file_size_rolls_files(catalog):
+    schema = pa.schema([("id", pa.int64()), ("payload", pa.string())])
+    t = catalog.create_table("db.roll", schema=schema, primary_key=["id"],
+                             options={"bucket": "1", "target-file-size": "64 kb"})
+    n = 60_000
+    t.write(pa.table({"id": list(range(n)), "payload": [f"value-{i:08d}" for i in range(n)]}, schema=schema))
+    entries = t._planner(t.schema()).live_entries(t.latest_snapshot())
+    assert len(entries) > 3
+    # one flush = one sorted run: rolled files do not overlap and cover every key once
+    ranges = sorted((deserialize_row(e.file.min_key, [t.schema().field("id").type])[0],
+                     deserialize_row(e.file.max_key, [t.schema().field("id").type])[0]) for e in entries)
+    assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))
+    assert sum(e.file.row_count for e in entries) == n
+    assert t.scan().to_arrow().num_rows == n
+    assert all(e.file.file_size < 64 * 1024 * 4 for e in entries)
