@@ -34,7 +34,7 @@ from tarn.meta.manifest import (
     ManifestFileMeta,
     SimpleStats,
 )
-from tarn.store.manifests import ManifestStore, memory_size
+from tarn.store.manifests import ManifestStore
 
 PYPAIMON = "/work/main/.venv-pypaimon/bin/python"
 PART_TYPES = [T.STRING(), T.INT()]
@@ -282,10 +282,10 @@ def test_codec_and_memory_options():
     assert avro.avro_codec("ZSTD") == "zstandard" and avro.avro_codec("snappy") == "snappy"
     with pytest.raises(InvalidOption, match="manifest.compression"):
         avro.avro_codec("brotli")
-    assert memory_size("8 mb", "x") == 8 << 20 and memory_size("16MB", "x") == 16 << 20
-    assert memory_size("1024", "x") == 1024 and memory_size("2 kb", "x") == 2048
+    store = ManifestStore(local_file_io(), "/tmp/unused", [], {"manifest.target-file-size": "2 kb"})
+    assert store.target_size == 2048 and store.full_compaction_size == 16 << 20
     with pytest.raises(InvalidOption, match="manifest.target-file-size"):
-        memory_size("lots", "manifest.target-file-size")
+        ManifestStore(local_file_io(), "/tmp/unused", [], {"manifest.target-file-size": "lots"})
 
 
 def test_zstd_level_option_changes_output(tmp_path):

@@ -208,6 +208,10 @@ class Runs:
         return len(self.starts)
 
     @property
+    def sizes(self) -> np.ndarray:
+        return self.lasts - self.starts + 1
+
+    @property
     def add(self) -> np.ndarray:
         return ~self.retract & ~self.seed
 
@@ -240,27 +244,27 @@ def _runs(rows: pa.Table, sizes: np.ndarray, remove_on_delete: bool) -> tuple[Ru
     starts, lasts, run_of = _run_bounds(sizes)
     kinds = rows.column(kv.VALUE_KIND).to_numpy()
     merged_kind = np.full(len(sizes), kv.INSERT, dtype=np.int8)
+    no_runs = np.zeros(len(sizes), dtype=bool)
     if not remove_on_delete:
         retract = (kinds == kv.UPDATE_BEFORE) | (kinds == kv.DELETE)
-        none = np.zeros(len(kinds), dtype=bool)
-        return Runs(rows, starts, lasts, run_of, retract, none, np.zeros(len(sizes), dtype=bool)), merged_kind
+        return Runs(rows, starts, lasts, run_of, retract, np.zeros(len(kinds), dtype=bool), no_runs), merged_kind
+    # Each -D restarts the row from its own values: only the last -D of a run and what follows
+    # it count, plus whether anything was added before it (first_value keeps that state).
     is_delete = kinds == kv.DELETE
     merged_kind[is_delete[lasts]] = kv.DELETE
     last_delete = np.maximum.reduceat(np.where(is_delete, np.arange(len(kinds)), -1), starts)
     keep = np.arange(len(kinds)) >= last_delete[run_of]
-    if keep.all():
-        retract = kinds == kv.UPDATE_BEFORE
-        return Runs(rows, starts, lasts, run_of, retract, np.zeros(len(kinds), dtype=bool),
-                    np.zeros(len(sizes), dtype=bool)), merged_kind
     dropped_add = ~keep & ((kinds == kv.INSERT) | (kinds == kv.UPDATE_AFTER))
     added_before = np.logical_or.reduceat(dropped_add, starts)
-    kept_sizes = np.add.reduceat(keep.astype(np.int64), starts)
-    starts, lasts, kept_run_of = _run_bounds(kept_sizes)
-    kept_kinds = kinds[keep]
-    seed = np.zeros(len(kept_kinds), dtype=bool)
-    seed[starts] = kept_kinds[starts] == kv.DELETE
-    runs = Runs(rows.filter(keep), starts, lasts, kept_run_of, kept_kinds == kv.UPDATE_BEFORE, seed,
-                added_before, rows.filter(dropped_add), run_of[dropped_add])
+    if not keep.all():
+        starts, lasts, kept_run_of = _run_bounds(np.add.reduceat(keep.astype(np.int64), starts))
+        rows, kinds = rows.filter(pa.array(keep)), kinds[keep]
+    else:
+        kept_run_of = run_of
+    seed = np.zeros(len(kinds), dtype=bool)
+    seed[starts] = kinds[starts] == kv.DELETE
+    runs = Runs(rows, starts, lasts, kept_run_of, kinds == kv.UPDATE_BEFORE, seed, added_before,
+                rows.filter(pa.array(dropped_add)) if False else None, run_of[dropped_add])
     return runs, merged_kind
 
 
@@ -413,15 +417,14 @@ _INT_RANGE = {"TINYINT": 2 ** 7, "SMALLINT": 2 ** 15, "INT": 2 ** 31, "BIGINT": 
 
 def _sum(column, agg, runs, retract):
     used = (~runs.retract | retract) & _valid(column)
-    present = ~np.logical_or.reduceat(used, runs.starts)
     if agg.type.root == "DECIMAL":
-        return _decimal_sum(column, agg, runs, retract, used, present)
+        return _decimal_sum(column, agg, runs, retract, used)
     dtype = _numpy_type(agg.type)
     values = np.where(used, column.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype), 0)
     values = np.where(retract, -values, values)
     if agg.type.root in INTEGER_ROOTS:
         _check_prefix_sums(values, agg, runs)
-    return pa.array(runs.total(values), mask=present)
+    return pa.array(runs.total(values), mask=~np.logical_or.reduceat(used, runs.starts))
 
 
 def _numpy_type(t: DataType):
@@ -433,8 +436,8 @@ def _check_prefix_sums(values: np.ndarray, agg: FieldAgg, runs: Runs) -> None:
     with np.errstate(over="ignore"):
         exact = np.cumsum(values)
         approx = np.cumsum(values.astype(np.float64))
-        before = np.repeat(exact[runs.starts] - values[runs.starts], np.diff(np.append(runs.starts, len(values))))
-        before_f = np.repeat(approx[runs.starts] - values[runs.starts], np.diff(np.append(runs.starts, len(values))))
+        before = np.repeat(exact[runs.starts] - values[runs.starts], runs.sizes)
+        before_f = np.repeat(approx[runs.starts] - values[runs.starts], runs.sizes)
         running, running_f = exact - before, approx - before_f
     limit = _INT_RANGE[agg.type.root]
     bad = (np.abs(running_f - running.astype(np.float64)) > 2.0 ** 62) | (running < -limit) | (running > limit - 1)
@@ -442,7 +445,7 @@ def _check_prefix_sums(values: np.ndarray, agg: FieldAgg, runs: Runs) -> None:
         raise TarnError(f"column '{agg.name}': sum overflows {agg.type}")
 
 
-def _decimal_sum(column, agg, runs, retract, used, present):
+def _decimal_sum(column, agg, runs, retract, used):
     signed = pc.if_else(pa.array(retract), pc.negate(column), column)
     found = pa.table({"run": runs.run_of[used], "v": signed.filter(pa.array(used))})
     found = found.group_by("run", use_threads=False).aggregate([("v", "sum")])
@@ -484,7 +487,7 @@ def _check_product(values: np.ndarray, product: np.ndarray, agg: FieldAgg, runs:
     in magnitude until a zero, so the product of the factors before a run's first zero is the
     largest one: check that."""
     zero_seen = np.maximum.accumulate(np.where(values == 0, np.arange(len(values)), -1))
-    after_zero = zero_seen >= np.repeat(runs.starts, np.diff(np.append(runs.starts, len(values))))
+    after_zero = zero_seen >= np.repeat(runs.starts, runs.sizes)
     factors = np.where(after_zero, 1, values)
     with np.errstate(over="ignore"):
         exact = np.multiply.reduceat(factors, runs.starts)
@@ -504,10 +507,9 @@ def _product_in_order(column, agg, runs, retract):
     used = (~runs.retract | retract) & _valid(column)
     acc = np.zeros(runs.count, dtype=dtype)
     has = np.zeros(runs.count, dtype=bool)
-    sizes = runs.lasts - runs.starts + 1
     limit = _INT_RANGE.get(agg.type.root, 0)
-    for step in range(int(sizes.max())):
-        run = np.flatnonzero(sizes > step)
+    for step in range(int(runs.sizes.max())):
+        run = np.flatnonzero(runs.sizes > step)
         row = runs.starts[run] + step
         x, use, back = values[row], used[row], retract[row]
         a = acc[run]
@@ -523,7 +525,7 @@ def _product_in_order(column, agg, runs, retract):
                            | (product < -limit) | (product > limit - 1))).any():
                     raise TarnError(f"column '{agg.name}': product overflows {agg.type}")
                 quotient = _truncating_divide(a, np.where(x == 0, 1, x))
-                if (div & ((quotient < -limit) | (quotient > limit - 1))).any():
+                if (div & (((a == -limit) & (x == -1)) | (quotient < -limit) | (quotient > limit - 1))).any():
                     raise TarnError(f"column '{agg.name}': product overflows {agg.type}")
             else:
                 product, quotient = a * x, a / x
@@ -533,53 +535,44 @@ def _product_in_order(column, agg, runs, retract):
 
 
 def _truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Java integer division (rounds toward zero); MIN / -1 is left to the range check."""
+    """Java integer division: rounds toward zero."""
     q = np.floor_divide(a, b)
-    q = np.where((a == np.iinfo(np.int64).min) & (b == -1), 2 ** 62 * 2 - 1 + 1 if False else q, q)
     return q + ((q * b != a) & ((a < 0) != (b < 0)))
 
 
 def _product_decimal(column, agg, runs, retract):
-    """DECIMAL product in order: every step rounds HALF_UP to the column's scale and becomes
-    null when it overflows the precision (Java's Decimal.fromBigDecimal)."""
+    """DECIMAL product in order: every step rounds HALF_UP to the column's scale and turns null
+    when it overflows the precision (Java's Decimal.fromBigDecimal); a null accumulator takes the
+    next value, as in Java."""
     t = agg.type
-    wide = pa.decimal256(76, t.scale)
-    values = pc.cast(column, wide)
+    if t.precision > 37:
+        raise TarnError(f"column '{agg.name}': product on {t} is not supported (precision above 37)")
+    exact = pa.decimal256(t.precision, t.scale)
+    values = pc.cast(column, exact)
     used = (~runs.retract | retract) & _valid(column)
-    acc = pa.nulls(runs.count, wide)
-    has = np.zeros(runs.count, dtype=bool)
-    sizes = runs.lasts - runs.starts + 1
-    for step in range(int(sizes.max())):
-        run = np.flatnonzero(sizes > step)
+    zero = ~np.asarray(pc.fill_null(pc.not_equal(values, pa.scalar(0, exact)), True))
+    if (used & retract & zero).any():
+        raise TarnError(f"column '{agg.name}': product retraction divides by zero")
+    acc = pa.nulls(runs.count, exact)
+    for step in range(int(runs.sizes.max())):
+        run = np.flatnonzero(runs.sizes > step)
         row = runs.starts[run] + step
-        x = values.take(pa.array(row))
-        use, back = used[row], retract[row]
-        a = acc.take(pa.array(run))
-        start = use & ~back & ~has[run]
-        mul = use & ~back & has[run]
-        div = use & back & has[run]
-        if (div & np.asarray(pc.fill_null(pc.equal(x, pa.scalar(0, wide)), False))).any():
-            raise TarnError(f"column '{agg.name}': product retraction divides by zero")
-        narrow = pa.decimal256(38, t.scale)
-        product = _round_to(pc.multiply(pc.cast(a, narrow), pc.cast(x, narrow)), t)
-        quotient = _round_to(pc.divide(pc.cast(pc.cast(a, pa.decimal256(60, t.scale + 20)), pa.decimal256(60, t.scale + 20)),
-                                       pc.cast(x, narrow)), t)
-        step_value = pc.if_else(pa.array(start), x, pc.if_else(pa.array(mul), product,
-                                                             pc.if_else(pa.array(div), quotient, a)))
-        full = np.arange(runs.count)
-        full_values = pc.cast(_fit_decimal(step_value, t), wide)
-        position = np.full(runs.count, -1)
-        position[run] = np.arange(len(run))
-        acc = pc.if_else(pa.array(position >= 0), _take(full_values, position), acc)
-        has[run] |= start
-        del full
-    # a step that overflowed left null behind; Java then restarts from the next value
-    return pc.cast(acc, pa.decimal128(t.precision, t.scale))
+        x, a = values.take(pa.array(row)), acc.take(pa.array(run))
+        use, back, empty = used[row], retract[row], ~_valid(a)
+        start, mul, div = use & ~back & empty, use & ~back & ~empty, use & back & ~empty
+        divisor = pc.if_else(pa.array(div), x, pa.scalar(1, exact))
+        product = _fit_decimal(_round_to(pc.multiply(a, x), t), t).cast(exact)
+        quotient = _fit_decimal(_round_to(pc.divide(a, divisor), t), t).cast(exact)
+        new = pc.if_else(pa.array(start), x, pc.if_else(pa.array(mul), product,
+                                                         pc.if_else(pa.array(div), quotient, a)))
+        slot = np.full(runs.count, -1)
+        slot[run] = np.arange(len(run))
+        acc = pc.if_else(pa.array(slot >= 0), _take(new, slot), acc)
+    return acc.cast(pa.decimal128(t.precision, t.scale))
 
 
 def _round_to(values: pa.Array, t: DataType) -> pa.Array:
-    rounded = pc.round(values, ndigits=t.scale, round_mode="half_towards_infinity")
-    return pc.cast(rounded, pa.decimal256(76, t.scale))
+    return pc.round(values, ndigits=t.scale, round_mode="half_towards_infinity")
 
 
 # -- listagg --------------------------------------------------------------------------------------

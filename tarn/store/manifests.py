@@ -11,13 +11,12 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 
 from tarn.codec import avro
 from tarn.codec.binary_row import deserialize_row, serialize_row
-from tarn.errors import CorruptFile, InvalidOption
+from tarn.errors import CorruptFile
 from tarn.fs import FileIO, join
 from tarn.meta.manifest import (
     ADD,
@@ -30,29 +29,12 @@ from tarn.meta.manifest import (
     ManifestFileMeta,
     SimpleStats,
 )
+from tarn.options import Options
 from tarn.types import DataType
 
 MANIFEST_PREFIX = "manifest-"
 MANIFEST_LIST_PREFIX = "manifest-list-"
 INDEX_MANIFEST_PREFIX = "index-manifest-"
-
-_MEMORY_UNITS = {
-    "": 1, "b": 1, "bytes": 1,
-    "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
-    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
-    "g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
-    "t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
-}  # fmt: skip
-
-
-def memory_size(text: str, option: str) -> int:
-    """Bytes of a Paimon memory size such as `8 mb`, `16MB` or `1024`."""
-    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(text))
-    unit = match and _MEMORY_UNITS.get(match.group(2).lower())
-    if not unit:
-        raise InvalidOption(f"{option}: cannot parse memory size {text!r} (e.g. '8 mb')")
-    return int(match.group(1)) * unit
-
 
 class ManifestStore:
     """Reads and writes the Avro metadata files of one table (or branch)."""
@@ -64,20 +46,15 @@ class ManifestStore:
         partition_types: list[DataType],
         options: Mapping[str, str] | None = None,
     ):
-        options = options or {}
+        options = Options(options or {})
         self.file_io = file_io
         self.dir = manifest_dir
         self.partition_types = list(partition_types)
-        self.codec = avro.avro_codec(options.get("manifest.compression", "zstd"))
-        self.zstd_level = int(options.get("file.compression.zstd-level", 1))
-        self.target_size = memory_size(
-            options.get("manifest.target-file-size", "8 mb"), "manifest.target-file-size"
-        )
-        self.full_compaction_size = memory_size(
-            options.get("manifest.full-compaction-threshold-size", "16 mb"),
-            "manifest.full-compaction-threshold-size",
-        )
-        self.merge_min_count = int(options.get("manifest.merge-min-count", 30))
+        self.codec = avro.avro_codec(options.get("manifest.compression"))
+        self.zstd_level = options.int("file.compression.zstd-level")
+        self.target_size = options.memory_bytes("manifest.target-file-size")
+        self.full_compaction_size = options.memory_bytes("manifest.full-compaction-threshold-size")
+        self.merge_min_count = options.int("manifest.merge-min-count")
         self.uuid = str(uuid.uuid4())
         self._counters: dict[str, int] = {}
 
