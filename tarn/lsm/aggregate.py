@@ -256,6 +256,7 @@ def _runs(rows: pa.Table, sizes: np.ndarray, remove_on_delete: bool) -> tuple[Ru
     keep = np.arange(len(kinds)) >= last_delete[run_of]
     dropped_add = ~keep & ((kinds == kv.INSERT) | (kinds == kv.UPDATE_AFTER))
     added_before = np.logical_or.reduceat(dropped_add, starts)
+    dropped = rows.filter(pa.array(dropped_add))
     if not keep.all():
         starts, lasts, kept_run_of = _run_bounds(np.add.reduceat(keep.astype(np.int64), starts))
         rows, kinds = rows.filter(pa.array(keep)), kinds[keep]
@@ -264,7 +265,7 @@ def _runs(rows: pa.Table, sizes: np.ndarray, remove_on_delete: bool) -> tuple[Ru
     seed = np.zeros(len(kinds), dtype=bool)
     seed[starts] = kinds[starts] == kv.DELETE
     runs = Runs(rows, starts, lasts, kept_run_of, kinds == kv.UPDATE_BEFORE, seed, added_before,
-                rows.filter(pa.array(dropped_add)) if False else None, run_of[dropped_add])
+                dropped, run_of[dropped_add])
     return runs, merged_kind
 
 
@@ -285,10 +286,10 @@ def merge_aggregate(table: pa.Table, spec) -> pa.Table:
     if not multi.any():
         return table
     row_in_multi = np.repeat(multi, sizes)
-    merged = _merge_multi(table.filter(row_in_multi) if not multi.all() else table, sizes[multi], spec)
     if multi.all():
-        return merged
-    singles = table.filter(~row_in_multi)
+        return _merge_multi(table, sizes, spec)
+    merged = _merge_multi(table.filter(pa.array(row_in_multi)), sizes[multi], spec)
+    singles = table.filter(pa.array(~row_in_multi))
     order = np.where(multi, len(singles) + np.cumsum(multi) - 1, np.cumsum(~multi) - 1)
     return pa.concat_tables([singles, merged]).take(pa.array(order))
 

@@ -267,8 +267,7 @@ def _np(array) -> np.ndarray:
 def _dense_rank(table: pa.Table) -> np.ndarray:
     """Rank of each row's tuple, equal tuples equal, nulls lowest (Paimon's field comparator)."""
     names = table.column_names
-    order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in names],
-                            null_placement="at_start").to_numpy()
+    order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in names]).to_numpy()
     run_last = key_changes(table.take(order), names)
     run_start = np.concatenate(([True], run_last[:-1]))
     rank = np.empty(len(order), dtype=np.int64)
