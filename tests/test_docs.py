@@ -86,12 +86,30 @@ def test_not_tested_marker_is_rare():
         assert len(skipped) <= 2, f"{guide.name}: too many untested blocks at lines {skipped}"
 
 
+def anchors(text: str) -> set[str]:
+    """GitHub-style anchors of the markdown headings in `text`."""
+    found = set()
+    for line in text.splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
 def test_links_between_guides_resolve():
     for guide in guides():
-        for target, _ in LINK.findall(guide.read_text()):
+        for target, anchor in LINK.findall(guide.read_text()):
             if "://" in target:
                 continue
-            assert (guide.parent / target).exists(), f"{guide.name} links to missing {target}"
+            path = guide.parent / target
+            assert path.exists(), f"{guide.name} links to missing {target}"
+            if anchor:
+                assert anchor[1:] in anchors(path.read_text()), f"{guide.name}: no heading {target}{anchor}"
+
+
+def test_anchor_slugs():
+    assert anchors("## Object stores\n### `rowkind.field`: row kinds from a column\n") == {
+        "object-stores", "rowkindfield-row-kinds-from-a-column"}
 
 
 def test_block_extraction():

@@ -48,22 +48,45 @@ class Committer:
                commit_identifier: int = snap.BATCH_COMMIT_IDENTIFIER,
                overwrite: Overwrite | None = None, watermark: int | None = None,
                properties: dict | None = None) -> Snapshot | None:
-        """Commit the messages as one snapshot; None when there is nothing to commit or the
-        (commit_user, commit_identifier) pair has already landed."""
+        """Commit the messages: new files as one APPEND (or OVERWRITE) snapshot, then compaction
+        changes as one COMPACT snapshot, as Java Paimon does. Returns the last snapshot made;
+        None when there is nothing to commit or this streaming (commit_user,
+        commit_identifier) has already landed."""
         messages = [m for m in messages if not m.is_empty]
         if not messages and overwrite is None:
             return None
+        if commit_identifier != snap.BATCH_COMMIT_IDENTIFIER:
+            latest = self.snapshots.latest()
+            own = self.latest_of_user(latest, commit_user) if latest else None
+            if own is not None and own.commit_identifier >= commit_identifier:
+                return None
+        appends = [m.append_part() for m in messages]
+        appends = [m for m in appends if not m.is_empty]
+        compactions = [m.compact_part() for m in messages]
+        compactions = [m for m in compactions if not m.is_empty]
+        result = None
+        if appends or overwrite is not None:
+            result = self._commit_with_retry(appends, commit_user, commit_identifier, overwrite,
+                                             watermark, properties)
+        if compactions:
+            result = self._commit_with_retry(compactions, commit_user, commit_identifier, None,
+                                             watermark, properties) or result
+        return result
+
+    def _commit_with_retry(self, messages, commit_user, commit_identifier, overwrite, watermark,
+                           properties) -> Snapshot | None:
         retries = self.options.int("commit.max-retries")
-        base_snapshot = None
+        previous_latest = None
         for attempt in range(retries + 1):
             latest = self.snapshots.latest()
-            if self._already_committed(latest, base_snapshot, commit_user, commit_identifier):
-                return None
+            landed = self._landed_since(previous_latest, latest, commit_user, commit_identifier)
+            if landed is not None:
+                return landed
             result = self._try_once(latest, messages, commit_user, commit_identifier, overwrite,
                                     watermark, properties)
             if result is not None:
                 return result
-            base_snapshot = latest
+            previous_latest = latest
             time.sleep(min(0.01 * 2 ** attempt, 10) * (1 + random.random() * 0.2))
         raise CommitConflict(f"table {self.table_name}: commit failed after {retries + 1} attempts "
                              "because other writers kept committing first")
@@ -164,24 +187,16 @@ class Committer:
 
     # ------------------------------------------------------------------ idempotence
 
-    def _already_committed(self, latest, previous_latest, commit_user, commit_identifier) -> bool:
-        """True if a snapshot by this commit user already covers this identifier.
-
-        Streaming identifiers (not the batch constant): the newest snapshot of this user with an
-        identifier >= ours means this commit already landed (Paimon's filterCommitted)."""
-        if latest is None:
-            return False
-        if commit_identifier == snap.BATCH_COMMIT_IDENTIFIER:
-            if previous_latest is None:
-                return False
-            # An uncertain earlier attempt of this very commit: look at snapshots since then.
-            for sid in range(previous_latest.id + 1, latest.id + 1):
-                s = self.snapshots.get(sid)
-                if s.commit_user == commit_user and s.commit_identifier == commit_identifier:
-                    return True
-            return False
-        own = self.latest_of_user(latest, commit_user)
-        return own is not None and own.commit_identifier >= commit_identifier
+    def _landed_since(self, previous_latest, latest, commit_user, commit_identifier) -> Snapshot | None:
+        """After an attempt that lost a race or failed uncertainly: did it land after all?
+        (a snapshot since then with our commit user and identifier)."""
+        if previous_latest is None or latest is None:
+            return None
+        for sid in range(previous_latest.id + 1, latest.id + 1):
+            s = self.snapshots.get(sid)
+            if s.commit_user == commit_user and s.commit_identifier == commit_identifier:
+                return s
+        return None
 
     def latest_of_user(self, latest: Snapshot, commit_user: str) -> Snapshot | None:
         earliest = self.snapshots.earliest_id() or 1

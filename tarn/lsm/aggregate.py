@@ -552,8 +552,6 @@ def _product_decimal(column, agg, runs, retract):
     values = pc.cast(column, exact)
     used = (~runs.retract | retract) & _valid(column)
     zero = ~np.asarray(pc.fill_null(pc.not_equal(values, pa.scalar(0, exact)), True))
-    if (used & retract & zero).any():
-        raise TarnError(f"column '{agg.name}': product retraction divides by zero")
     acc = pa.nulls(runs.count, exact)
     for step in range(int(runs.sizes.max())):
         run = np.flatnonzero(runs.sizes > step)
@@ -561,6 +559,8 @@ def _product_decimal(column, agg, runs, retract):
         x, a = values.take(pa.array(row)), acc.take(pa.array(run))
         use, back, empty = used[row], retract[row], ~_valid(a)
         start, mul, div = use & ~back & empty, use & ~back & ~empty, use & back & ~empty
+        if (div & zero[row]).any():
+            raise TarnError(f"column '{agg.name}': product retraction divides by zero")
         divisor = pc.if_else(pa.array(div), x, pa.scalar(1, exact))
         product = _fit_decimal(_round_to(pc.multiply(a, x), t), t).cast(exact)
         quotient = _fit_decimal(_round_to(pc.divide(a, divisor), t), t).cast(exact)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tarn.meta.manifest import DataFileMeta, IndexManifestEntry
 
@@ -23,3 +23,11 @@ class CommitMessage:
     def is_empty(self) -> bool:
         return not (self.new_files or self.compact_before or self.compact_after
                     or self.changelog_files or self.new_index_files or self.deleted_index_files)
+
+    def append_part(self) -> "CommitMessage":
+        """The new files (and index changes): committed as an APPEND snapshot."""
+        return replace(self, compact_before=[], compact_after=[])
+
+    def compact_part(self) -> "CommitMessage":
+        """The compaction changes: committed after the append part as a COMPACT snapshot."""
+        return replace(self, new_files=[], changelog_files=[], new_index_files=[], deleted_index_files=[])
