@@ -220,7 +220,8 @@ class Scan:
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         reader = self.reader()
         for split in self.plan():
-            yield from reader.read(split).to_batches()
+            for table in reader.read_chunks(split):
+                yield from table.to_batches()
 
     def to_arrow(self) -> pa.Table:
         reader = self.reader()

@@ -366,6 +366,8 @@ GROUPS = [((3,), (1, 2)), ((6, 7), (4, 5))]
 AGG_CHOICES = [None, "sum", "min", "max", "last_value", "last_non_null_value", "first_value",
                "first_non_null_value"]
 
+ASSOCIATIVE = [None, "sum", "min", "max", "last_value"]
+
 value = st.one_of(st.none(), st.integers(0, 3))
 kind_st = st.sampled_from([INSERT, INSERT, UPDATE_AFTER, UPDATE_BEFORE, DELETE])
 
@@ -382,14 +384,14 @@ def key_rows(draw, retracts):
 
 
 @st.composite
-def configs(draw):
+def configs(draw, agg_choices=AGG_CHOICES):
     with_groups = draw(st.sampled_from([True, True, True, False]))
     cfg = {"groups": [], "aggs": {}, "ignore_retract": set(), "remove_on_delete": False,
            "remove_fields": set(), "ignore_delete": False}
     if with_groups:
         cfg["groups"] = GROUPS
         for i in (1, 2, 4, 5):
-            func = draw(st.sampled_from(AGG_CHOICES))
+            func = draw(st.sampled_from(agg_choices))
             if func:
                 cfg["aggs"][i] = func
                 if func not in ("sum", "last_value", "last_non_null_value") and draw(st.integers(0, 3)):
@@ -462,10 +464,11 @@ def test_matches_reference(data, cfg):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=key_rows(retracts=False), cfg=configs(), cut=st.integers(0, 20))
+@given(data=key_rows(retracts=False), cfg=configs(ASSOCIATIVE), cut=st.integers(0, 20))
 def test_merging_merged_rows_gives_the_same_result(data, cfg, cut):
     """Rows of a key merged in two steps (a flush, then a read with the older file) give the
-    row one merge gives."""
+    row one merge gives. (Paimon's last_non_null_value / first_* aggregates inside a sequence
+    group are not associative when rows arrive out of sequence order, so they are left out.)"""
     table = table_from(data)
     once = tarn_merge(table, cfg)
     cut = min(cut, table.num_rows)

@@ -18,6 +18,7 @@ no columnar path).
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from dataclasses import replace
 
 import fastavro
@@ -460,6 +461,34 @@ def read_data_file(file_io, path: str, file_format: str, fields: list[DataField]
     if fields is None:
         return table
     return _to_logical(table, fields, path)
+
+
+def iter_data_file(file_io, path: str, file_format: str, fields: list[DataField],
+                   batch_rows: int = 131072) -> Iterator[pa.Table]:
+    """Read a data file in tables of at most `batch_rows` rows (parquet streams row groups /
+    batches from disk; orc and avro are read whole and sliced), typed like `read_data_file`."""
+    fmt = _check_format(file_format)
+    if fmt != "parquet":
+        table = read_data_file(file_io, path, fmt, fields)
+        for start in range(0, table.num_rows, batch_rows):
+            yield table.slice(start, batch_rows)
+        return
+    columns = [f.name for f in fields]
+    try:
+        source = file_io.open_input_file(path)
+    except FileNotFoundError as exc:
+        raise CorruptFile(f"data file not found: {path}") from exc
+    with source:
+        try:
+            parquet_file = pq.ParquetFile(source, coerce_int96_timestamp_unit="ns")
+            _check_columns(columns, parquet_file.schema_arrow.names, path)
+            batches = parquet_file.iter_batches(batch_size=batch_rows, columns=columns)
+            for batch in batches:
+                yield _to_logical(pa.Table.from_batches([batch]).select(columns), fields, path)
+        except TarnError:
+            raise
+        except (pa.ArrowException, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
+            raise CorruptFile(f"cannot read parquet data file {path}: {exc}") from exc
 
 
 def _check_columns(columns: list[str] | None, present: list[str], path: str) -> None:

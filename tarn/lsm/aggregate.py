@@ -610,7 +610,7 @@ def _distinct_tokens(strings: pa.Array, run_of: np.ndarray, delimiter: str):
     parent = pc.list_parent_indices(split).to_numpy()
     token_run = run_of[parent]
     order = pc.sort_indices(pa.table({"r": token_run, "t": tokens, "p": np.arange(len(tokens))}),
-                            sort_keys=[("r", "ascending"), ("t", "ascending"), ("p", "ascending")]).to_numpy()
+                            sort_keys=[("r", "ascending"), ("t", "ascending"), ("p", "ascending")]).to_numpy().astype(np.int64)
     first_seen = np.zeros(len(tokens), dtype=bool)
     if len(order):
         sorted_table = pa.table({"r": token_run[order], "t": tokens.take(pa.array(order))})
@@ -667,10 +667,10 @@ def _nested_winners(elements, key_columns, key_fields, element_run, element_retr
     sort_keys = [("r", "ascending"), ("k", "ascending")]
     for i, name in enumerate(agg.nested_sequence):
         sort_table[f"s{i}"] = elements.field(name)
-        sort_keys.append((f"s{i}", "ascending"))
+        sort_keys.append((f"s{i}", "ascending", "at_start"))  # Java compares nulls first
     sort_table["p"] = position
     sort_keys.append(("p", "ascending"))
-    order = pc.sort_indices(pa.table(sort_table), sort_keys=sort_keys, null_placement="at_start").to_numpy()
+    order = pc.sort_indices(pa.table(sort_table), sort_keys=sort_keys).to_numpy().astype(np.int64)
     by_key = pa.table({"r": element_run[order], "k": key.take(pa.array(order))})
     last_of_key = kv.key_changes(by_key, ["r", "k"])
     group_starts = np.concatenate([[0], np.flatnonzero(last_of_key)[:-1] + 1])

@@ -1,8 +1,8 @@
 """Merging key-value rows: the merge engines as vectorised `pa.Table -> pa.Table` functions.
 
 Key-value tables carry the key columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND` and the value columns.
-Write flushes, compaction and merge-on-read all go through `merge_sorted` (one sorted table) or
-`merge_runs` (several sorted runs of one bucket).
+Write flushes, compaction and merge-on-read all go through `merge_sorted` (a table sorted by
+key and sequence) or `merge_table` (sorts first).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from tarn.errors import InvalidOption
 
 SEQUENCE = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
@@ -83,9 +85,29 @@ def drop_retracts(table: pa.Table) -> pa.Table:
 
 
 def merge_sorted(table: pa.Table, spec: MergeSpec) -> pa.Table:
-    """Merge a table sorted by `sort_indices`: one row per key (retract rows kept)."""
-    if spec.engine != "deduplicate":
-        raise NotImplementedError(f"merge-engine '{spec.engine}' is not supported yet")
+    """Merge a table sorted by `sort_indices`: one row per key, with the row kind the engine
+    gives it (retract rows kept: callers drop them where the result is final)."""
+    if spec.engine == "deduplicate":
+        return _deduplicate(table, spec)
+    if spec.engine == "partial-update":
+        from tarn.lsm.partial_update import merge_partial_update
+
+        return merge_partial_update(table, spec)
+    if spec.engine == "aggregation":
+        from tarn.lsm.aggregate import merge_aggregate
+
+        return merge_aggregate(table, spec)
+    if spec.engine == "first-row":
+        from tarn.lsm.first_row import merge_first_row
+
+        return merge_first_row(table, spec)
+    raise InvalidOption(f"merge-engine '{spec.engine}' is not one of {list(MERGE_ENGINES)}")
+
+
+MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+
+
+def _deduplicate(table: pa.Table, spec: MergeSpec) -> pa.Table:
     if spec.ignore_delete:
         table = drop_retracts(table)
     last_of_key = key_changes(table, spec.key_columns)
@@ -95,18 +117,6 @@ def merge_sorted(table: pa.Table, spec: MergeSpec) -> pa.Table:
 def merge_table(table: pa.Table, spec: MergeSpec) -> pa.Table:
     """Sort an unsorted key-value table and merge it."""
     return merge_sorted(table.take(sort_indices(table, spec)), spec)
-
-
-def merge_runs(runs: list[pa.Table], spec: MergeSpec) -> pa.Table | None:
-    """Merge sorted runs (each with unique keys) of one bucket into one row per key, sorting
-    all of them together; retracted keys are dropped. The output is key-ordered."""
-    runs = [r for r in runs if r.num_rows]
-    if not runs:
-        return None
-    if len(runs) == 1:
-        return drop_retracts(_ignore(runs[0], spec))
-    merged = merge_table(pa.concat_tables(runs, promote_options="permissive"), spec)
-    return drop_retracts(merged)
 
 
 def newest_wins_applies(spec: MergeSpec) -> bool:

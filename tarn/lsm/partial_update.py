@@ -583,7 +583,7 @@ def _first_non_null(column, ev: _Events, base) -> pa.Array:
     # state "filled, not yet initialised" (a non-null base): the next +I wins, or a losing row
     # initialises it as it is
     entry1 = np.minimum(first_add, first_any_r)
-    acc1 = np.where(first_add < first_any_r, first_add, base)
+    acc1 = np.where(first_add <= first_any_r, first_add, first_any_r)
     # state "empty": a winning non-null, or a second losing row after a non-null losing one
     entry0 = np.minimum(first_add, second_r)
     acc0 = np.where(first_add < second_r, first_add, first_r)

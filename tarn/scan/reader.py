@@ -6,10 +6,12 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from tarn.codec.data_file import read_data_file
+from tarn.codec.data_file import iter_data_file, read_data_file
 from tarn.fs import FileIO, join
-from tarn.lsm.merge import (SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, keys_in, merge_runs,
+from tarn.lsm.intervals import partition_sections
+from tarn.lsm.merge import (SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, keys_in, merge_table,
                              newest_wins_applies)
+from tarn.lsm.stream_merge import merge_streams
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.scan.evolution import adapt_table
@@ -19,6 +21,52 @@ from tarn.types import DataField, arrow_schema
 from tarn.write.files import SEQUENCE_FIELD, VALUE_KIND_FIELD
 
 SchemaLookup = Callable[[int], TableSchema]
+BATCH_ROWS = 262144
+
+
+class FileReader:
+    """Reads one table's data files shaped as (a subset of) the current schema, by field id."""
+
+    def __init__(self, file_io: FileIO, schema: TableSchema, schemas: SchemaLookup, options):
+        self.file_io = file_io
+        self.schema = schema
+        self.schemas = schemas
+        self.file_format = (options.get("file.format") or "parquet").lower()
+
+    def read(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool) -> pa.Table:
+        file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
+        raw = read_data_file(self.file_io, path, self.format_of(meta), system + file_fields)
+        return self._shape(raw, file_fields, fields, system)
+
+    def iter(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool,
+             batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
+        file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
+        for raw in iter_data_file(self.file_io, path, self.format_of(meta), system + file_fields, batch_rows):
+            yield self._shape(raw, file_fields, fields, system)
+
+    def _plan(self, bucket_path, meta, fields, with_system):
+        by_id = {f.id: f for f in self.schemas(meta.schema_id).fields}
+        file_fields = [by_id[f.id] for f in fields if f.id in by_id]
+        system = [SEQUENCE_FIELD, VALUE_KIND_FIELD] if with_system else []
+        path = meta.external_path or join(bucket_path, meta.file_name)
+        return file_fields, system, path
+
+    @staticmethod
+    def _shape(raw: pa.Table, file_fields, fields, system) -> pa.Table:
+        values = adapt_table(raw.select([f.name for f in file_fields]), file_fields, fields)
+        for f in system:
+            values = values.append_column(f.name, raw.column(f.name))
+        return values
+
+    def format_of(self, meta: DataFileMeta) -> str:
+        """The format from the file's extension (tables may switch `file.format` over time)."""
+        ext = meta.file_name.rsplit(".", 1)[-1].lower()
+        return ext if ext in ("parquet", "orc", "avro") else self.file_format
+
+    def run_chunks(self, bucket_path: str, run_files: list[DataFileMeta], fields) -> Iterator[pa.Table]:
+        """A sorted run (files in key order) as a stream of key-sorted tables with system columns."""
+        for meta in run_files:
+            yield from self.iter(bucket_path, meta, fields, with_system=True)
 
 
 class SplitReader:
@@ -26,85 +74,88 @@ class SplitReader:
 
     def __init__(self, file_io: FileIO, schema: TableSchema, schemas: SchemaLookup, options,
                  read_fields: list[DataField], predicate: Predicate | None, merge_spec: MergeSpec | None):
-        self.file_io = file_io
+        self.files = FileReader(file_io, schema, schemas, options)
         self.schema = schema
-        self.schemas = schemas
-        self.options = options
         self.read_fields = read_fields
         self.predicate = predicate
         self.merge_spec = merge_spec
-        self.file_format = (options.get("file.format") or "parquet").lower()
         needed = {f.name for f in read_fields}
         if predicate is not None:
             needed |= columns_of(predicate)
         if merge_spec is not None:
             needed |= set(merge_spec.key_columns) | set(merge_spec.sequence_columns)
+            if merge_spec.engine != "deduplicate":
+                needed = set(schema.field_names)  # other engines merge across all columns
         # Columns to read, in table order (a subset of the current schema).
         self.value_fields = [f for f in schema.fields if f.name in needed]
         self.output_schema = arrow_schema(read_fields)
 
     def read(self, split: Split) -> pa.Table:
+        tables = list(self.read_chunks(split))
+        if not tables:
+            return self.output_schema.empty_table()
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+    def read_chunks(self, split: Split) -> Iterator[pa.Table]:
+        """The split's rows, in one or more tables (bounded memory on the general merge path)."""
+        for data in self._merged(split):
+            data = filter_table(data, self.predicate)
+            if data.num_rows:
+                yield data.select([f.name for f in self.read_fields]).cast(self.output_schema)
+
+    def _merged(self, split: Split) -> Iterator[pa.Table]:
         if split.raw_convertible:
-            tables = [self._read_file(split, f, with_system=False) for f in split.files]
-            data = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        else:
-            if newest_wins_applies(self.merge_spec) and _disjoint(split.files):
-                data = self._read_newest_wins(split)
-            else:
-                runs = [self._read_file(split, f, with_system=True) for f in split.files]
-                data = merge_runs(runs, self.merge_spec)
-            if data is None:
-                return self.output_schema.empty_table()
-            data = data.drop_columns([SEQUENCE, VALUE_KIND])
-        data = filter_table(data, self.predicate)
-        return data.select([f.name for f in self.read_fields]).cast(self.output_schema)
+            for meta in split.files:
+                yield self.files.read(split.bucket_path, meta, self.value_fields, with_system=False)
+            return
+        if newest_wins_applies(self.merge_spec) and _disjoint(split.files):
+            data = self._read_newest_wins(split)
+            if data is not None:
+                yield data.drop_columns([SEQUENCE, VALUE_KIND])
+            return
+        for data in self._read_sections(split):
+            yield data.drop_columns([SEQUENCE, VALUE_KIND])
+
+    def _read_sections(self, split: Split) -> Iterator[pa.Table]:
+        """Key-overlapping sections of the bucket: a section with one sorted run is read as is,
+        others are merged by a streaming k-way merge (memory bounded per section)."""
+        key_types = [self.schema.field(k).type for k in self.merge_spec.key_columns]
+        for section in partition_sections(split.files, key_types):
+            if len(section) == 1:
+                for meta in section[0].files:
+                    yield drop_retracts(self.files.read(split.bucket_path, meta, self.value_fields, True))
+                continue
+            streams = [self.files.run_chunks(split.bucket_path, list(run.files), self.value_fields)
+                       for run in section]
+            for merged in merge_streams(streams, list(self.merge_spec.key_columns),
+                                        lambda rows: merge_table(rows, self.merge_spec)):
+                yield drop_retracts(merged)
 
     def _read_newest_wins(self, split: Split) -> pa.Table | None:
         """Deduplicate without sorting: newest file first; an older file contributes only the
         keys no newer file holds. Older files are probed by their key columns alone, and read
         in full only if some of their rows survive."""
         files = sorted(split.files, key=lambda f: f.min_sequence_number)
-        key_names = list(self.merge_spec.key_columns)
-        newest = self._read_file(split, files[-1], with_system=True)
-        kept, newer_keys = [newest], [newest.select(key_names)]
+        key_fields = [self.schema.field(k) for k in self.merge_spec.key_columns]
+        newest = self.files.read(split.bucket_path, files[-1], self.value_fields, with_system=True)
+        kept, newer_keys = [newest], [newest.select([f.name for f in key_fields])]
         for meta in reversed(files[:-1]):
-            keys = self._read_file(split, meta, with_system=False, only=key_names)
+            keys = self.files.read(split.bucket_path, meta, key_fields, with_system=False)
             survivors = ~keys_in(keys, newer_keys)
             newer_keys.append(keys)
             if survivors.any():
-                kept.append(self._read_file(split, meta, with_system=True).filter(survivors))
+                older = self.files.read(split.bucket_path, meta, self.value_fields, with_system=True)
+                kept.append(older.filter(survivors))
         data = pa.concat_tables(kept) if len(kept) > 1 else kept[0]
         return drop_retracts(data)
 
     def read_batches(self, splits: list[Split]) -> Iterator[pa.RecordBatch]:
         for split in splits:
-            table = self.read(split)
-            yield from table.to_batches()
-
-    def _read_file(self, split: Split, meta: DataFileMeta, with_system: bool,
-                   only: list[str] | None = None) -> pa.Table:
-        """One file's rows shaped as the current schema's `value_fields` (or just `only`)."""
-        file_schema = self.schemas(meta.schema_id)
-        by_id = {f.id: f for f in file_schema.fields}
-        wanted = self.value_fields if only is None else [self.schema.field(n) for n in only]
-        file_fields = [by_id[f.id] for f in wanted if f.id in by_id]
-        system = [SEQUENCE_FIELD, VALUE_KIND_FIELD] if with_system else []
-        columns = [f.name for f in system + file_fields]
-        path = meta.external_path or join(split.bucket_path, meta.file_name)
-        raw = read_data_file(self.file_io, path, self.file_format_of(meta), system + file_fields, columns)
-        values = adapt_table(raw.select([f.name for f in file_fields]), file_fields, wanted)
-        if with_system:
-            for f in system:
-                values = values.append_column(f.name, raw.column(f.name))
-        return values
-
-    def file_format_of(self, meta: DataFileMeta) -> str:
-        """The format from the file's extension (tables may switch `file.format` over time)."""
-        ext = meta.file_name.rsplit(".", 1)[-1].lower()
-        return ext if ext in ("parquet", "orc", "avro") else self.file_format
+            for table in self.read_chunks(split):
+                yield from table.to_batches()
 
 
 def _disjoint(files: list[DataFileMeta]) -> bool:
-    """True if the files' sequence ranges do not interleave (files sorted by min sequence)."""
+    """True if the files' sequence ranges do not interleave."""
     ordered = sorted(files, key=lambda f: f.min_sequence_number)
     return all(a.max_sequence_number < b.min_sequence_number for a, b in zip(ordered, ordered[1:]))
