@@ -35,3 +35,7 @@ class CommitConflict(TarnError):
 
 class SchemaEvolutionError(TarnError):
     """An ALTER that Paimon does not allow (e.g. changing a primary key, narrowing a type)."""
+
+
+class InvalidArgument(TarnError):
+    """A bad argument to a table operation (a numeric, blank or taken tag name, ...)."""

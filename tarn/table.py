@@ -11,9 +11,8 @@ import pyarrow.compute as pc
 
 from tarn import partition
 from tarn.commit.committer import Committer, Overwrite
-from tarn.errors import SchemaMismatch, SnapshotNotFound, TableNotFound
+from tarn.errors import SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
 from tarn.fs import FileIO, file_io_for, join
-from tarn.lsm.merge import MergeSpec
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.options import Options
@@ -26,7 +25,7 @@ from tarn.store.snapshots import SnapshotStore
 from tarn.types import arrow_schema
 from tarn.write.conform import to_arrow_table
 from tarn.write.message import CommitMessage
-from tarn.write.writer import TableWriter, abort
+from tarn.write.writer import TableWriter, abort, merge_spec_of
 
 
 class Table:
@@ -97,21 +96,17 @@ class Table:
         """A writer for one commit: `write()` any number of batches, then `commit()` its messages."""
         schema = self.schema()
         return TableWriter(self.file_io, self.root, self.name, schema, Options(schema.options),
-                           self._next_sequence_lookup(schema))
+                           self._restore_lookup(schema), self.schema_by_id)
 
-    def _next_sequence_lookup(self, schema: TableSchema):
-        state: dict = {}
+    def _restore_lookup(self, schema: TableSchema, partition_filter: Predicate | None = None):
+        """Live files per (partition, bucket) of the latest snapshot, read when first needed."""
+        def restore() -> dict:
+            files: dict = {}
+            for e in self._planner(schema).live_entries(self.latest_snapshot(), partition_filter):
+                files.setdefault((e.partition, e.bucket), []).append(e.file)
+            return files
 
-        def next_sequence(partition_bytes: bytes, bucket: int) -> int:
-            if "max" not in state:
-                maxima: dict = {}
-                for e in self._planner(schema).live_entries(self.latest_snapshot()):
-                    k = (e.partition, e.bucket)
-                    maxima[k] = max(maxima.get(k, -1), e.file.max_sequence_number)
-                state["max"] = maxima
-            return state["max"].get((partition_bytes, bucket), -1) + 1
-
-        return next_sequence
+        return restore
 
     def commit(self, messages: list[CommitMessage], commit_user: str | None = None,
                commit_identifier: int = BATCH_COMMIT_IDENTIFIER, overwrite: Overwrite | None = None,
@@ -132,6 +127,20 @@ class Table:
         writer = self.new_writer()
         writer.write(data, row_kind=row_kind)
         return self.commit(writer.prepare_commit())
+
+    def compact(self, full: bool = False, partitions: list[dict] | None = None) -> Snapshot | None:
+        """Compact primary-key buckets: `full=True` rewrites every bucket into one sorted run at
+        the top level; otherwise universal compaction picks what is due. `partitions` limits
+        it to those partitions (dicts of partition column -> value). One COMPACT snapshot."""
+        schema = self.schema()
+        if not schema.primary_keys:
+            raise TarnError(f"table {self.name}: compaction of append tables is not supported yet")
+        writer = self.new_writer()
+        buckets = sorted(writer._restored_files())
+        if partitions is not None:
+            wanted = {partition.to_bytes(schema, [p.get(k) for k in schema.partition_keys]) for p in partitions}
+            buckets = [b for b in buckets if b[0] in wanted]
+        return self.commit(writer.compact(buckets, full))
 
     def delete(self, keys) -> Snapshot | None:
         """Delete rows by primary key in one commit (-D rows); other columns may be omitted."""
@@ -205,10 +214,7 @@ class Scan:
         names = self.columns if self.columns is not None else schema.field_names
         read_fields = [schema.field(n) for n in names]
         options = Options(schema.options)
-        spec = None
-        if schema.primary_keys:
-            spec = MergeSpec(tuple(schema.trimmed_primary_keys), options.get("merge-engine") or "deduplicate",
-                             options.bool("ignore-delete"))
+        spec = merge_spec_of(schema, options) if schema.primary_keys else None
         return SplitReader(self.table.file_io, schema, self.table.schema_by_id, options, read_fields,
                            self.filter, spec)
 

@@ -597,7 +597,17 @@ def _listagg(column, agg, runs, retract):
     present = np.bincount(run_of, minlength=runs.count) > 0
     if agg.distinct:
         strings, run_of = _distinct_tokens(strings, run_of, agg.delimiter)
-    return pc.binary_join(_lists(strings, run_of, runs.count, present), agg.delimiter)
+    joined = pc.binary_join(_lists(strings, run_of, runs.count, present), agg.delimiter)
+    return _keep_untouched_seed(column, joined, runs, used & ~runs.seed)
+
+
+def _keep_untouched_seed(column: pa.Array, merged: pa.Array, runs: Runs, changes: np.ndarray) -> pa.Array:
+    """A seed nothing later changes stays exactly as it was (Java keeps the -D row's value)."""
+    seeds = runs.seed_rows()
+    untouched = (seeds >= 0) & ~np.logical_or.reduceat(changes, runs.starts)
+    if not untouched.any():
+        return merged
+    return pc.if_else(pa.array(untouched), _take(column, seeds).cast(merged.type), merged)
 
 
 def _distinct_tokens(strings: pa.Array, run_of: np.ndarray, delimiter: str):
@@ -652,7 +662,8 @@ def _nested_update(column, agg, runs, retract):
         element_run, element_retract = element_run[~any_null], element_retract[~any_null]
     winners = _nested_winners(elements, key_columns, key_fields, element_run, element_retract, agg)
     values = elements.take(pa.array(winners)) if len(winners) else elements.slice(0, 0)
-    return _lists(values, element_run[winners], runs.count, present).cast(column.type)
+    merged = _lists(values, element_run[winners], runs.count, present).cast(column.type)
+    return _keep_untouched_seed(column, merged, runs, used & ~runs.seed)
 
 
 def _nested_winners(elements, key_columns, key_fields, element_run, element_retract, agg) -> np.ndarray:

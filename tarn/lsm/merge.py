@@ -41,10 +41,10 @@ class MergeSpec:
 
 def sort_indices(table: pa.Table, spec: MergeSpec) -> pa.Array:
     """Indices ordering rows by key, then user sequence fields, then system sequence."""
-    keys = [(c, "ascending") for c in spec.key_columns]
-    keys += [(c, "ascending") for c in spec.sequence_columns]
-    keys.append((SEQUENCE, "ascending"))
-    return pc.sort_indices(table, sort_keys=keys, null_placement="at_start")
+    keys = [(c, "ascending", "at_start") for c in spec.key_columns]
+    keys += [(c, "ascending", "at_start") for c in spec.sequence_columns]
+    keys.append((SEQUENCE, "ascending", "at_start"))
+    return pc.sort_indices(table, sort_keys=keys)
 
 
 def key_changes(table: pa.Table, key_columns) -> np.ndarray:

@@ -24,7 +24,7 @@ segment that matters.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -315,9 +315,10 @@ def merge_partial_update(table: pa.Table, spec: MergeSpec) -> pa.Table:
     fields = _fields(table, spec)
     rules = partial_update_rules(fields, (), spec.options)
     rows = _rows(table, spec)
+    position = {f.name: i for i, f in enumerate(fields)}
     groups = [_group(table, g) for g in rules.groups]
     if rules.groups:
-        base = _group_bases(rows, groups, rules)
+        base, stop = _group_bases(rows, groups, rules, position)
         # a -D reaching a non-empty group of remove-record-on-sequence-group replaced the row
         base_trigger = _at(rows.delete & _any_nonempty(groups, rules), base)
     else:
@@ -326,11 +327,14 @@ def merge_partial_update(table: pa.Table, spec: MergeSpec) -> pa.Table:
         trigger = rows.delete & rows.processed & rules.remove_record_on_delete
         base = rows.keys.last(rows.init_row | trigger)
         base_trigger = _at(trigger, base)
+        stop = np.full(rows.keys.n, len(position) + 1)
     base_processed = (base >= 0) & _at(rows.init_row, base) & ~base_trigger & bool(rules.groups) \
         & ~_at(~rows.processed, base)
     for group in groups:
         group.accepted = _accepted(rows, group, base, base_processed)
     _check_not_null(table, fields, spec, rows, base, bool(rules.groups))
+    for name in rules.aggregates:
+        _check_retract(table, name, rules, rows, groups, stop > position[name])
     return _assemble(table, spec, rules, rows, groups, base, base_trigger)
 
 
@@ -397,30 +401,40 @@ def _accepted(rows: _Rows, group: _Group, base: np.ndarray, base_processed: np.n
     return accepted | (at_base & base_processed[keys.kid] & group.nonempty)
 
 
-def _group_bases(rows: _Rows, groups: list[_Group], rules: PartialUpdateRules) -> np.ndarray:
+def _group_bases(rows: _Rows, groups: list[_Group], rules: PartialUpdateRules, position):
     """Per key: the last row that replaced the whole merged row (a first-row retract, or a -D
-    winning a group of `partial-update.remove-record-on-sequence-group`), else -1."""
+    winning a group of `partial-update.remove-record-on-sequence-group`), else -1. Also per row:
+    the field position where such a -D stopped being processed (Paimon walks the fields in
+    order and stops at the first sequence field of the winning group), else past the end."""
     keys = rows.keys
     base = keys.last(rows.init_row)
+    stop = np.full(keys.n, len(position) + 1)
     if not rules.remove_groups:
-        return base
+        return base, stop
+    starts = {i: min(position[n] for n in rules.groups[i].order) for i in rules.remove_groups}
+    for i in rules.remove_groups:  # a first-row -D wins every non-empty group (equal sequence)
+        hit = rows.init_row & rows.delete & groups[i].nonempty
+        stop = np.where(hit, np.minimum(stop, starts[i]), stop)
     candidates = rows.delete & rows.processed & ~rows.init_row
     while True:
         after = keys.after(base)
-        trigger = np.zeros(keys.n, dtype=bool)
+        where = np.full(keys.n, len(position) + 1)
         for i in rules.remove_groups:
             group = groups[i]
             counted = rows.processed & after & group.nonempty
-            trigger |= counted & (group.rank == _running_best(rows, group, base, counted))
-        trigger &= candidates & after
+            won = counted & (group.rank == _running_best(rows, group, base, counted))
+            where = np.where(won, np.minimum(where, starts[i]), where)
+        trigger = candidates & after & (where <= len(position))
         if len(rules.remove_groups) == 1:
             # one group: its merged sequence never falls back, so every trigger found is real
+            stop = np.where(trigger, where, stop)
             last = keys.last(trigger)
-            return np.where(last >= 0, last, base)
+            return np.where(last >= 0, last, base), stop
         nxt = keys.first(trigger)
         found = nxt < keys.n
         if not found.any():
-            return base
+            return base, stop
+        stop[nxt[found]] = where[nxt[found]]
         base = np.where(found, nxt, base)
 
 
@@ -436,6 +450,20 @@ def _check_not_null(table, fields, spec, rows: _Rows, base, with_groups: bool) -
         column = table.column(f.name)
         if column.null_count and (check & ~_valid(column)).any():
             raise SchemaMismatch(f"column '{f.name}' is NOT NULL but a merged row has null for it")
+
+
+def _check_retract(table, name, rules, rows: _Rows, groups, reached: np.ndarray) -> None:
+    """Aggregates other than sum / last_value / last_non_null_value refuse a retract of a
+    non-empty group that reaches them, unless `fields.<f>.ignore-retract`."""
+    func = rules.aggregates[name]
+    if func in RETRACTABLE or name in rules.ignore_retract or name not in table.column_names:
+        return
+    group = groups[rules.group_of(name)]
+    if (rows.retract & rows.processed & group.nonempty & reached).any():
+        raise SchemaMismatch(
+            f"column '{name}': aggregate function '{func}' does not support retraction, If you "
+            f"allow this function to ignore retraction messages, you can configure "
+            f"'fields.{name}.ignore-retract'='true'.")
 
 
 def _assemble(table, spec, rules, rows: _Rows, groups, base, base_trigger) -> pa.Table:
@@ -479,14 +507,8 @@ def _column(column, name, g, rules, rows: _Rows, groups, base, after, at_base) -
             winner = np.where(retracted, -1, winner)
         return _take(column, winner)
     events = _Events.of(rows, group, base, after, at_base, _valid(column))
-    retracts_all = rows.retract & rows.processed & group.nonempty
     if name in rules.ignore_retract:
         events.t[:] = False
-    elif func not in RETRACTABLE and retracts_all.any():
-        raise SchemaMismatch(
-            f"column '{name}': aggregate function '{func}' does not support retraction, If you "
-            f"allow this function to ignore retraction messages, you can configure "
-            f"'fields.{name}.ignore-retract'='true'.")
     return _AGGREGATORS[func](column, events, base)
 
 
@@ -502,6 +524,7 @@ class _Events:
     at_base: np.ndarray
     valid: np.ndarray
     seen_before: np.ndarray  # per key: a non-empty +I/+U reached the aggregate before the base
+    seen_value_before: np.ndarray  # ... one with a non-null value
 
     @classmethod
     def of(cls, rows: _Rows, group: _Group, base, after, at_base, valid) -> _Events:
@@ -510,8 +533,8 @@ class _Events:
         r = rows.add & after & group.nonempty & ~group.accepted
         t = rows.retract & group.nonempty & ((rows.processed & after) | (group.accepted & at_base))
         before = ~after & ~at_base
-        seen = keys.last(rows.add & group.nonempty & before) >= 0
-        return cls(keys, a, r, t, at_base, valid, seen)
+        reached = rows.add & group.nonempty & before
+        return cls(keys, a, r, t, at_base, valid, keys.last(reached) >= 0, keys.last(reached & valid) >= 0)
 
 
 def _group_fold(column, events: _Events, values: pa.Array, function: str) -> pa.Array:
@@ -574,6 +597,9 @@ def _first_value(column, ev: _Events, base) -> pa.Array:
 
 
 def _first_non_null(column, ev: _Events, base) -> pa.Array:
+    # Before the base row Paimon's aggregate is initialised by a non-null value; modelled here as
+    # "some non-null +I/+U reached it" (exact unless it only ever lost its group there).
+    ev = replace(ev, seen_before=ev.seen_value_before)
     keys, n = ev.keys, ev.keys.n
     base_valid = (base >= 0) & ev.valid[np.maximum(base, 0)]
     first_add = keys.first(ev.a & ev.valid)
@@ -583,7 +609,7 @@ def _first_non_null(column, ev: _Events, base) -> pa.Array:
     # state "filled, not yet initialised" (a non-null base): the next +I wins, or a losing row
     # initialises it as it is
     entry1 = np.minimum(first_add, first_any_r)
-    acc1 = np.where(first_add <= first_any_r, first_add, first_any_r)
+    acc1 = np.where(first_add < first_any_r, first_add, base)
     # state "empty": a winning non-null, or a second losing row after a non-null losing one
     entry0 = np.minimum(first_add, second_r)
     acc0 = np.where(first_add < second_r, first_add, first_r)

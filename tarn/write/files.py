@@ -91,16 +91,34 @@ class FileWriter:
             metas.append(self._write_one(chunk, level, file_source, first_sequence + start))
         return metas
 
+    def write_stream(self, chunks, level: int, file_source: int) -> list[DataFileMeta]:
+        """Write a stream of key-ordered key-value tables (sequence numbers kept), rolling a new
+        file whenever the buffered rows reach `target-file-size` in memory."""
+        target = self._target_size()
+        metas, pending, pending_bytes = [], [], 0
+        for chunk in chunks:
+            pending.append(chunk)
+            pending_bytes += chunk.nbytes
+            if pending_bytes >= target:
+                metas.extend(self.write(pa.concat_tables(pending), level, file_source))
+                pending, pending_bytes = [], 0
+        if pending:
+            metas.extend(self.write(pa.concat_tables(pending), level, file_source))
+        return metas
+
+    def _target_size(self) -> int:
+        explicit = self.options.get("target-file-size")
+        if explicit is not None:
+            return self.options.memory_bytes("target-file-size")
+        return (128 << 20) if self.layout.is_key_value else (256 << 20)
+
     def _chunks(self, rows: pa.Table):
-        target = self.options.memory_bytes("target-file-size") if self._has_target() else 128 << 20
+        target = self._target_size()
         bytes_per_row = max(rows.nbytes / max(rows.num_rows, 1), 1.0)
         # Files compress well below their Arrow size; 3x is a conservative estimate.
         rows_per_file = max(int(target * 3 / bytes_per_row), 1)
         for start in range(0, rows.num_rows, rows_per_file):
             yield start, rows.slice(start, rows_per_file)
-
-    def _has_target(self) -> bool:
-        return self.options.get("target-file-size") is not None
 
     def _write_one(self, rows: pa.Table, level: int, file_source: int, first_sequence: int) -> DataFileMeta:
         name = self.namer.next()

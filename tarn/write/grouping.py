@@ -95,8 +95,7 @@ def _sorted_within(table: pa.Table, numeric_keys, indices, lo: int, hi: int,
             order = np.argsort(keys, kind="stable")
         return indices[order]
     part = table.select(sort_columns).take(pa.array(indices))
-    order = pc.sort_indices(part, sort_keys=[(c, "ascending") for c in sort_columns],
-                            null_placement="at_start").to_numpy()
+    order = pc.sort_indices(part, sort_keys=[(c, "ascending", "at_start") for c in sort_columns]).to_numpy()
     return indices[order]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -14,7 +15,14 @@ from tarn import partition
 from tarn.bucket import bucket_ids
 from tarn.errors import SchemaMismatch, TarnError
 from tarn.fs import FileIO, join
-from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, MergeSpec, merge_sorted
+from tarn.lsm.levels import Levels
+from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, MergeSpec, merge_sorted, merge_table
+from tarn.lsm.policy import (PickState, drops_deletes, estimate_last_full_compaction, full_compaction_delta_commits,
+                             full_compaction_due, full_compaction_unit, num_levels, pick)
+from tarn.meta.manifest import DataFileMeta
+from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER
+from tarn.scan.reader import FileReader
+from tarn.write.compact import BucketCompactor
 from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.write.conform import conform, to_arrow_table
@@ -22,23 +30,81 @@ from tarn.write.files import FileWriter, layout_of
 from tarn.write.grouping import Group, group_rows
 from tarn.write.message import CommitMessage
 
-NextSequence = Callable[[bytes, int], int]
+
+
+Restore = Callable[[], dict]  # () -> {(partition bytes, bucket): [live DataFileMeta]}
+
+
+@dataclass
+class BucketState:
+    """One bucket as this writer sees it: live files, next sequence number, pending changes."""
+
+    partition: bytes
+    partition_values: tuple
+    bucket: int
+    path: str
+    files: list[DataFileMeta]
+    next_sequence: int
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    compact_before: list[DataFileMeta] = field(default_factory=list)
+    compact_after: list[DataFileMeta] = field(default_factory=list)
+    pick_state: PickState = field(default_factory=PickState)
+
+    def add_new(self, metas: list[DataFileMeta]) -> None:
+        self.new_files.extend(metas)
+        self.files.extend(metas)
+        if metas:
+            self.next_sequence = max(self.next_sequence, max(m.max_sequence_number for m in metas) + 1)
+
+    def apply_compaction(self, before: list[DataFileMeta], after: list[DataFileMeta]) -> list[str]:
+        """Record a compaction; returns names of files that can be deleted right away (written
+        by this writer and compacted away before anyone could see them)."""
+        new_names = {m.file_name for m in self.new_files}
+        pending_names = new_names | {m.file_name for m in self.compact_after}
+        after_names = {m.file_name for m in after}
+        gone = {(m.file_name, m.level) for m in before}
+
+        def kept(metas):
+            return [m for m in metas if (m.file_name, m.level) not in gone]
+
+        self.files = kept(self.files) + list(after)
+        self.new_files, self.compact_after = kept(self.new_files), kept(self.compact_after)
+        doomed = []
+        for meta in before:
+            if meta.file_name not in pending_names:
+                self.compact_before.append(meta)  # committed before: the COMPACT snapshot removes it
+            elif meta.file_name not in after_names:
+                doomed.append(meta.file_name)  # never committed and now merged away
+        for meta in after:  # an upgraded new file is still new, at its new level
+            (self.new_files if meta.file_name in new_names else self.compact_after).append(meta)
+        return doomed
+
+    def message(self, total_buckets: int) -> CommitMessage:
+        return CommitMessage(self.partition, self.bucket, total_buckets, new_files=list(self.new_files),
+                             compact_before=list(self.compact_before), compact_after=list(self.compact_after))
 
 
 class TableWriter:
-    """Collects writes for one commit. `prepare_commit()` writes the files and returns messages."""
+    """Collects writes for one commit. Rows are buffered up to `write-buffer-size`, then flushed
+    as sorted level-0 runs; buckets are compacted (universal compaction) after flushes unless
+    `write-only`. `prepare_commit()` flushes the rest and returns the commit messages."""
 
     def __init__(self, file_io: FileIO, root: str, name: str, schema: TableSchema, options: Options,
-                 next_sequence: NextSequence):
+                 restore: Restore, schemas=None):
         self.file_io = file_io
         self.root = root
         self.name = name
         self.schema = schema
         self.options = options
-        self.next_sequence = next_sequence
+        self.restore = restore
+        self.schemas = schemas or (lambda schema_id: schema)
         self.layout = layout_of(schema)
         self.num_buckets = options.int("bucket")
         self.buffered: list[pa.Table] = []
+        self.buffered_bytes = 0
+        self.buffer_limit = options.memory_bytes("write-buffer-size")
+        self.states: dict[tuple[bytes, int], BucketState] = {}
+        self._restored: dict | None = None
         self._check_writable()
 
     def _check_writable(self) -> None:
@@ -49,9 +115,18 @@ class TableWriter:
         if self.num_buckets == 0 or self.num_buckets < -2:
             raise TarnError(f"table {self.name}: invalid bucket number {self.num_buckets}")
 
+    @property
+    def compacts(self) -> bool:
+        return self.layout.is_key_value and not self.options.bool("write-only")
+
     # ------------------------------------------------------------------ buffering
 
     def write(self, data, row_kind=None) -> None:
+        """Buffer rows (a table, batch, or iterable of batches); flushes when the buffer is full."""
+        if _is_batch_stream(data):
+            for batch in data:
+                self.write(batch, row_kind=None)
+            return
         table = to_arrow_table(data, self.name)
         rowkind_field = self.options.get("rowkind.field")
         conformed = conform(table, list(self.schema.fields), self.name, self.schema.primary_keys)
@@ -63,6 +138,9 @@ class TableWriter:
                                  "updates and deletes need a primary-key table")
         if conformed.num_rows:
             self.buffered.append(conformed)
+            self.buffered_bytes += conformed.nbytes
+        if self.buffered_bytes >= self.buffer_limit:
+            self.flush()
 
     def _row_kinds(self, table: pa.Table, row_kind, rowkind_field) -> pa.Array:
         n = table.num_rows
@@ -89,26 +167,89 @@ class TableWriter:
 
     # ------------------------------------------------------------------ flushing
 
-    def prepare_commit(self) -> list[CommitMessage]:
-        """Write every buffered row to data files; the caller commits (or aborts) the messages."""
+    def flush(self) -> None:
+        """Write the buffer as sorted level-0 runs (one per bucket), then compact if due."""
         if not self.buffered:
-            return []
+            return
         data = pa.concat_tables(self.buffered)
-        self.buffered = []
-        written: list[CommitMessage] = []
+        self.buffered, self.buffered_bytes = [], 0
         groups = self._groups(data)
-        with ThreadPoolExecutor(max_workers=min(len(groups), os.cpu_count() or 2)) as pool:
-            futures = [pool.submit(self._flush_group, group) for group in groups]
-            failure = None
-            for future in futures:
-                try:
-                    written.append(future.result())
-                except BaseException as exc:  # keep collecting so every written file is aborted
-                    failure = failure or exc
+        states = [self._state(g.partition_values, g.bucket) for g in groups]
+        self._parallel([lambda g=g, st=st: self._flush_group(g, st) for g, st in zip(groups, states)])
+        if self.compacts:
+            self._parallel([lambda st=st: self._compact(st, full=False) for st in states])
+
+    def prepare_commit(self, full_compaction: bool = False) -> list[CommitMessage]:
+        """Flush everything, compact as the options ask, and return the messages to commit.
+        On failure every file this writer wrote is deleted."""
+        try:
+            self.flush()
+            if self.compacts:
+                full = full_compaction or self._full_compaction_due()
+                touched = [st for st in self.states.values() if st.new_files or full_compaction]
+                self._parallel([lambda st=st: self._compact(st, full=full) for st in touched])
+        except BaseException:
+            abort(self.file_io, self.root, self.schema, self.messages())
+            raise
+        return self.messages()
+
+    def messages(self) -> list[CommitMessage]:
+        total = self.num_buckets if self.num_buckets > 0 else -1
+        return [m for m in (st.message(total) for st in self.states.values()) if not m.is_empty]
+
+    def compact(self, buckets: list[tuple[bytes, int]], full: bool) -> list[CommitMessage]:
+        """Compact the given buckets as they are in the restored snapshot (`table.compact`)."""
+        states = [self._state_for(partition, bucket) for partition, bucket in buckets]
+        try:
+            self._parallel([lambda st=st: self._compact(st, full=full) for st in states])
+        except BaseException:
+            abort(self.file_io, self.root, self.schema, self.messages())
+            raise
+        return self.messages()
+
+    def _parallel(self, tasks) -> None:
+        if not tasks:
+            return
+        if len(tasks) == 1:
+            tasks[0]()
+            return
+        with ThreadPoolExecutor(max_workers=min(len(tasks), os.cpu_count() or 2)) as pool:
+            futures = [pool.submit(task) for task in tasks]
+            errors = [f.exception() for f in futures]
+        failure = next((e for e in errors if e is not None), None)
         if failure is not None:
-            abort(self.file_io, self.root, self.schema, written)
             raise failure
-        return written
+
+    def _full_compaction_due(self) -> bool:
+        delta = full_compaction_delta_commits(self.options)
+        return delta is not None and full_compaction_due(self.commit_identifier, delta)
+
+    commit_identifier = BATCH_COMMIT_IDENTIFIER
+
+    # ------------------------------------------------------------------ bucket state
+
+    def _restored_files(self) -> dict:
+        if self._restored is None:
+            self._restored = self.restore()
+        return self._restored
+
+    def _state(self, partition_values: tuple, bucket: int) -> BucketState:
+        partition_bytes = partition.to_bytes(self.schema, partition_values)
+        return self._state_for(partition_bytes, bucket, partition_values)
+
+    def _state_for(self, partition_bytes: bytes, bucket: int, partition_values=None) -> BucketState:
+        key = (partition_bytes, bucket)
+        state = self.states.get(key)
+        if state is None:
+            values = partition_values if partition_values is not None else partition.from_bytes(self.schema, partition_bytes)
+            files = list(self._restored_files().get(key, []))
+            next_sequence = max((f.max_sequence_number for f in files), default=-1) + 1
+            path = partition.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
+                                         values, bucket)
+            state = BucketState(partition_bytes, tuple(values), bucket, path, files, next_sequence)
+            state.pick_state = PickState(estimate_last_full_compaction(files, num_levels(self.options)))
+            self.states[key] = state
+        return state
 
     def _groups(self, data: pa.Table) -> list[Group]:
         buckets = None
@@ -118,39 +259,76 @@ class TableWriter:
         sort_columns = list(self.layout.key_names) if self.layout.is_key_value else []
         return group_rows(data, list(self.schema.partition_keys), buckets, sort_columns)
 
-    def _flush_group(self, group: Group) -> CommitMessage:
-        partition_bytes = self.partition_bytes(group.partition_values)
-        writer = FileWriter(self.file_io, self.bucket_path(group.partition_values, group.bucket),
-                            self.schema, self.options)
-        base = self.next_sequence(partition_bytes, group.bucket)
+    def _flush_group(self, group: Group, state: BucketState) -> None:
+        writer = FileWriter(self.file_io, state.path, self.schema, self.options)
         rows = group.rows()
+        base = state.next_sequence
         if self.layout.is_key_value:
             # Rows are sorted by key with arrival order kept among equal keys, which is the
             # order sequence numbers would give them. After the merge each key appears once,
             # so numbering the merged rows in key order (all above the bucket's previous
             # maximum) orders every key exactly as arrival-order numbering would.
             rows = rows.append_column(SEQUENCE, pa.array(np.arange(base, base + rows.num_rows, dtype=np.int64)))
-            rows = merge_sorted(rows, self.merge_spec())
+            spec = self.merge_spec()
+            rows = merge_table(rows, spec) if spec.sequence_columns else merge_sorted(rows, spec)
             sequence = pa.array(np.arange(base, base + rows.num_rows, dtype=np.int64))
             rows = rows.set_column(rows.schema.get_field_index(SEQUENCE), SEQUENCE, sequence)
             files = writer.write(rows)
         else:
             files = writer.write(rows, first_sequence=base)
-        total = self.num_buckets if self.num_buckets > 0 else -1
-        return CommitMessage(partition_bytes, group.bucket, total, new_files=files)
+        state.add_new(files)
+        if not self.layout.is_key_value:
+            state.next_sequence = base + rows.num_rows
+
+    # ------------------------------------------------------------------ compaction
+
+    def _compact(self, state: BucketState, full: bool) -> None:
+        levels_count = num_levels(self.options)
+        key_types = [self.schema.field(k).type for k in self.layout.key_names]
+        levels = Levels.from_files(state.files, levels_count, key_types)
+        runs = levels.sorted_runs()
+        if full:
+            unit = full_compaction_unit(runs, levels_count)
+        else:
+            unit, state.pick_state = pick(levels_count, runs, self.options, state.pick_state)
+        if unit is None or not unit.files:
+            return
+        drop_deletes = drops_deletes(unit, levels, False)
+        compactor = BucketCompactor(
+            reader=FileReader(self.file_io, self.schema, self.schemas, self.options),
+            writer=FileWriter(self.file_io, state.path, self.schema, self.options),
+            bucket_path=state.path, spec=self.merge_spec(), key_types=key_types,
+            fields=list(self.schema.fields), min_file_size=self._compaction_file_size())
+        result = compactor.run(unit, drop_deletes)
+        for name in state.apply_compaction(result.before, result.after):
+            self.file_io.delete(join(state.path, name))
+
+    def _compaction_file_size(self) -> int:
+        """Java's compactionFileSize: files below 70% of the target are rewritten, not upgraded."""
+        explicit = self.options.get("target-file-size")
+        target = self.options.memory_bytes("target-file-size") if explicit else (128 << 20)
+        return target // 10 * 7
 
     def merge_spec(self) -> MergeSpec:
-        return MergeSpec(tuple(self.layout.key_names), self.options.get("merge-engine") or "deduplicate",
-                         self.options.bool("ignore-delete"))
+        return merge_spec_of(self.schema, self.options)
 
-    # ------------------------------------------------------------------ partitions
 
-    def partition_bytes(self, values: tuple) -> bytes:
-        return partition.to_bytes(self.schema, values)
+def merge_spec_of(schema: TableSchema, options: Options) -> MergeSpec:
+    return MergeSpec(tuple(schema.trimmed_primary_keys), options.get("merge-engine") or "deduplicate",
+                     _ignore_delete(options), tuple(options.list("sequence.field")),
+                     tuple(schema.fields), options)
 
-    def bucket_path(self, values: tuple, bucket: int) -> str:
-        return partition.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
-                                     values, bucket)
+
+def _ignore_delete(options: Options) -> bool:
+    """`ignore-delete` (Options resolves its older spellings such as first-row.ignore-delete)."""
+    return bool(options.bool("ignore-delete"))
+
+
+def _is_batch_stream(data) -> bool:
+    """An iterator/generator or reader of batches (written incrementally, bounded memory)."""
+    if isinstance(data, pa.RecordBatchReader):
+        return True
+    return hasattr(data, "__next__")
 
 
 def _kind_code(text: str, table_name: str) -> int:
@@ -165,5 +343,7 @@ def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[Commit
     for message in messages:
         values = partition.from_bytes(schema, message.partition)
         directory = partition.bucket_path(root, schema, default_name, values, message.bucket)
+        kept = {m.file_name for m in message.compact_before}  # upgraded files stay live
         for meta in [*message.new_files, *message.compact_after, *message.changelog_files]:
-            file_io.delete(join(directory, meta.file_name))
+            if meta.file_name not in kept:
+                file_io.delete(join(directory, meta.file_name))

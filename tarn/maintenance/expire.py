@@ -1,0 +1,178 @@
+"""Snapshot expiration that keeps what tags and consumers still need (Paimon ExpireSnapshotsImpl).
+
+Which snapshots go: from the earliest on, at most `snapshot.expire.limit` per run, never the
+last `snapshot.num-retained.min`, always those beyond `snapshot.num-retained.max`, never one
+whose successor is younger than `snapshot.time-retained`, and never one a consumer has not
+read yet. Expiring `[earliest, end)` keeps snapshot `end` and deletes:
+
+- data files removed by the deltas of snapshots `(earliest, end]` (a file removed at snapshot
+  `d` was last live at `d - 1`), unless the closest tag before `d` still holds them: a file is
+  live over a contiguous run of snapshot ids, so if that tag lacks it no tag has it;
+- changelog files added by the expired snapshots;
+- manifest lists, manifests, index manifests, index files and statistics files of the expired
+  snapshots that neither snapshot `end` nor a tag overlapping the expired range refers to.
+
+Each manifest is read at most once per run. Data files go first, then metadata, then the
+snapshot files, then the EARLIEST hint, so an interrupted run leaves only orphans behind.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tarn import paths
+from tarn.errors import InvalidOption
+from tarn.maintenance.references import FileKey, TableFiles, delete_empty_dirs, delete_paths
+from tarn.meta.snapshot import Snapshot
+from tarn.options import Options
+from tarn.store.consumers import ConsumerStore
+from tarn.store.tags import TagStore
+
+if TYPE_CHECKING:
+    from tarn.table import Table
+
+
+@dataclass(frozen=True)
+class ExpireConfig:
+    retain_min: int = 10
+    retain_max: int = 2147483647
+    time_retained_ms: int = 3_600_000
+    max_deletes: int = 50
+
+    @classmethod
+    def from_options(cls, options: Options) -> "ExpireConfig":
+        return cls(options.int("snapshot.num-retained.min"), options.int("snapshot.num-retained.max"),
+                   options.duration_ms("snapshot.time-retained"), options.int("snapshot.expire.limit"))
+
+    def check(self, table_name: str) -> None:
+        """Raise InvalidOption the way Paimon's schema validation words it."""
+        if self.retain_min < 1:
+            raise InvalidOption(f"table {table_name}: snapshot.num-retained.min should be at least 1 "
+                                f"(got {self.retain_min})")
+        if self.retain_min > self.retain_max:
+            raise InvalidOption(
+                f"table {table_name}: snapshot.num-retained.min ({self.retain_min}) should not be "
+                f"larger than snapshot.num-retained.max ({self.retain_max})")
+        if self.max_deletes < 1:
+            raise InvalidOption(f"table {table_name}: snapshot.expire.limit should be at least 1 "
+                                f"(got {self.max_deletes})")
+        if self.time_retained_ms < 0:
+            raise InvalidOption(f"table {table_name}: snapshot.time-retained must not be negative")
+
+
+def check_retention_options(options: Mapping[str, str], table_name: str) -> None:
+    """Validate the retention options of a table (for create_table / alter)."""
+    ExpireConfig.from_options(Options(options)).check(table_name)
+
+
+def expire_snapshots(table: "Table", retain_min: int | None = None, retain_max: int | None = None,
+                     older_than_ms: int | None = None, max_deletes: int | None = None,
+                     now_ms: int | None = None) -> int:
+    """Expire old snapshots; returns how many were removed.
+
+    Unset arguments come from the table options; `older_than_ms` (epoch millis) replaces
+    `now - snapshot.time-retained`.
+    """
+    options = table.options
+    defaults = ExpireConfig.from_options(options)
+    config = ExpireConfig(
+        retain_min if retain_min is not None else defaults.retain_min,
+        retain_max if retain_max is not None else defaults.retain_max,
+        defaults.time_retained_ms,
+        max_deletes if max_deletes is not None else defaults.max_deletes,
+    )
+    config.check(table.name)
+    store = table.snapshot_store
+    latest = store.latest_id()
+    earliest = store.earliest_id()
+    if latest is None or earliest is None:
+        return 0
+    if older_than_ms is None:
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        older_than_ms = now_ms - config.time_retained_ms
+    low = max(latest - config.retain_max + 1, earliest)
+    end = latest - config.retain_min + 1
+    if not options.bool("consumer.changelog-only"):
+        consumer_min = ConsumerStore(table.file_io, table.root).min_next_snapshot()
+        if consumer_min is not None:
+            end = min(end, consumer_min)
+    end = min(end, earliest + config.max_deletes)
+    for snapshot_id in range(low, end):
+        if not store.exists(snapshot_id + 1):
+            continue
+        if older_than_ms <= store.get(snapshot_id + 1).time_millis:
+            return expire_until(table, earliest, snapshot_id)
+    return expire_until(table, earliest, end)
+
+
+def expire_until(table: "Table", earliest: int, end: int, files: TableFiles | None = None) -> int:
+    """Expire snapshots `[earliest, end)`, keeping snapshot `end`; returns how many went."""
+    store = table.snapshot_store
+    if end <= earliest:
+        if not table.file_io.exists(paths.join(store.dir, paths.EARLIEST)):
+            store.write_hint(paths.EARLIEST, earliest)
+        return 0
+    snapshots = [store.get(i) for i in range(earliest, end + 1) if store.exists(i)]
+    if not snapshots or snapshots[-1].id != end:
+        return 0  # the snapshot to keep is gone: another process is expiring
+    files = files or TableFiles(table)
+    tags = TagStore(table.file_io, table.root, table.name).tagged_snapshots()
+    expired = snapshots[:-1]
+
+    doomed = _unused_data_files(files, snapshots, tags)
+    for snapshot in expired:
+        for entry in files.changelog_files(snapshot):
+            doomed.extend(files.data_paths(entry))
+    delete_paths(table.file_io, doomed)
+    if files.options.bool("snapshot.clean-empty-directories"):
+        delete_empty_dirs(table.file_io, table.root, doomed)
+
+    keep = set()
+    for snapshot in [*_tags_overlapping(tags, snapshots[0].id, end), snapshots[-1]]:
+        keep.update(files.metadata_names(snapshot))
+    metadata = []
+    for snapshot in expired:
+        names = [n for n in files.metadata_names(snapshot, changelog=True, missing_ok=True) if n not in keep]
+        keep.update(names)
+        metadata.extend(files.metadata_paths(snapshot, set(names)))
+    delete_paths(table.file_io, metadata)
+
+    for snapshot in expired:
+        store.delete(snapshot.id)
+    store.write_hint(paths.EARLIEST, end)
+    return len(expired)
+
+
+def _unused_data_files(files: TableFiles, snapshots: list[Snapshot], tags: list[Snapshot]) -> list[str]:
+    """Paths of data files removed within the range that no tag before their removal holds."""
+    tag_ids = [t.id for t in tags]
+    held_by_tag: dict[int, set[FileKey]] = {}
+    doomed: list[str] = []
+    for snapshot in snapshots[1:]:
+        position = bisect.bisect_left(tag_ids, snapshot.id) - 1  # the last tag before it
+        held: set[FileKey] = set()
+        if position >= 0:
+            tag = tags[position]
+            if tag.id not in held_by_tag:
+                held_by_tag.clear()  # tags come in order: only the current one is needed
+                held_by_tag[tag.id] = set(files.live_files(tag))
+            held = held_by_tag[tag.id]
+        for key, entry in files.deleted_in_delta(snapshot).items():
+            if key not in held:
+                doomed.extend(files.data_paths(entry))
+    return doomed
+
+
+def _tags_overlapping(tags: list[Snapshot], begin: int, end: int) -> list[Snapshot]:
+    """Tags that may share metadata with snapshots [begin, end): those inside the range plus
+    the last one at or before `begin` (Paimon's findSkippingTags)."""
+    ids = [t.id for t in tags]
+    right = bisect.bisect_left(ids, end) - 1
+    if right < 0:
+        return []
+    left = max(bisect.bisect_right(ids, begin) - 1, 0)
+    return tags[left:right + 1]

@@ -1,0 +1,430 @@
+"""Tags: create, delete (with the files only that tag kept), rename, list; automatic creation
+(`tag.automatic-creation`) and expiry (`tag.num-retained-max`, tag retention).
+
+Deleting a tag whose snapshot has expired frees the data files and metadata nothing else uses.
+A file lives over a contiguous run of snapshot ids, so only the neighbours can share files
+with the tag: the previous tag and the nearer of the next tag and the earliest snapshot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import zoneinfo
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tarn.errors import InvalidArgument, InvalidOption, SnapshotNotFound
+from tarn.maintenance.references import TableFiles, delete_empty_dirs, delete_paths
+from tarn.meta.snapshot import Snapshot
+from tarn.options import Options, parse_duration_ms
+from tarn.store.tags import Tag, TagStore
+
+if TYPE_CHECKING:
+    from tarn.table import Table
+
+BATCH_TAG_PREFIX = "batch-write-"
+LONG_MIN = -(1 << 63)
+
+
+def tag_store(table: "Table") -> TagStore:
+    return TagStore(table.file_io, table.root, table.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# manual tags
+
+
+def check_tag_name(name, table_name: str, what: str = "tag name") -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgument(f"table {table_name}: {what} must not be blank (got {name!r})")
+    if name.isdigit():
+        raise InvalidArgument(f"table {table_name}: {what} '{name}' is numeric; a numeric name "
+                              "would be taken for a snapshot id")
+    if "/" in name or name.startswith("."):
+        raise InvalidArgument(f"table {table_name}: {what} '{name}' must not contain '/' "
+                              "or start with '.'")
+    return name
+
+
+def as_duration(value, table_name: str, what: str = "time_retained") -> dt.timedelta | None:
+    """A retention given as timedelta, milliseconds, or a Paimon duration string ('1 d')."""
+    if value is None or isinstance(value, dt.timedelta):
+        result = value
+    elif isinstance(value, bool):
+        raise InvalidArgument(f"table {table_name}: {what} must be a duration, got {value!r}")
+    elif isinstance(value, int):
+        result = dt.timedelta(milliseconds=value)
+    elif isinstance(value, str):
+        try:
+            result = dt.timedelta(milliseconds=parse_duration_ms(value))
+        except ValueError as exc:
+            raise InvalidArgument(f"table {table_name}: {what} '{value}': {exc}") from None
+    else:
+        raise InvalidArgument(f"table {table_name}: {what} must be a duration, got {value!r}")
+    if result is not None and result <= dt.timedelta(0):
+        raise InvalidArgument(f"table {table_name}: {what} must be positive (got {value!r})")
+    return result
+
+
+def find_snapshot(table: "Table", snapshot_id: int) -> Snapshot:
+    """The snapshot with that id, from the snapshot files or, once expired, from a tag."""
+    if table.snapshot_store.exists(snapshot_id):
+        return table.snapshot_store.get(snapshot_id)
+    for tag in tag_store(table).tags():
+        if tag.snapshot.id == snapshot_id:
+            return tag.snapshot
+    earliest, latest = table.snapshot_store.earliest_id(), table.snapshot_store.latest_id()
+    span = "no snapshots" if latest is None else f"snapshots {earliest}..{latest} exist"
+    raise SnapshotNotFound(f"table {table.name}: snapshot {snapshot_id} does not exist "
+                           f"({span}; expired snapshots live on only in tags)")
+
+
+def create_tag(table: "Table", name: str, snapshot_id: int | None = None, time_retained=None,
+               ignore_if_exists: bool = False) -> Tag:
+    """Tag a snapshot (default: the latest). `time_retained` defaults to
+    `tag.default-time-retained`; without one the tag never expires by time."""
+    check_tag_name(name, table.name)
+    retained = as_duration(time_retained, table.name)
+    if retained is None:
+        retained = _default_retention(table)
+    store = tag_store(table)
+    if snapshot_id is None:
+        snapshot = table.latest_snapshot()
+        if snapshot is None:
+            raise SnapshotNotFound(f"table {table.name}: cannot create tag '{name}': "
+                                   "the table has no snapshot yet")
+    else:
+        snapshot = find_snapshot(table, int(snapshot_id))
+    if store.exists(name):
+        if ignore_if_exists:
+            return store.get(name)
+        raise InvalidArgument(f"table {table.name}: tag '{name}' already exists "
+                              f"(snapshot {store.get(name).snapshot.id})")
+    return store.write(name, snapshot, dt.datetime.now() if retained else None, retained)
+
+
+def replace_tag(table: "Table", name: str, snapshot_id: int | None = None, time_retained=None) -> Tag:
+    """Point an existing tag at another snapshot (the old snapshot's files are not freed)."""
+    check_tag_name(name, table.name)
+    store = tag_store(table)
+    store.get(name)
+    retained = as_duration(time_retained, table.name)
+    snapshot = table.latest_snapshot() if snapshot_id is None else find_snapshot(table, int(snapshot_id))
+    if snapshot is None:
+        raise SnapshotNotFound(f"table {table.name}: cannot replace tag '{name}': no snapshot")
+    return store.write(name, snapshot, dt.datetime.now() if retained else None, retained)
+
+
+def rename_tag(table: "Table", name: str, new_name: str) -> None:
+    check_tag_name(name, table.name, "original tag name")
+    check_tag_name(new_name, table.name, "new tag name")
+    store = tag_store(table)
+    if not store.exists(name):
+        raise SnapshotNotFound(f"table {table.name}: tag '{name}' does not exist (tags: {store.names()})")
+    if store.exists(new_name):
+        raise InvalidArgument(f"table {table.name}: tag '{new_name}' already exists")
+    store.rename(name, new_name)
+
+
+def list_tags(table: "Table") -> list[Tag]:
+    """Every tag, by tagged snapshot id then name."""
+    return tag_store(table).tags()
+
+
+def delete_tag(table: "Table", name: str) -> None:
+    """Delete a tag and the files only it kept alive."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgument(f"table {table.name}: tag name must not be blank (got {name!r})")
+    store = tag_store(table)
+    tag = store.get(name)
+    delete_tags_of_snapshot(table, [name], tag.snapshot)
+
+
+def delete_tags_of_snapshot(table: "Table", names: list[str], snapshot: Snapshot) -> None:
+    """Delete the tag files `names` (all on `snapshot`) and, when the snapshot has expired and
+    no other tag holds it, the data and metadata files nothing else refers to."""
+    store = tag_store(table)
+    if table.snapshot_store.exists(snapshot.id):
+        for name in names:
+            store.delete(name)
+        return
+    all_tags = store.tags()  # read before deleting: tags are found through their files
+    for name in names:
+        store.delete(name)
+    if any(t.snapshot.id == snapshot.id and t.name not in names for t in all_tags):
+        return
+    tagged = _unique_snapshots(all_tags)
+    position = next(i for i, s in enumerate(tagged) if s.id == snapshot.id)
+    neighbours = [tagged[position - 1]] if position > 0 else []
+    right = table.snapshot_store.earliest_id()
+    right_snapshot = table.snapshot_store.get(right) if right is not None else None
+    if position + 1 < len(tagged) and (right_snapshot is None or tagged[position + 1].id < right_snapshot.id):
+        right_snapshot = tagged[position + 1]
+    if right_snapshot is not None:
+        neighbours.append(right_snapshot)
+    free_snapshot_files(table, snapshot, neighbours)
+
+
+def free_snapshot_files(table: "Table", snapshot: Snapshot, neighbours: list[Snapshot],
+                        files: TableFiles | None = None) -> None:
+    """Delete what `snapshot` refers to that none of `neighbours` does (changelog excluded)."""
+    files = files or TableFiles(table)
+    kept_files = set()
+    kept_names = set()
+    for other in neighbours:
+        kept_files.update(files.live_files(other))
+        kept_names.update(files.metadata_names(other))
+    live = files.live_files(snapshot, missing_ok=True)
+    doomed = [p for key, entry in live.items() if key not in kept_files for p in files.data_paths(entry)]
+    delete_paths(table.file_io, doomed)
+    if files.options.bool("snapshot.clean-empty-directories"):
+        delete_empty_dirs(table.file_io, table.root, doomed)
+    names = {n for n in files.metadata_names(snapshot, missing_ok=True) if n not in kept_names}
+    delete_paths(table.file_io, files.metadata_paths(snapshot, names))
+
+
+def _unique_snapshots(tags: list[Tag]) -> list[Snapshot]:
+    by_id: dict[int, Snapshot] = {}
+    for tag in tags:
+        by_id.setdefault(tag.snapshot.id, tag.snapshot)
+    return [by_id[i] for i in sorted(by_id)]
+
+
+def _default_retention(table: "Table") -> dt.timedelta | None:
+    ms = table.options.duration_ms("tag.default-time-retained")
+    return None if ms is None else dt.timedelta(milliseconds=ms)
+
+
+# ---------------------------------------------------------------------------------------------
+# tag expiry
+
+
+def expire_tags(table: "Table", now: dt.datetime | None = None,
+                older_than: dt.datetime | None = None) -> list[str]:
+    """Delete tags past their retention (`create time + time retained < now`, local clock) and,
+    when `older_than` is given, tags created before it (tags without a create time use their
+    file's modification time). Returns the deleted names."""
+    now = now or dt.datetime.now()
+    store = tag_store(table)
+    expired = []
+    for tag in store.tags():
+        created = tag.create_time
+        if created is None and older_than is not None:
+            mtime = store.modification_time_ms(tag.name)
+            created = None if mtime is None else dt.datetime.fromtimestamp(mtime / 1000)
+        if created is None:
+            continue
+        past_retention = tag.time_retained is not None and now > created + tag.time_retained
+        too_old = older_than is not None and older_than > created
+        if past_retention or too_old:
+            current = store.find(tag.name)
+            if current is not None:
+                delete_tags_of_snapshot(table, [tag.name], current.snapshot)
+                expired.append(tag.name)
+    return expired
+
+
+# ---------------------------------------------------------------------------------------------
+# automatic creation
+
+
+@dataclass(frozen=True)
+class TagPeriod:
+    """How automatic tags are named for one `tag.creation-period` and formatter."""
+
+    period: dt.timedelta
+    pattern: str  # regex with named groups y, m, d and optionally h, mi
+    template: str  # strftime form
+    date_only: bool = False  # daily tags: anything after a space is ignored when parsing
+
+    def tag_time(self, name: str) -> dt.datetime | None:
+        """The period start a tag name stands for; None if it is not an automatic tag name."""
+        text = name.split(" ")[0] if self.date_only else name
+        found = re.fullmatch(self.pattern, text)
+        if found is None:
+            return None
+        parts = {k: int(v) for k, v in found.groupdict().items()}
+        try:
+            return dt.datetime(parts["y"], parts["m"], parts["d"], parts.get("h", 0), parts.get("mi", 0))
+        except ValueError:
+            return None
+
+    def tag_name(self, time_: dt.datetime) -> str:
+        return time_.strftime(self.template)
+
+    def previous_tag_time(self, time_: dt.datetime) -> dt.datetime:
+        """The start of the period before the one holding `time_` (the one to tag now)."""
+        millis = _naive_millis(time_)
+        step = int(self.period.total_seconds() * 1000)
+        start = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=(millis // step) * step)
+        return start - self.period
+
+
+_Y, _M, _D, _H, _MI = r"(?P<y>\d{4})", r"(?P<m>\d{2})", r"(?P<d>\d{2})", r"(?P<h>\d{2})", r"(?P<mi>\d{2})"
+
+
+def tag_period(options: Options, table_name: str = "") -> TagPeriod:
+    duration = options.duration_ms("tag.creation-period-duration")
+    if duration is not None:
+        if duration <= 0:
+            raise InvalidOption(f"table {table_name}: tag.creation-period-duration must be positive")
+        return TagPeriod(dt.timedelta(milliseconds=duration), _Y + _M + _D + _H + _MI, "%Y%m%d%H%M")
+    period = options.enum("tag.creation-period")
+    formatter = options.enum("tag.period-formatter")
+    if period == "daily":
+        if formatter == "with_dashes":
+            return TagPeriod(dt.timedelta(days=1), f"{_Y}-{_M}-{_D}", "%Y-%m-%d", True)
+        return TagPeriod(dt.timedelta(days=1), _Y + _M + _D, "%Y%m%d", True)
+    if period == "two-hours":
+        return TagPeriod(dt.timedelta(hours=2), f"{_Y}-{_M}-{_D} {_H}", "%Y-%m-%d %H")
+    if formatter == "with_dashes":
+        return TagPeriod(dt.timedelta(hours=1), f"{_Y}-{_M}-{_D} {_H}", "%Y-%m-%d %H")
+    if formatter == "without_dashes":
+        return TagPeriod(dt.timedelta(hours=1), f"{_Y}{_M}{_D} {_H}", "%Y%m%d %H")
+    return TagPeriod(dt.timedelta(hours=1), _Y + _M + _D + _H, "%Y%m%d%H")
+
+
+def check_tag_options(options: Options, table_name: str) -> None:
+    """Raise InvalidOption for tag options Paimon would reject."""
+    mode = options.enum("tag.automatic-creation")
+    delay = dt.timedelta(milliseconds=options.duration_ms("tag.creation-delay") or 0)
+    if mode in ("process-time", "watermark"):
+        period = tag_period(options, table_name)
+        if delay >= period.period:
+            raise InvalidOption(f"table {table_name}: tag.creation-delay ({delay}) must be shorter "
+                                f"than the tag creation period ({period.period})")
+    retained_max = options.int("tag.num-retained-max")
+    if retained_max is not None and retained_max < 1:
+        raise InvalidOption(f"table {table_name}: tag.num-retained-max should be at least 1 (got {retained_max})")
+    default_retained = options.duration_ms("tag.default-time-retained")
+    if default_retained is not None and default_retained <= 0:
+        raise InvalidOption(f"table {table_name}: tag.default-time-retained must be positive")
+
+
+def auto_create_tags(table: "Table") -> list[str]:
+    """Run `tag.automatic-creation` after a commit; returns the tags created."""
+    options = table.options
+    mode = options.enum("tag.automatic-creation")
+    if mode == "none":
+        return []
+    check_tag_options(options, table.name)
+    if mode == "batch":
+        return _batch_tag(table, options)
+    return _periodic_tags(table, options, mode)
+
+
+def _periodic_tags(table: "Table", options: Options, mode: str) -> list[str]:
+    period = tag_period(options, table.name)
+    delay = dt.timedelta(milliseconds=options.duration_ms("tag.creation-delay") or 0)
+    store = tag_store(table)
+    snapshots = table.snapshot_store
+    auto = sorted((t, n) for n in store.names() if (t := period.tag_time(n)) is not None)
+    next_tag: dt.datetime | None = None
+    if auto:
+        last_time, last_name = auto[-1]
+        next_snapshot = store.get(last_name).snapshot.id + 1
+        next_tag = last_time + period.period
+    else:
+        next_snapshot = snapshots.earliest_id() or 1
+    latest = snapshots.latest_id()
+    created = []
+    while latest is not None and next_snapshot <= latest:
+        if not snapshots.exists(next_snapshot):
+            earliest = snapshots.earliest_id()
+            if earliest is None or earliest <= next_snapshot:
+                break
+            next_snapshot = earliest
+            continue
+        snapshot = snapshots.get(next_snapshot)
+        next_snapshot += 1
+        moment = _snapshot_time(snapshot, options, mode)
+        if moment is None:
+            continue
+        if next_tag is not None and moment - delay < next_tag + period.period:
+            continue
+        this_tag = period.previous_tag_time(moment)
+        if options.bool("tag.automatic-completion") and next_tag is not None:
+            this_tag = next_tag
+        name = period.tag_name(this_tag)
+        if not store.exists(name):
+            create_tag(table, name, snapshot.id)
+            created.append(name)
+        next_tag = this_tag + period.period
+        _trim_auto_tags(table, period, options.int("tag.num-retained-max"))
+    return created
+
+
+def _trim_auto_tags(table: "Table", period: TagPeriod, retained_max: int | None) -> None:
+    if retained_max is None:
+        return
+    auto = [t for t in tag_store(table).tags() if period.tag_time(t.name) is not None]
+    for tag in auto[: max(len(auto) - retained_max, 0)]:
+        delete_tags_of_snapshot(table, [tag.name], tag.snapshot)
+
+
+def _batch_tag(table: "Table", options: Options) -> list[str]:
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return []
+    name = options.get("tag.batch.customized-name")
+    if not name:
+        day = _zoned(snapshot.time_millis, options.get("sink.process-time-zone")).strftime("%Y-%m-%d")
+        name = BATCH_TAG_PREFIX + day
+    store = tag_store(table)
+    existing = store.find(name)
+    if existing is not None:
+        delete_tags_of_snapshot(table, [name], existing.snapshot)
+    create_tag(table, name, snapshot.id)
+    _trim_all_tags(table, options.int("tag.num-retained-max"))
+    return [name]
+
+
+def _trim_all_tags(table: "Table", retained_max: int | None) -> None:
+    """Delete the oldest tags (by snapshot, then file age) beyond `retained_max`."""
+    if retained_max is None:
+        return
+    store = tag_store(table)
+    tags = store.tags()
+    excess = len(tags) - retained_max
+    if excess <= 0:
+        return
+    tags.sort(key=lambda t: (t.snapshot.id, store.modification_time_ms(t.name) or 0, t.name))
+    doomed = tags[:excess]
+    for snapshot_id in dict.fromkeys(t.snapshot.id for t in doomed):
+        names = [t.name for t in doomed if t.snapshot.id == snapshot_id]
+        delete_tags_of_snapshot(table, names, next(t.snapshot for t in doomed if t.snapshot.id == snapshot_id))
+
+
+def _snapshot_time(snapshot: Snapshot, options: Options, mode: str) -> dt.datetime | None:
+    if mode == "process-time":
+        return _zoned(snapshot.time_millis, options.get("sink.process-time-zone"))
+    if snapshot.watermark is None or snapshot.watermark == LONG_MIN:
+        return None
+    return _zoned(snapshot.watermark, options.get("sink.watermark-time-zone"))
+
+
+def _zoned(millis: int, zone: str | None) -> dt.datetime:
+    """The local date-time of epoch millis in a Java zone id (None: the system zone)."""
+    if zone is None:
+        return dt.datetime.fromtimestamp(millis / 1000).replace(microsecond=(millis % 1000) * 1000)
+    instant = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=millis)
+    return instant.astimezone(_zone(zone)).replace(tzinfo=None)
+
+
+def _zone(name: str) -> dt.tzinfo:
+    if name in ("UTC", "Z", "GMT", "UT"):
+        return dt.timezone.utc
+    offset = re.fullmatch(r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?", name)
+    if offset:
+        sign = -1 if offset.group(1) == "-" else 1
+        return dt.timezone(sign * dt.timedelta(hours=int(offset.group(2)), minutes=int(offset.group(3) or 0)))
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise InvalidOption(f"unknown time zone '{name}'") from None
+
+
+def _naive_millis(value: dt.datetime) -> int:
+    return (value - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
+
