@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import pyarrow as pa
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import tarn
@@ -28,8 +28,12 @@ settings.register_profile(
 settings.register_profile(
     "tarn-model-long", max_examples=600, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-LONG = os.environ.get("TARN_HYPOTHESIS_PROFILE", "ci") == "long"
-PROFILE = settings.get_profile("tarn-model-long" if LONG else "tarn-model-ci")
+settings.register_profile(  # a quick look without shrinking: TARN_HYPOTHESIS_PROFILE=dev
+    "tarn-model-dev", parent=settings.get_profile("tarn-model-ci"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate])
+PROFILE_NAME = os.environ.get("TARN_HYPOTHESIS_PROFILE", "ci")
+LONG = PROFILE_NAME == "long"
+PROFILE = settings.get_profile({"long": "tarn-model-long", "dev": "tarn-model-dev"}.get(PROFILE_NAME, "tarn-model-ci"))
 MAX_OPS = 14 if LONG else 7
 MAX_ROWS = 12 if LONG else 6
 

@@ -147,8 +147,10 @@ def to_arrow(p: Predicate) -> pc.Expression:
         }[p.op]
     if isinstance(p, In):
         values = [v for v in p.values if v is not None]
-        expr = pc.field(p.column).isin(values)
-        return (~expr & pc.field(p.column).is_valid()) if p.negated else expr
+        field = pc.field(p.column)
+        # is_in answers false (not null) on a NULL value; SQL wants unknown so NOT stays unknown.
+        expr = pc.if_else(field.is_valid(), field.isin(values), pa.scalar(None, pa.bool_()))
+        return ~expr if p.negated else expr
     if isinstance(p, IsNull):
         return pc.field(p.column).is_valid() if p.negated else pc.field(p.column).is_null()
     if isinstance(p, StartsWith):

@@ -1,0 +1,99 @@
+"""Orphan file removal (Paimon OrphanFilesClean / LocalOrphanFilesClean).
+
+A file under the table is an orphan when no snapshot, tag or long-lived changelog refers to it
+and it is older than the bound (files of writes still in flight are younger). Looked at:
+`manifest/`, `index/`, `statistics/`, the bucket directories (`<partition dirs>/bucket-*`),
+and the non-snapshot files of `snapshot/` (leftover temp files) and `changelog/`. Used files
+are matched by name, as Paimon does; schema, tag and consumer files are never touched.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from tarn import paths
+from tarn.fs import basename, join
+from tarn.maintenance.references import TableFiles, delete_empty_dirs, delete_paths
+from tarn.meta.snapshot import Snapshot
+from tarn.store.tags import TagStore
+
+if TYPE_CHECKING:
+    from tarn.table import Table
+
+DEFAULT_AGE_MS = 24 * 3600 * 1000  # Paimon's default: files older than one day
+
+
+def used_file_names(table: "Table", files: TableFiles | None = None) -> set[str]:
+    """Names of every file a snapshot, tag or long-lived changelog refers to."""
+    files = files or TableFiles(table)
+    used: set[str] = set()
+    for snapshot in _all_snapshots(table):
+        used.update(files.metadata_names(snapshot, changelog=True, missing_ok=True))
+        lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
+        for list_name in lists:
+            for meta in files.manifest_list(list_name, missing_ok=True):
+                for entry in files.manifest(meta.file_name, missing_ok=True):
+                    used.add(entry.file.file_name)
+                    used.update(entry.file.extra_files)
+    return used
+
+
+def _all_snapshots(table: "Table") -> list[Snapshot]:
+    store = table.snapshot_store
+    found = [store.get(i) for i in store.list_ids() if store.exists(i)]
+    found += TagStore(table.file_io, table.root, table.name).tagged_snapshots()
+    changelog_dir = join(table.root, paths.CHANGELOG_DIR)
+    for i in paths.ids_with_prefix(table.file_io.list_dir(changelog_dir), "changelog-"):
+        path = join(changelog_dir, f"changelog-{i}")
+        found.append(Snapshot.from_json(table.file_io.read_bytes(path), path))
+    return found
+
+
+def candidate_files(table: "Table", partition_depth: int) -> list:
+    """FileInfo of every file orphan removal may delete."""
+    io, root = table.file_io, table.root
+    found = []
+    for directory in (paths.MANIFEST_DIR, paths.INDEX_DIR, "statistics"):
+        found += io.list_files(join(root, directory), recursive=False)
+    for directory in _bucket_dirs(table, root, partition_depth):
+        found += io.list_files(directory, recursive=False)
+    for directory, prefix in ((paths.SNAPSHOT_DIR, paths.SNAPSHOT_PREFIX), (paths.CHANGELOG_DIR, "changelog-")):
+        for info in io.list_files(join(root, directory), recursive=False):
+            name = basename(info.path)
+            if not name.startswith(prefix) and name not in (paths.LATEST, paths.EARLIEST):
+                found.append(info)
+    return found
+
+
+def _bucket_dirs(table: "Table", directory: str, depth: int) -> list[str]:
+    names = table.file_io.list_dir(directory)
+    if depth == 0:
+        return [join(directory, n) for n in names if n.startswith("bucket-")
+                and table.file_io.is_dir(join(directory, n))]
+    out = []
+    for name in names:
+        sub = join(directory, name)
+        if "=" in name and table.file_io.is_dir(sub):
+            out += _bucket_dirs(table, sub, depth - 1)
+    return out
+
+
+def remove_orphan_files(table: "Table", older_than_ms: int | None = None, dry_run: bool = False) -> list[str]:
+    """Delete (or, with `dry_run`, only list) the orphan files last modified before
+    `older_than_ms` (epoch millis; default: one day ago). Returns their paths, sorted."""
+    if older_than_ms is None:
+        older_than_ms = int(time.time() * 1000) - DEFAULT_AGE_MS
+    schema = table.schema()
+    files = TableFiles(table, schema)
+    used = used_file_names(table, files)
+    orphans = sorted(
+        info.path for info in candidate_files(table, len(schema.partition_keys))
+        if basename(info.path) not in used
+        and info.mtime_ns is not None and info.mtime_ns // 1_000_000 < older_than_ms
+    )
+    if not dry_run:
+        delete_paths(table.file_io, orphans)
+        data_files = [p for p in orphans if "/bucket-" in p]
+        delete_empty_dirs(table.file_io, table.root, data_files)
+    return orphans

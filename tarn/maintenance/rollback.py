@@ -1,0 +1,106 @@
+"""Rollback to a snapshot or tag (Paimon `rollbackTo`, RollbackHelper).
+
+The table then holds exactly the data of the target again: later snapshots and tags on later
+snapshots are deleted, as Paimon does, and so are the data and metadata files only they
+referred to. Rolling back to a tag whose snapshot has expired re-creates that snapshot file
+from the tag and makes it the earliest snapshot.
+
+Everything is read and checked first; nothing changes on disk when the target is missing.
+Metadata goes first (LATEST hint, snapshot files newest first, tag files), then files, so an
+interrupted rollback leaves only orphans behind.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tarn import paths
+from tarn.errors import InvalidArgument, SnapshotNotFound
+from tarn.maintenance.references import FileKey, TableFiles, delete_paths
+from tarn.meta.manifest import ManifestEntry
+from tarn.meta.snapshot import Snapshot
+from tarn.store.tags import Tag, TagStore
+
+if TYPE_CHECKING:
+    from tarn.table import Table
+
+
+def rollback_to(table: "Table", target: int | str) -> Snapshot:
+    """Roll back to snapshot id `target` (an int) or to tag `target` (a str).
+
+    A snapshot id that has expired but is tagged rolls back to that tag."""
+    store = TagStore(table.file_io, table.root, table.name)
+    if isinstance(target, bool) or not isinstance(target, (int, str)):
+        raise InvalidArgument(f"table {table.name}: rollback target must be a snapshot id or a tag "
+                              f"name, got {target!r}")
+    if isinstance(target, str):
+        return _rollback(table, store.get(target).snapshot, store)
+    if table.snapshot_store.exists(target):
+        return _rollback(table, table.snapshot_store.get(target), store)
+    for tag in store.tags():
+        if tag.snapshot.id == target:
+            return _rollback(table, tag.snapshot, store)
+    earliest, latest = table.snapshot_store.earliest_id(), table.snapshot_store.latest_id()
+    span = "the table has no snapshots" if latest is None else f"snapshots {earliest}..{latest} exist"
+    raise SnapshotNotFound(f"table {table.name}: cannot roll back to snapshot {target}: it does not "
+                           f"exist ({span}) and no tag holds it")
+
+
+def _rollback(table: "Table", target: Snapshot, tags: TagStore) -> Snapshot:
+    snapshots = table.snapshot_store
+    latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
+    removed = []
+    if latest is not None:
+        removed = [snapshots.get(i) for i in range(max(earliest, target.id + 1), latest + 1)
+                   if snapshots.exists(i)]
+    removed_ids = {s.id for s in removed}
+    removed_tags = [t for t in tags.tags() if t.snapshot.id > target.id]
+    restore = not snapshots.exists(target.id)
+    if not removed and not removed_tags and not restore:
+        return target
+
+    files = TableFiles(table)
+    data, names = _referenced_only_after(files, removed, [t for t in removed_tags if t.snapshot.id not in removed_ids])
+    kept_files = set(files.live_files(target))
+    kept_names = set(files.metadata_names(target, changelog=True))
+    for tag in tags.tags():
+        if tag.snapshot.id <= target.id:
+            kept_names.update(files.metadata_names(tag.snapshot))
+    doomed = [p for key, entry in data.items() if key not in kept_files for p in files.data_paths(entry)]
+    for snapshot in removed:
+        doomed.extend(p for e in files.changelog_files(snapshot) for p in files.data_paths(e))
+    metadata = []
+    for snapshot, snapshot_names in names:
+        fresh = {n for n in snapshot_names if n not in kept_names}
+        kept_names.update(fresh)
+        metadata.extend(files.metadata_paths(snapshot, fresh))
+
+    snapshots.write_hint(paths.LATEST, target.id)
+    for snapshot in sorted(removed, key=lambda s: -s.id):
+        snapshots.delete(snapshot.id)
+    for tag in removed_tags:
+        tags.delete(tag.name)
+    if restore:
+        table.file_io.write_if_absent(snapshots.path(target.id), target.to_json().encode())
+        snapshots.write_hint(paths.EARLIEST, target.id)
+        snapshots.write_hint(paths.LATEST, target.id)
+    delete_paths(table.file_io, doomed)
+    delete_paths(table.file_io, metadata)
+    return target
+
+
+def _referenced_only_after(files: TableFiles, removed: list[Snapshot], removed_tags: list[Tag]
+                           ) -> tuple[dict[FileKey, ManifestEntry], list[tuple[Snapshot, list[str]]]]:
+    """Data files and metadata names the removed snapshots and (expired) tags refer to."""
+    data: dict[FileKey, ManifestEntry] = {}
+    names: list[tuple[Snapshot, list[str]]] = []
+    if removed:
+        data.update(files.live_files(removed[0], missing_ok=True))
+        for snapshot in removed[1:]:
+            data.update(files.added_in_delta(snapshot))
+    for snapshot in removed:
+        names.append((snapshot, files.metadata_names(snapshot, changelog=True, missing_ok=True)))
+    for tag in removed_tags:
+        data.update(files.live_files(tag.snapshot, missing_ok=True))
+        names.append((tag.snapshot, files.metadata_names(tag.snapshot, missing_ok=True)))
+    return data, names

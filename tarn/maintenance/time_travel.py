@@ -1,0 +1,89 @@
+"""Time travel: a snapshot id, a tag name or a timestamp -> the Snapshot to read.
+
+- By id: the snapshot file, or, once it has expired, a tag on that snapshot.
+- By tag: the tag's snapshot.
+- By timestamp (epoch millis): the latest snapshot committed at or before it; when every such
+  snapshot has expired, the latest tag whose snapshot was committed at or before it (the tag
+  PIP). Errors name what does not exist.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tarn.errors import InvalidArgument, SnapshotNotFound
+from tarn.meta.snapshot import Snapshot
+from tarn.store.tags import TagStore
+
+if TYPE_CHECKING:
+    from tarn.scan.predicate import Predicate
+    from tarn.table import Scan, Table
+
+
+def resolve(table: "Table", snapshot_id: int | None = None, tag: str | None = None,
+            timestamp_ms: int | None = None) -> Snapshot | None:
+    """The snapshot to read: at most one selector may be given; none means the latest."""
+    given = [k for k, v in (("snapshot_id", snapshot_id), ("tag", tag), ("as_of_timestamp_ms", timestamp_ms))
+             if v is not None]
+    if len(given) > 1:
+        raise InvalidArgument(f"table {table.name}: time travel takes only one of {given}")
+    if snapshot_id is not None:
+        return snapshot_by_id(table, snapshot_id)
+    if tag is not None:
+        return snapshot_by_tag(table, tag)
+    if timestamp_ms is not None:
+        return snapshot_at_time(table, timestamp_ms)
+    return table.latest_snapshot()
+
+
+def snapshot_by_id(table: "Table", snapshot_id: int) -> Snapshot:
+    if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+        raise InvalidArgument(f"table {table.name}: snapshot id must be an int, got {snapshot_id!r}")
+    store = table.snapshot_store
+    if store.exists(snapshot_id):
+        return store.get(snapshot_id)
+    for tagged in TagStore(table.file_io, table.root, table.name).tagged_snapshots():
+        if tagged.id == snapshot_id:
+            return tagged
+    earliest, latest = store.earliest_id(), store.latest_id()
+    span = "the table has no snapshots" if latest is None else f"available: {earliest}..{latest}"
+    raise SnapshotNotFound(f"table {table.name}: snapshot {snapshot_id} does not exist ({span})")
+
+
+def snapshot_by_tag(table: "Table", name: str) -> Snapshot:
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgument(f"table {table.name}: tag name must not be blank (got {name!r})")
+    return TagStore(table.file_io, table.root, table.name).get(name).snapshot
+
+
+def snapshot_at_time(table: "Table", timestamp_ms: int) -> Snapshot:
+    found = table.snapshot_store.at_or_before(timestamp_ms)
+    if found is not None:
+        return found
+    tagged = [s for s in TagStore(table.file_io, table.root, table.name).tagged_snapshots()
+              if s.time_millis <= timestamp_ms]
+    if tagged:
+        return max(tagged, key=lambda s: (s.time_millis, s.id))
+    earliest = table.snapshot_store.earliest_id()
+    first = "the table has no snapshots" if earliest is None else (
+        f"the earliest snapshot ({earliest}) was committed at {table.snapshot_store.get(earliest).time_millis}")
+    raise SnapshotNotFound(f"table {table.name}: no snapshot or tag committed at or before "
+                           f"{timestamp_ms} ({first})")
+
+
+def scan_at(table: "Table", snapshot: Snapshot | None, filter: "Predicate | None" = None,
+            columns: list[str] | None = None) -> "Scan":
+    """A Scan of `snapshot` (read with the schema it was written with)."""
+    from tarn.errors import SchemaMismatch
+    from tarn.scan.predicate import check_columns
+    from tarn.table import Scan
+
+    schema = table.schema_by_id(snapshot.schema_id) if snapshot is not None else table.schema()
+    names = schema.field_names
+    if columns is not None:
+        unknown = [c for c in columns if c not in names]
+        if unknown:
+            raise SchemaMismatch(f"table {table.name}: unknown column(s) {unknown} (columns: {names})")
+    if filter is not None:
+        check_columns(filter, names, table.name)
+    return Scan(table, schema, snapshot, filter, list(columns) if columns is not None else None)
