@@ -89,6 +89,11 @@ def test_validate_rejects_unsupported_and_default_mismatch():
                          {"fields.default-aggregate-function": "sum", "fields.s.aggregate-function": "max"}, "t")
 
 
+def test_merge_rejects_function_it_cannot_run():
+    with pytest.raises(InvalidOption, match="'v'.*'collect'"):
+        one(fields_of(v=ARRAY(INT())), [("+I", [1]), ("+I", [2])], "v", **opt("v", "collect"))
+
+
 def test_validate_option_conflicts():
     fields = fields_of(v=INT(), n=ARRAY(ITEM))
     with pytest.raises(InvalidOption, match="remove-record-on-delete.*fields.v.ignore-retract"):
@@ -537,13 +542,13 @@ def check_against_reference(rows, ignore_retract, remove_on_delete):
     same(actual, expected)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kv_rows(["+I", "+I", "+U", "-U", "-D"]))
 def test_property_matches_reference(rows):
     check_against_reference(rows, ignore_retract=True, remove_on_delete=False)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kv_rows(["+I", "+I", "+U", "-D", "-D"]))
 def test_property_remove_record_on_delete_matches_reference(rows):
     check_against_reference(rows, ignore_retract=False, remove_on_delete=True)

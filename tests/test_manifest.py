@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import textwrap
-import time
 
 import fastavro
 import pytest
@@ -380,20 +379,6 @@ def test_reads_pypaimon_shaped_index_manifest(tmp_path):
     [back] = store(tmp_path, types=[]).read_index_manifest("index-manifest-x")
     assert back == IndexManifestEntry(ADD, EMPTY_ROW, 0, "DELETION_VECTORS", "index-x", 31, 1,
                                       (DeletionVectorRange("data-1.parquet", 1, 22, 1),))  # fmt: skip
-
-
-def test_reading_10000_entries_is_fast(tmp_path):
-    s = store(tmp_path)
-    entries = [entry(f"data-{i:05d}.parquet", bucket=i % 16) for i in range(10_000)]
-    [meta] = s.write_manifests(entries, 0)
-    best = min(_timed(lambda: s.read_manifest(meta.file_name)) for _ in range(3))
-    assert best < 0.5, f"reading 10,000 entries took {best:.3f}s"
-
-
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 # ------------------------------------------------------------------ merging

@@ -31,9 +31,12 @@ settings.register_profile(
 settings.register_profile(  # a quick look without shrinking: TARN_HYPOTHESIS_PROFILE=dev
     "tarn-model-dev", parent=settings.get_profile("tarn-model-ci"),
     phases=[Phase.explicit, Phase.reuse, Phase.generate])
+settings.register_profile(  # long sequences without shrinking
+    "tarn-model-longdev", parent=settings.get_profile("tarn-model-long"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate])
 PROFILE_NAME = os.environ.get("TARN_HYPOTHESIS_PROFILE", "ci")
-LONG = PROFILE_NAME == "long"
-PROFILE = settings.get_profile({"long": "tarn-model-long", "dev": "tarn-model-dev"}.get(PROFILE_NAME, "tarn-model-ci"))
+LONG = PROFILE_NAME in ("long", "longdev")
+PROFILE = settings.get_profile({"long": "tarn-model-long", "dev": "tarn-model-dev", "longdev": "tarn-model-longdev"}.get(PROFILE_NAME, "tarn-model-ci"))
 MAX_OPS = 14 if LONG else 7
 MAX_ROWS = 12 if LONG else 6
 

@@ -3,6 +3,8 @@ row-at-a-time model of PartialUpdateMergeFunction written here."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +16,7 @@ from tarn.lsm.partial_update import (default_values, fill_default_values, merge_
                                      partial_update_rules, sequence_group_columns,
                                      validate_partial_update)
 from tarn.options import Options
-from tarn.types import ARRAY, INT, DataField
+from tarn.types import ARRAY, DECIMAL, FLOAT, INT, STRING, DataField
 
 N = None
 
@@ -155,6 +157,23 @@ def test_retract_on_aggregate_without_retraction():
     options["fields.a.ignore-retract"] = "true"
     assert merge(names, [(1, 1, 1), (1, 1, 2), (1, 0, 3)], options,
                  kinds=[INSERT, UPDATE_BEFORE, INSERT]) == [(1, 1, 3, INSERT)]
+
+
+def test_aggregates_on_decimal_string_and_float():
+    table = pa.table({
+        "k": pa.array([1, 1, 1], pa.int32()), "g": pa.array([1, 2, 3], pa.int32()),
+        "d": pa.array([Decimal("1.50"), Decimal("2.25"), Decimal("1.00")], pa.decimal128(10, 2)),
+        "s": pa.array(["b", "a", "c"]), "f": pa.array([1.5, None, 2.0], pa.float32()),
+        SEQUENCE: pa.array([0, 1, 2], pa.int64()), VALUE_KIND: pa.array([INSERT, INSERT, UPDATE_BEFORE], pa.int8())})
+    fields = (DataField(0, "k", INT(False)), DataField(1, "g", INT()), DataField(2, "d", DECIMAL(10, 2)),
+              DataField(3, "s", STRING()), DataField(4, "f", FLOAT()))
+    options = {"fields.g.sequence-group": "d,s,f", "fields.d.aggregate-function": "sum",
+               "fields.s.aggregate-function": "min", "fields.s.ignore-retract": "true",
+               "fields.f.aggregate-function": "sum"}
+    out = merge_partial_update(table, MergeSpec(("k",), "partial-update", False, (), fields, Options(options)))
+    assert out.to_pylist() == [{"k": 1, "g": 3, "d": Decimal("2.75"), "s": "a", "f": -0.5,
+                                SEQUENCE: 2, VALUE_KIND: INSERT}]
+    assert out.schema == table.schema
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,7 +470,7 @@ def table_from(data):
     return table_of(NAMES, [r for r, _ in data], [k for _, k in data])
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=key_rows(retracts=True), cfg=configs())
 def test_matches_reference(data, cfg):
     try:
@@ -463,7 +482,7 @@ def test_matches_reference(data, cfg):
     assert rows_of(tarn_merge(table_from(data), cfg)) == expected
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=key_rows(retracts=False), cfg=configs(ASSOCIATIVE), cut=st.integers(0, 20))
 def test_merging_merged_rows_gives_the_same_result(data, cfg, cut):
     """Rows of a key merged in two steps (a flush, then a read with the older file) give the

@@ -25,7 +25,6 @@ key run rather than with the row count.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -153,7 +152,7 @@ def validate_aggregation(fields, primary_keys, options, table_name: str) -> None
             _check_nested(agg, table_name)
         if agg.function == "listagg" and agg.distinct and not agg.delimiter:
             raise InvalidOption(f"table {table_name}: option 'fields.{f.name}.list-agg-delimiter' must not "
-                                "be empty when 'fields.{f.name}.distinct' is set")
+                                f"be empty when 'fields.{f.name}.distinct' is set")
 
 
 def _check_name(name: str, key: str, table_name: str) -> None:
@@ -298,7 +297,7 @@ def _merge_multi(rows: pa.Table, sizes: np.ndarray, spec) -> pa.Table:
     options = _options(spec.options)
     remove_on_delete = bool(options.bool("aggregation.remove-record-on-delete"))
     aggs = {f.name: field_agg(f, options, spec.key_columns, spec.sequence_columns) for f in spec.fields}
-    _reject_retractions(rows, sizes, aggs, remove_on_delete)
+    _reject_retractions(rows, aggs, remove_on_delete)
     runs, merged_kind = _runs(rows.combine_chunks(), sizes, remove_on_delete)
     columns = []
     for name, column in zip(rows.column_names, runs.rows.columns):
@@ -312,7 +311,8 @@ def _merge_multi(rows: pa.Table, sizes: np.ndarray, spec) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=rows.schema)
 
 
-def _reject_retractions(rows: pa.Table, sizes: np.ndarray, aggs: Mapping[str, FieldAgg], remove_on_delete: bool):
+def _reject_retractions(rows: pa.Table, aggs: Mapping[str, FieldAgg], remove_on_delete: bool) -> None:
+    """Java raises when a function without retraction meets a -U (or -D) row."""
     kinds = rows.column(kv.VALUE_KIND).to_numpy()
     retracting = kinds == kv.UPDATE_BEFORE
     if not remove_on_delete:
@@ -328,6 +328,8 @@ def _reject_retractions(rows: pa.Table, sizes: np.ndarray, aggs: Mapping[str, Fi
 def _aggregate(column: pa.Array, agg: FieldAgg, runs: Runs) -> pa.Array:
     retract = runs.retract & (not agg.ignore_retract)
     function = "first_non_null_value" if agg.function == "first_not_null_value" else agg.function
+    if function not in _FUNCTIONS:
+        raise InvalidOption(f"column '{agg.name}': aggregate function '{agg.function}' is not supported by tarn")
     return _FUNCTIONS[function](column, agg, runs, retract)
 
 
@@ -377,14 +379,19 @@ def _first_non_null_value(column, agg, runs, retract):
     return _first_value(column, agg, runs, retract, only_non_null=True)
 
 
-def _group_reduce(column, agg, runs, retract, how: str):
-    """min/max (Arrow hash aggregation) over the added and seed rows' non-null values."""
-    mask = ~runs.retract & _valid(column)
-    found = pa.table({"run": runs.run_of[mask], "v": column.filter(pa.array(mask))})
+def _hash_aggregate(values: pa.Array, mask: np.ndarray, runs: Runs, how: str) -> pa.Array:
+    """Arrow's hash aggregation `how` of the values where `mask` holds, one per run (null for a
+    run without any)."""
+    found = pa.table({"run": runs.run_of[mask], "v": values.filter(pa.array(mask))})
     found = found.group_by("run", use_threads=False).aggregate([("v", how)])
     at = np.full(runs.count, -1)
     at[found.column("run").to_numpy()] = np.arange(found.num_rows)
     return _take(found.column(f"v_{how}").combine_chunks(), at)
+
+
+def _group_reduce(column, agg, runs, retract, how: str):
+    """min/max over the added and seed rows' non-null values."""
+    return _hash_aggregate(column, ~runs.retract & _valid(column), runs, how)
 
 
 def _max(column, agg, runs, retract):
@@ -448,12 +455,7 @@ def _check_prefix_sums(values: np.ndarray, agg: FieldAgg, runs: Runs) -> None:
 
 def _decimal_sum(column, agg, runs, retract, used):
     signed = pc.if_else(pa.array(retract), pc.negate(column), column)
-    found = pa.table({"run": runs.run_of[used], "v": signed.filter(pa.array(used))})
-    found = found.group_by("run", use_threads=False).aggregate([("v", "sum")])
-    at = np.full(runs.count, -1)
-    at[found.column("run").to_numpy()] = np.arange(found.num_rows)
-    sums = _take(found.column("v_sum").combine_chunks(), at)
-    return _fit_decimal(sums, agg.type)
+    return _fit_decimal(_hash_aggregate(signed, used, runs, "sum"), agg.type)
 
 
 def _fit_decimal(values: pa.Array, t: DataType) -> pa.Array:
@@ -619,8 +621,9 @@ def _distinct_tokens(strings: pa.Array, run_of: np.ndarray, delimiter: str):
     tokens = pc.list_flatten(split)
     parent = pc.list_parent_indices(split).to_numpy()
     token_run = run_of[parent]
-    order = pc.sort_indices(pa.table({"r": token_run, "t": tokens, "p": np.arange(len(tokens))}),
-                            sort_keys=[("r", "ascending"), ("t", "ascending"), ("p", "ascending")]).to_numpy().astype(np.int64)
+    by_value = pa.table({"r": token_run, "t": tokens, "p": np.arange(len(tokens))})
+    order = pc.sort_indices(by_value, sort_keys=[("r", "ascending"), ("t", "ascending"), ("p", "ascending")])
+    order = order.to_numpy().astype(np.int64)
     first_seen = np.zeros(len(tokens), dtype=bool)
     if len(order):
         sorted_table = pa.table({"r": token_run[order], "t": tokens.take(pa.array(order))})

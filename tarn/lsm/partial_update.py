@@ -313,29 +313,33 @@ def merge_partial_update(table: pa.Table, spec: MergeSpec) -> pa.Table:
     if table.num_rows == 0:
         return table
     fields = _fields(table, spec)
-    rules = partial_update_rules(fields, (), spec.options)
+    rules = partial_update_rules(fields, spec.key_columns, spec.options)
     rows = _rows(table, spec)
     position = {f.name: i for i, f in enumerate(fields)}
     groups = [_group(table, g) for g in rules.groups]
-    if rules.groups:
-        base, stop = _group_bases(rows, groups, rules, position)
-        # a -D reaching a non-empty group of remove-record-on-sequence-group replaced the row
-        base_trigger = _at(rows.delete & _any_nonempty(groups, rules), base)
-    else:
-        if (rows.retract & rows.processed).any() and not rules.remove_record_on_delete:
-            raise SchemaMismatch(DELETE_NOT_ACCEPTED)
-        trigger = rows.delete & rows.processed & rules.remove_record_on_delete
-        base = rows.keys.last(rows.init_row | trigger)
-        base_trigger = _at(trigger, base)
-        stop = np.full(rows.keys.n, len(position) + 1)
-    base_processed = (base >= 0) & _at(rows.init_row, base) & ~base_trigger & bool(rules.groups) \
-        & ~_at(~rows.processed, base)
+    base, base_trigger, stop = _bases(rows, groups, rules, position)
+    base_processed = (base >= 0) & _at(rows.init_row & rows.processed, base) & ~base_trigger \
+        & bool(rules.groups)
     for group in groups:
         group.accepted = _accepted(rows, group, base, base_processed)
     _check_not_null(table, fields, spec, rows, base, bool(rules.groups))
     for name in rules.aggregates:
         _check_retract(table, name, rules, rows, groups, stop > position[name])
     return _assemble(table, spec, rules, rows, groups, base, base_trigger)
+
+
+def _bases(rows: _Rows, groups, rules: PartialUpdateRules, position):
+    """Per key: the row whose values the merged row restarts from (-1: none) and whether it
+    removed the record; per row: the field position where Paimon stopped processing it."""
+    if rules.groups:
+        base, stop = _group_bases(rows, groups, rules, position)
+        # a -D reaching a non-empty group of remove-record-on-sequence-group replaced the row
+        return base, _at(rows.delete & _any_nonempty(groups, rules), base), stop
+    if (rows.retract & rows.processed).any() and not rules.remove_record_on_delete:
+        raise SchemaMismatch(DELETE_NOT_ACCEPTED)
+    trigger = rows.delete & rows.processed & rules.remove_record_on_delete
+    base = rows.keys.last(rows.init_row | trigger)
+    return base, _at(trigger, base), np.full(rows.keys.n, len(position) + 1)
 
 
 def _fields(table: pa.Table, spec: MergeSpec) -> tuple[DataField, ...]:
