@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tarn.errors import TableAlreadyExists, TableNotFound, TarnError
+from tarn.errors import InvalidOption, TableAlreadyExists, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
 from tarn.meta.schema import new_schema
-from tarn.options import validate_options
+from tarn.lsm.aggregate import validate_aggregation
+from tarn.lsm.first_row import validate_first_row
+from tarn.lsm.partial_update import validate_partial_update
+from tarn.options import Options, validate_options
 from tarn.store.schemas import SchemaStore
 from tarn.table import Table
 from tarn.types import DataField
@@ -96,13 +99,15 @@ class Catalog:
 
 def check_creatable(schema, identifier: str) -> None:
     """Table-level rules tarn enforces at creation (beyond option validation)."""
-    from tarn.options import Options
-
     options = Options(schema.options)
     bucket = options.int("bucket")
     if schema.primary_keys and bucket <= 0:
         raise TarnError(f"table {identifier}: primary-key tables need a fixed 'bucket' > 0 in tarn "
                         f"(got bucket={bucket}; dynamic and postpone bucket modes are not supported yet)")
+    file_format = (options.get("file.format") or "parquet").lower()
+    if file_format not in ("parquet", "orc", "avro"):
+        raise InvalidOption(f"table {identifier}: option 'file.format'='{file_format}' is a Paimon format "
+                            "tarn cannot write yet (use parquet, orc or avro)")
     if not schema.primary_keys and bucket > 0 and not options.get("bucket-key"):
         raise TarnError(f"table {identifier}: an append table with bucket={bucket} needs 'bucket-key'")
     for key in schema.partition_keys:
@@ -110,3 +115,23 @@ def check_creatable(schema, identifier: str) -> None:
         if root in ("ARRAY", "MAP", "MULTISET", "ROW"):
             raise TarnError(f"table {identifier}: partition column '{key}' has type {root}, "
                             "which cannot be encoded as a partition value")
+    check_merge_engine(schema, options, identifier)
+
+
+def check_merge_engine(schema, options: Options, identifier: str) -> None:
+    """Engine/option combinations Paimon rejects, named by field and option."""
+    engine = options.get("merge-engine") or "deduplicate"
+    for name in options.list("sequence.field"):
+        if name not in schema.field_names:
+            raise InvalidOption(f"table {identifier}: option 'sequence.field' names unknown column '{name}'")
+    if not schema.primary_keys:
+        if engine != "deduplicate" or options.get("sequence.field"):
+            raise InvalidOption(f"table {identifier}: 'merge-engine' and 'sequence.field' need a primary key")
+        return
+    fields, keys = list(schema.fields), list(schema.primary_keys)
+    if engine == "aggregation":
+        validate_aggregation(fields, keys, options, identifier)
+    elif engine == "partial-update":
+        validate_partial_update(fields, keys, options, identifier)
+    elif engine == "first-row":
+        validate_first_row(fields, keys, options, identifier)

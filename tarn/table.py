@@ -11,11 +11,11 @@ import pyarrow.compute as pc
 
 from tarn import partition
 from tarn.commit.committer import Committer, Overwrite
-from tarn.errors import SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
+from tarn.errors import InvalidOption, SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
 from tarn.fs import FileIO, file_io_for, join
-from tarn.meta.schema import TableSchema
+from tarn.meta.schema import TableSchema, apply_changes
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
-from tarn.options import Options
+from tarn.options import BY_NAME, Options, validate_options
 from tarn.scan.planner import Planner, Split
 from tarn.scan.predicate import Predicate, check_columns
 from tarn.scan.reader import SplitReader
@@ -74,7 +74,16 @@ class Table:
         return self.snapshot_store.get(snapshot_id)
 
     def alter(self, *changes) -> TableSchema:
-        """Schema evolution: `table.alter(tarn.AddColumn("c", tarn.types.INT()), tarn.RenameColumn("a", "b"))`."""
+        """Schema evolution: `table.alter(tarn.AddColumn("c", tarn.types.INT()), tarn.RenameColumn("a", "b"))`.
+
+        Option changes are validated like options at creation; options Paimon treats as
+        immutable (`bucket-key`, `merge-engine`, `sequence.field`, ...) cannot change."""
+        before = self.schema()
+        after = apply_changes(before, changes)
+        validate_options(dict(after.options), self.name, after.field_names)
+        for key in set(before.options) | set(after.options):
+            if before.options.get(key) != after.options.get(key) and _is_immutable(key):
+                raise InvalidOption(f"table {self.name}: option '{key}' cannot be changed after creation")
         return self.schema_store.alter(changes)
 
     # ------------------------------------------------------------------ plumbing
@@ -92,11 +101,14 @@ class Table:
         return Committer(self.name, schema, Options(schema.options), self.snapshot_store,
                          planner.manifests, planner)
 
-    def new_writer(self) -> TableWriter:
-        """A writer for one commit: `write()` any number of batches, then `commit()` its messages."""
+    def new_writer(self, ignore_previous_files: bool = False) -> TableWriter:
+        """A writer for one commit: `write()` any number of batches, then `commit()` its messages.
+        `ignore_previous_files` (INSERT OVERWRITE): start every bucket empty, as Java does, so
+        the writer never compacts files the overwrite removes."""
         schema = self.schema()
+        restore = (lambda: {}) if ignore_previous_files else self._restore_lookup(schema)
         return TableWriter(self.file_io, self.root, self.name, schema, Options(schema.options),
-                           self._restore_lookup(schema), self.schema_by_id)
+                           restore, self.schema_by_id)
 
     def _restore_lookup(self, schema: TableSchema, partition_filter: Predicate | None = None):
         """Live files per (partition, bucket) of the latest snapshot, read when first needed."""
@@ -169,7 +181,7 @@ class Table:
             if dynamic is None:
                 dynamic = bool(schema.partition_keys) and options.bool("dynamic-partition-overwrite")
             spec = Overwrite(dynamic=bool(dynamic) and bool(schema.partition_keys))
-        writer = self.new_writer()
+        writer = self.new_writer(ignore_previous_files=True)
         if table.num_rows:
             writer.write(table)
         messages = writer.prepare_commit()
@@ -288,3 +300,8 @@ def _check_static_partition(table: pa.Table, partition: dict, table_name: str) -
         if not pc.all(pc.fill_null(same, False)).as_py():
             raise SchemaMismatch(f"table {table_name}: rows outside the static partition {key}={value!r}")
     return table
+
+
+def _is_immutable(key: str) -> bool:
+    option = BY_NAME.get(key)
+    return option is not None and option.immutable

@@ -379,9 +379,12 @@ def run_sequence(data, config: Config) -> None:
             {"write": op_write, "delete": op_delete, "overwrite": op_overwrite}[op](data, table, config, oracle)
             remember_values(seen, oracle.rows())
             latest = table.latest_snapshot()
-            if latest is not None and (before is None or latest.id != before.id):
-                assert latest.id == (before.id + 1 if before else 1)
-                expected[latest.id] = oracle.snapshot()
+            new_ids = range(before.id + 1 if before else 1, latest.id + 1 if latest else 1)
+            # One op makes one snapshot, plus a COMPACT one when the write triggered compaction.
+            assert len(new_ids) <= 2
+            for sid in new_ids:
+                assert sid == new_ids[0] or table.snapshot(sid).commit_kind == "COMPACT"
+                expected[sid] = oracle.snapshot()
             check_scan(table, config, oracle.rows())
         for sid, rows in expected.items():
             check_scan(table, config, rows, snapshot_id=sid)

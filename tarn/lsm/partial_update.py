@@ -545,7 +545,10 @@ def _group_fold(column, events: _Events, values: pa.Array, function: str) -> pa.
     """Fold `values` (nulls skipped; all null -> null) per key with a hash aggregate."""
     folded = pa.table({"k": events.keys.kid, "v": values}).group_by("k", use_threads=False).aggregate(
         [("v", function, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1))])
-    return folded.column(f"v_{function}").combine_chunks().cast(column.type)
+    try:
+        return folded.column(f"v_{function}").combine_chunks().cast(column.type)
+    except pa.ArrowInvalid as e:  # Paimon: ArithmeticException on overflow
+        raise SchemaMismatch(f"aggregate '{function}' overflows {column.type}: {e}") from None
 
 
 def _where(mask: np.ndarray, values, otherwise) -> pa.Array:

@@ -1,7 +1,8 @@
 """Orphan file removal (Paimon OrphanFilesClean / LocalOrphanFilesClean).
 
 A file under the table is an orphan when no snapshot, tag or long-lived changelog refers to it
-and it is older than the bound (files of writes still in flight are younger). Looked at:
+and it is older than the bound (files of writes still in flight are younger; the bound may
+be any time, Paimon insists on one in the past). Looked at:
 `manifest/`, `index/`, `statistics/`, the bucket directories (`<partition dirs>/bucket-*`),
 and the non-snapshot files of `snapshot/` (leftover temp files) and `changelog/`. Used files
 are matched by name, as Paimon does; schema, tag and consumer files are never touched.
@@ -25,29 +26,44 @@ DEFAULT_AGE_MS = 24 * 3600 * 1000  # Paimon's default: files older than one day
 
 
 def used_file_names(table: "Table", files: TableFiles | None = None) -> set[str]:
-    """Names of every file a snapshot, tag or long-lived changelog refers to."""
+    """Names of every file a snapshot, tag or long-lived changelog refers to: metadata files,
+    the data files some of them can read (with their extra files) and changelog files.
+
+    Paimon also counts files named only by DELETE entries; those are read by no snapshot kept,
+    so they are orphans here. The live files of consecutive snapshots are the first one's plus
+    what each later delta adds, so every manifest is read once."""
     files = files or TableFiles(table)
+    snapshots, others = _all_snapshots(table)
     used: set[str] = set()
-    for snapshot in _all_snapshots(table):
+    entries = []
+    previous = None
+    for snapshot in snapshots:
+        if previous is not None and previous == snapshot.id - 1:
+            entries.extend(files.added_in_delta(snapshot).values())
+        else:
+            entries.extend(files.live_files(snapshot, missing_ok=True).values())
+        previous = snapshot.id
+    for snapshot in others:
+        entries.extend(files.live_files(snapshot, missing_ok=True).values())
+    for snapshot in [*snapshots, *others]:
         used.update(files.metadata_names(snapshot, changelog=True, missing_ok=True))
-        lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
-        for list_name in lists:
-            for meta in files.manifest_list(list_name, missing_ok=True):
-                for entry in files.manifest(meta.file_name, missing_ok=True):
-                    used.add(entry.file.file_name)
-                    used.update(entry.file.extra_files)
+        entries.extend(files.changelog_files(snapshot))
+    for entry in entries:
+        used.add(entry.file.file_name)
+        used.update(entry.file.extra_files)
     return used
 
 
-def _all_snapshots(table: "Table") -> list[Snapshot]:
+def _all_snapshots(table: "Table") -> tuple[list[Snapshot], list[Snapshot]]:
+    """(snapshots by id, tag and long-lived changelog snapshots)."""
     store = table.snapshot_store
-    found = [store.get(i) for i in store.list_ids() if store.exists(i)]
-    found += TagStore(table.file_io, table.root, table.name).tagged_snapshots()
+    snapshots = [store.get(i) for i in store.list_ids() if store.exists(i)]
+    others = TagStore(table.file_io, table.root, table.name).tagged_snapshots()
     changelog_dir = join(table.root, paths.CHANGELOG_DIR)
     for i in paths.ids_with_prefix(table.file_io.list_dir(changelog_dir), "changelog-"):
         path = join(changelog_dir, f"changelog-{i}")
-        found.append(Snapshot.from_json(table.file_io.read_bytes(path), path))
-    return found
+        others.append(Snapshot.from_json(table.file_io.read_bytes(path), path))
+    return snapshots, others
 
 
 def candidate_files(table: "Table", partition_depth: int) -> list:

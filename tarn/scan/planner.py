@@ -31,10 +31,13 @@ class Split:
 
     @property
     def raw_convertible(self) -> bool:
-        """Readable without merging: no key-value merge needed."""
+        """Readable without merging: append files, or one primary-key file above level 0 that
+        holds no retract rows. (Level-0 files are always merged: some writers record
+        `_DELETE_ROW_COUNT` 0 for files that do hold -D rows.)"""
         if not self.primary_key:
             return True
-        return len(self.files) == 1 and self.files[0].delete_row_count == 0
+        only = self.files[0]
+        return len(self.files) == 1 and only.level > 0 and only.delete_row_count == 0
 
 
 class Planner:

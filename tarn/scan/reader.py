@@ -119,14 +119,14 @@ class SplitReader:
     def _read_sections(self, split: Split) -> Iterator[pa.Table]:
         """Key-overlapping sections of the bucket: a section with one sorted run is read as is,
         others are merged by a streaming k-way merge (memory bounded per section)."""
-        key_types = [self.schema.field(k).type for k in self.merge_spec.key_columns]
+        key_types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
         for section in partition_sections(split.files, key_types):
             if len(section) == 1:
                 for meta in section[0].files:
                     yield drop_retracts(self.files.read(split.bucket_path, meta, self.value_fields, True))
                 continue
             streams = [self.files.run_chunks(split.bucket_path, list(run.files), self.value_fields)
-                       for run in section]
+                       for run in oldest_first(section)]
             for merged in merge_streams(streams, list(self.merge_spec.key_columns),
                                         lambda rows: merge_table(rows, self.merge_spec)):
                 yield drop_retracts(merged)
@@ -153,6 +153,12 @@ class SplitReader:
         for split in splits:
             for table in self.read_chunks(split):
                 yield from table.to_batches()
+
+
+def oldest_first(runs):
+    """Runs ordered by their newest sequence number, so that a merge concatenating their rows
+    meets the versions of a key oldest first."""
+    return sorted(runs, key=lambda run: max(f.max_sequence_number for f in run.files))
 
 
 def _disjoint(files: list[DataFileMeta]) -> bool:

@@ -16,7 +16,7 @@ from tarn.lsm.merge import MergeSpec, drop_retracts, merge_table
 from tarn.lsm.policy import CompactUnit
 from tarn.lsm.stream_merge import merge_streams
 from tarn.meta.manifest import DataFileMeta
-from tarn.scan.reader import FileReader
+from tarn.scan.reader import FileReader, oldest_first
 from tarn.write.files import FILE_SOURCE_COMPACT, FileWriter
 
 
@@ -75,7 +75,8 @@ class BucketCompactor:
             return
         if len(runs) == 1 and len(runs[0].files) == 1 and runs[0].files[0].level == level and not drop_deletes:
             return
-        streams = [self.reader.run_chunks(self.bucket_path, list(run.files), self.fields) for run in runs]
+        streams = [self.reader.run_chunks(self.bucket_path, list(run.files), self.fields)
+                   for run in oldest_first(runs)]
 
         def merge(rows):
             merged = merge_table(rows, self.spec)

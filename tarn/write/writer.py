@@ -314,8 +314,13 @@ class TableWriter:
 
 
 def merge_spec_of(schema: TableSchema, options: Options) -> MergeSpec:
-    return MergeSpec(tuple(schema.trimmed_primary_keys), options.get("merge-engine") or "deduplicate",
-                     _ignore_delete(options), tuple(options.list("sequence.field")),
+    """How this table merges rows of one bucket. Engines that compute values column by column
+    also treat the partition columns as keys (constant within a bucket, never aggregated)."""
+    engine = options.get("merge-engine") or "deduplicate"
+    keys = list(schema.trimmed_primary_keys)
+    if engine in ("aggregation", "partial-update"):
+        keys += [k for k in schema.partition_keys if k not in keys]
+    return MergeSpec(tuple(keys), engine, _ignore_delete(options), tuple(options.list("sequence.field")),
                      tuple(schema.fields), options)
 
 
