@@ -128,6 +128,13 @@ def check_merge_engine(schema, options: Options, identifier: str) -> None:
         if engine != "deduplicate" or options.get("sequence.field"):
             raise InvalidOption(f"table {identifier}: 'merge-engine' and 'sequence.field' need a primary key")
         return
+    padding = [p.strip().lower() for p in options.list("sequence.auto-padding")]
+    unknown = [p for p in padding if p not in ("row-kind-flag", "second-to-micro", "millis-to-micro")]
+    if unknown:
+        raise InvalidOption(f"table {identifier}: option 'sequence.auto-padding' has unknown mode(s) {unknown} "
+                            "(row-kind-flag, second-to-micro, millis-to-micro)")
+    if padding and not options.list("sequence.field"):
+        raise InvalidOption(f"table {identifier}: option 'sequence.auto-padding' needs 'sequence.field'")
     fields, keys = list(schema.fields), list(schema.primary_keys)
     if engine == "aggregation":
         validate_aggregation(fields, keys, options, identifier)

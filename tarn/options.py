@@ -58,6 +58,7 @@ AGGREGATE_FUNCTIONS = (
     "first_non_null_value", "first_not_null_value", "listagg", "bool_and", "bool_or", "collect",
     "merge_map", "merge_map_with_keytime", "nested_update", "nested_partial_update", "rbm32", "rbm64",
     "hll_sketch", "theta_sketch", "primary-key",
+    "count", "nested-update",  # documented on the primary-key table page (Paimon <= 0.8 spellings)
 )
 
 # Every option with a fixed name.
@@ -198,6 +199,8 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("table-read.sequence-number.enabled", BOOL, "false"),
     Opt("key-value.sequence_number.enabled", BOOL, "false"),
     Opt("sequence.field", LIST),
+    # Paimon <= 0.9 (the primary-key table page documents it); tarn keeps it working.
+    Opt("sequence.auto-padding", LIST),
     Opt("sequence.field.sort-order", ENUM, "ascending", choices=("ascending", "descending")),
     Opt("sequence.snapshot-ordering", BOOL, "false", immutable=True),
     Opt("aggregation.remove-record-on-delete", BOOL, "false", immutable=True),

@@ -72,7 +72,7 @@ def test_validate_rejects_type_mismatch(column_type, function):
         validate_aggregation(fields, ["k"], {"fields.v.aggregate-function": function}, "t")
 
 
-@pytest.mark.parametrize("name", ["foo", "count", "sum_all"])
+@pytest.mark.parametrize("name", ["foo", "counts", "sum_all"])
 def test_validate_rejects_unknown_function(name):
     with pytest.raises(InvalidOption, match=f"fields.v.aggregate-function.*'{name}'"):
         validate_aggregation(fields_of(v=INT()), ["k"], {"fields.v.aggregate-function": name}, "t")

@@ -110,5 +110,6 @@ def test_manifest_list_stays_short_over_a_thousand_commits(catalog, monkeypatch)
     splits = table.scan().plan()
     planning = time.perf_counter() - started
     assert sum(s.row_count for s in splits) == len(expected)
+    print("manifests", count, "planning", planning)
     assert planning < 1.0, f"planning {len(splits)} splits over {count} manifests took {planning:.3f}s"
     assert sorted(table.scan().to_arrow().column("n").to_pylist()) == sorted(expected)

@@ -278,7 +278,19 @@ def check_scan(table: tarn.Table, config: Config, expected: list[dict], snapshot
     want = [r for r in expected if predicate is None or truth(predicate, r) is True]
     got = canonical(result.to_pylist(), names)
     assert got == canonical(want, names), (
-        f"snapshot {snapshot_id}, filter {predicate}, columns {columns}:\n got {got}\nwant {canonical(want, names)}")
+        f"snapshot {snapshot_id}, filter {predicate}, columns {columns}:\n got {got}\nwant {canonical(want, names)}"
+        f"\n{describe_files(table, snapshot_id)}")
+
+
+def describe_files(table: tarn.Table, snapshot_id=None) -> str:
+    """The snapshots and the live files of one, for failure messages."""
+    snapshot = table.snapshot(snapshot_id) if snapshot_id else table.latest_snapshot()
+    lines = [f"snapshots: {[(s.id, s.commit_kind) for s in table.snapshots()]}"]
+    for e in table._planner(table.schema()).live_entries(snapshot):
+        f = e.file
+        lines.append(f"  bucket {e.bucket} {f.file_name} level {f.level} seq {f.min_sequence_number}.."
+                     f"{f.max_sequence_number} rows {f.row_count} deletes {f.delete_row_count}")
+    return "\n".join(lines)
 
 
 def check_snapshots(table: tarn.Table, expected_by_snapshot: dict[int, list[dict]]) -> None:

@@ -45,6 +45,7 @@ PRIMARY_KEY = "primary-key"
 _ANY = lambda t: True  # noqa: E731
 ACCEPTS = {
     "sum": lambda t: t.root in NUMERIC_ROOTS,
+    "count": lambda t: t.root in ("INT", "BIGINT"),
     "product": lambda t: t.root in NUMERIC_ROOTS,
     "max": lambda t: t.root not in ("ARRAY", "MAP", "MULTISET", "ROW"),
     "min": lambda t: t.root not in ("ARRAY", "MAP", "MULTISET", "ROW"),
@@ -57,17 +58,19 @@ ACCEPTS = {
     "bool_and": lambda t: t.root == "BOOLEAN",
     "bool_or": lambda t: t.root == "BOOLEAN",
     "nested_update": lambda t: t.root == "ARRAY" and t.element.root == "ROW",
+    "nested-update": lambda t: t.root == "ARRAY" and t.element.root == "ROW",  # the seed's spelling
     PRIMARY_KEY: _ANY,
 }
+ALIASES = {"first_not_null_value": "first_non_null_value", "nested-update": "nested_update"}
 EXPECTED = {
-    "sum": "a numeric type", "product": "a numeric type", "max": "a comparable type",
+    "sum": "a numeric type", "count": "INT or BIGINT", "product": "a numeric type", "max": "a comparable type",
     "min": "a comparable type", "listagg": "STRING", "bool_and": "BOOLEAN", "bool_or": "BOOLEAN",
-    "nested_update": "ARRAY<ROW<...>>",
+    "nested_update": "ARRAY<ROW<...>>", "nested-update": "ARRAY<ROW<...>>",
 }
 # Paimon functions tarn does not merge (yet).
 NOT_SUPPORTED = ("collect", "merge_map", "merge_map_with_keytime", "nested_partial_update", "rbm32",
                  "rbm64", "hll_sketch", "theta_sketch")
-RETRACTABLE = ("sum", "product", "last_value", LAST_NON_NULL, "nested_update", PRIMARY_KEY)
+RETRACTABLE = ("sum", "count", "product", "last_value", LAST_NON_NULL, "nested_update", PRIMARY_KEY)
 
 # Java's Character.isWhitespace, the test StringUtils.isBlank applies to every char (listagg).
 _BLANK = r"^[\t\n\x{0B}\f\r\x{1C}-\x{1F} \x{1680}\x{2000}-\x{2006}\x{2008}-\x{200A}\x{2028}\x{2029}\x{205F}\x{3000}]*$"
@@ -148,7 +151,7 @@ def validate_aggregation(fields, primary_keys, options, table_name: str) -> None
         if agg.ignore_retract and remove_on_delete:
             raise InvalidOption(f"table {table_name}: 'aggregation.remove-record-on-delete' and "
                                 f"'fields.{f.name}.ignore-retract' cannot both be enabled")
-        if agg.function == "nested_update":
+        if ALIASES.get(agg.function, agg.function) == "nested_update":
             _check_nested(agg, table_name)
         if agg.function == "listagg" and agg.distinct and not agg.delimiter:
             raise InvalidOption(f"table {table_name}: option 'fields.{f.name}.list-agg-delimiter' must not "
@@ -160,8 +163,7 @@ def _check_name(name: str, key: str, table_name: str) -> None:
         return
     if name in NOT_SUPPORTED:
         raise InvalidOption(f"table {table_name}: option '{key}': aggregate function '{name}' is not supported by tarn")
-    hint = " (Paimon removed 'count'; use 'sum' over a column of ones)" if name == "count" else ""
-    raise InvalidOption(f"table {table_name}: option '{key}': unknown aggregate function '{name}'{hint}; "
+    raise InvalidOption(f"table {table_name}: option '{key}': unknown aggregate function '{name}'; "
                         f"known: {', '.join(sorted(ACCEPTS))}")
 
 
@@ -327,7 +329,7 @@ def _reject_retractions(rows: pa.Table, aggs: Mapping[str, FieldAgg], remove_on_
 
 def _aggregate(column: pa.Array, agg: FieldAgg, runs: Runs) -> pa.Array:
     retract = runs.retract & (not agg.ignore_retract)
-    function = "first_non_null_value" if agg.function == "first_not_null_value" else agg.function
+    function = ALIASES.get(agg.function, agg.function)
     if function not in _FUNCTIONS:
         raise InvalidOption(f"column '{agg.name}': aggregate function '{agg.function}' is not supported by tarn")
     return _FUNCTIONS[function](column, agg, runs, retract)
@@ -433,6 +435,20 @@ def _sum(column, agg, runs, retract):
     if agg.type.root in INTEGER_ROOTS:
         _check_prefix_sums(values, agg, runs)
     return pa.array(runs.total(values), mask=~np.logical_or.reduceat(used, runs.starts))
+
+
+def _count(column, agg, runs, retract):
+    """count (Paimon <= 0.8, documented in the primary-key table page): the first row's value
+    starts the count (a fresh row carries 1, a merged row its count so far), every later
+    non-null value adds one, every later retracted non-null value takes one away."""
+    valid = _valid(column)
+    later = np.ones(len(valid), dtype=bool)
+    later[runs.starts] = False
+    steps = np.where(later & valid & ~runs.retract, 1, 0) - np.where(later & valid & retract, 1, 0)
+    first = column.take(pa.array(runs.starts)).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    counted = first + runs.total(steps.astype(np.int64))
+    present = np.logical_or.reduceat(valid & (~runs.retract | retract), runs.starts)
+    return pa.array(counted, mask=~present)
 
 
 def _numpy_type(t: DataType):
@@ -716,7 +732,7 @@ def _limit_per_run(chosen: np.ndarray, element_run: np.ndarray, limit: int) -> n
 
 
 _FUNCTIONS = {
-    "sum": _sum, "product": _product, "max": _max, "min": _min,
+    "sum": _sum, "count": _count, "product": _product, "max": _max, "min": _min,
     "last_value": _last_value, LAST_NON_NULL: _last_non_null_value,
     "first_value": _first_value, "first_non_null_value": _first_non_null_value,
     "listagg": _listagg, "bool_and": _bool_and, "bool_or": _bool_or,

@@ -37,6 +37,13 @@ class MergeSpec:
     sequence_columns: tuple[str, ...] = ()
     fields: tuple = ()
     options: object = None
+    sequence_descending: bool = False  # `sequence.field.sort-order` = descending
+    row_kind_flag: bool = False  # `sequence.auto-padding` has row-kind-flag: -U/-D before +I/+U
+
+    @property
+    def plain_order(self) -> bool:
+        """Rows of a key merge in system-sequence (arrival) order alone."""
+        return not self.sequence_columns and not self.row_kind_flag
 
 
 def sort_indices(table: pa.Table, spec: MergeSpec) -> pa.Array:
@@ -45,14 +52,22 @@ def sort_indices(table: pa.Table, spec: MergeSpec) -> pa.Array:
     Fast path for one numeric key: a stable numpy sort on the key alone (timsort runs through
     the already-sorted runs a merge concatenates), accepted when equal keys come out in
     sequence order, as they do when runs are concatenated oldest first."""
-    if len(spec.key_columns) == 1 and not spec.sequence_columns:
+    if len(spec.key_columns) == 1 and spec.plain_order:
         order = _numeric_key_order(table, spec.key_columns[0])
         if order is not None:
             return pa.array(order)
+    direction = "descending" if spec.sequence_descending else "ascending"
     keys = [(c, "ascending", "at_start") for c in spec.key_columns]
-    keys += [(c, "ascending", "at_start") for c in spec.sequence_columns]
+    keys += [(c, direction, "at_start") for c in spec.sequence_columns]
+    if spec.row_kind_flag:
+        is_add = pc.or_(pc.equal(table.column(VALUE_KIND), INSERT), pc.equal(table.column(VALUE_KIND), UPDATE_AFTER))
+        table = table.append_column(ROW_KIND_FLAG, is_add)
+        keys.append((ROW_KIND_FLAG, "ascending", "at_start"))
     keys.append((SEQUENCE, "ascending", "at_start"))
     return pc.sort_indices(table, sort_keys=keys)
+
+
+ROW_KIND_FLAG = "__tarn_is_add"
 
 
 def _numeric_key_order(table: pa.Table, key_column: str) -> np.ndarray | None:
@@ -110,7 +125,10 @@ def drop_retracts(table: pa.Table) -> pa.Table:
 
 def merge_sorted(table: pa.Table, spec: MergeSpec) -> pa.Table:
     """Merge a table sorted by `sort_indices`: one row per key, with the row kind the engine
-    gives it (retract rows kept: callers drop them where the result is final)."""
+    gives it (retract rows kept: callers drop them where the result is final). With
+    `ignore-delete`, retract input rows are dropped before any engine sees them."""
+    if spec.ignore_delete:
+        table = drop_retracts(table)
     if spec.engine == "deduplicate":
         return _deduplicate(table, spec)
     if spec.engine == "partial-update":
@@ -132,8 +150,6 @@ MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 
 
 def _deduplicate(table: pa.Table, spec: MergeSpec) -> pa.Table:
-    if spec.ignore_delete:
-        table = drop_retracts(table)
     last_of_key = key_changes(table, spec.key_columns)
     return table if last_of_key.all() else table.filter(last_of_key)
 
@@ -146,7 +162,7 @@ def merge_table(table: pa.Table, spec: MergeSpec) -> pa.Table:
 def newest_wins_applies(spec: MergeSpec) -> bool:
     """Deduplicate on system sequence only: between runs whose sequence ranges do not
     interleave, the newer run's row for a key wins outright."""
-    return spec.engine == "deduplicate" and not spec.sequence_columns and not spec.ignore_delete
+    return spec.engine == "deduplicate" and spec.plain_order and not spec.ignore_delete
 
 
 def _ignore(table: pa.Table, spec: MergeSpec) -> pa.Table:

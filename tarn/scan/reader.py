@@ -9,6 +9,7 @@ import pyarrow as pa
 from tarn.codec.data_file import iter_data_file, read_data_file
 from tarn.fs import FileIO, join
 from tarn.lsm.intervals import partition_sections
+from tarn.lsm.partial_update import default_values, fill_default_values
 from tarn.lsm.merge import (SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, keys_in, merge_table,
                              newest_wins_applies)
 from tarn.lsm.stream_merge import merge_streams
@@ -89,6 +90,8 @@ class SplitReader:
         # Columns to read, in table order (a subset of the current schema).
         self.value_fields = [f for f in schema.fields if f.name in needed]
         self.output_schema = arrow_schema(read_fields)
+        # `fields.<f>.default-value`: shown for fields still null after the merge.
+        self.defaults = default_values(self.value_fields, options) if merge_spec is not None else {}
 
     def read(self, split: Split) -> pa.Table:
         tables = list(self.read_chunks(split))
@@ -99,6 +102,8 @@ class SplitReader:
     def read_chunks(self, split: Split) -> Iterator[pa.Table]:
         """The split's rows, in one or more tables (bounded memory on the general merge path)."""
         for data in self._merged(split):
+            if self.defaults:
+                data = fill_default_values(data, self.defaults)
             data = filter_table(data, self.predicate)
             if data.num_rows:
                 yield data.select([f.name for f in self.read_fields]).cast(self.output_schema)

@@ -87,7 +87,10 @@ def _castable(source_type: pa.DataType, f: DataField) -> bool:
     target = f.type
     if source.root == target.root:
         return True
-    families = [("CHAR", "VARCHAR"), ("BINARY", "VARBINARY"), ("TIMESTAMP",), ("TIMESTAMP_LTZ",)]
+    # Integers of any width convert when every value fits (the cast is checked), so plain
+    # Python ints (int64 in Arrow) can be written to INT/SMALLINT/TINYINT columns.
+    families = [("CHAR", "VARCHAR"), ("BINARY", "VARBINARY"), ("TIMESTAMP",), ("TIMESTAMP_LTZ",),
+                ("TINYINT", "SMALLINT", "INT", "BIGINT")]
     if any(source.root in fam and target.root in fam for fam in families):
         return True
     return is_widening(source, target)

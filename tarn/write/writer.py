@@ -270,7 +270,7 @@ class TableWriter:
             # maximum) orders every key exactly as arrival-order numbering would.
             rows = rows.append_column(SEQUENCE, pa.array(np.arange(base, base + rows.num_rows, dtype=np.int64)))
             spec = self.merge_spec()
-            rows = merge_table(rows, spec) if spec.sequence_columns else merge_sorted(rows, spec)
+            rows = merge_sorted(rows, spec) if spec.plain_order else merge_table(rows, spec)
             sequence = pa.array(np.arange(base, base + rows.num_rows, dtype=np.int64))
             rows = rows.set_column(rows.schema.get_field_index(SEQUENCE), SEQUENCE, sequence)
             files = writer.write(rows)
@@ -320,8 +320,11 @@ def merge_spec_of(schema: TableSchema, options: Options) -> MergeSpec:
     keys = list(schema.trimmed_primary_keys)
     if engine in ("aggregation", "partial-update"):
         keys += [k for k in schema.partition_keys if k not in keys]
+    padding = [p.strip().lower() for p in options.list("sequence.auto-padding")]
     return MergeSpec(tuple(keys), engine, _ignore_delete(options), tuple(options.list("sequence.field")),
-                     tuple(schema.fields), options)
+                     tuple(schema.fields), options,
+                     sequence_descending=(options.get("sequence.field.sort-order") or "").lower() == "descending",
+                     row_kind_flag="row-kind-flag" in padding)
 
 
 def _ignore_delete(options: Options) -> bool:
