@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from tarn.codec.binary_row import encode_rows
 from tarn.errors import InvalidOption, TarnError
-from tarn.lsm import merge as kv
+from tarn.lsm import kv
 from tarn.options import Options
 from tarn.types import INTEGER_ROOTS, MAX_LENGTH, NUMERIC_ROOTS, DataField, DataType
 

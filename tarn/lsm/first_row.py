@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from tarn.errors import InvalidOption, SchemaMismatch
-from tarn.lsm.merge import MergeSpec, is_retract, key_changes
+from tarn.lsm.kv import MergeSpec, is_retract, key_changes
 from tarn.options import Options
 
 RETRACT_NOT_ACCEPTED = (

@@ -7,43 +7,18 @@ key and sequence) or `merge_table` (sorts first).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn.errors import InvalidOption
-
-SEQUENCE = "_SEQUENCE_NUMBER"
-VALUE_KIND = "_VALUE_KIND"
-KEY_PREFIX = "_KEY_"
-
-INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
-ROW_KIND_NAMES = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
-
-
-@dataclass(frozen=True)
-class MergeSpec:
-    """What a merge needs to know: the key columns, the engine and the table it merges for.
-
-    `fields` are the table's columns (tarn.types.DataField) and `options` the table options
-    (a tarn.options.Options); engines other than deduplicate read their settings there
-    (`fields.<f>.aggregate-function`, `fields.<f>.sequence-group`, ...)."""
-
-    key_columns: tuple[str, ...]
-    engine: str = "deduplicate"
-    ignore_delete: bool = False
-    sequence_columns: tuple[str, ...] = ()
-    fields: tuple = ()
-    options: object = None
-    sequence_descending: bool = False  # `sequence.field.sort-order` = descending
-    row_kind_flag: bool = False  # `sequence.auto-padding` has row-kind-flag: -U/-D before +I/+U
-
-    @property
-    def plain_order(self) -> bool:
-        """Rows of a key merge in system-sequence (arrival) order alone."""
-        return not self.sequence_columns and not self.row_kind_flag
+from tarn.lsm.aggregate import merge_aggregate
+from tarn.lsm.first_row import merge_first_row
+from tarn.lsm.kv import (  # noqa: F401  (re-exported: the key-value vocabulary)
+    DELETE, INSERT, KEY_PREFIX, ROW_KIND_NAMES, SEQUENCE, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND,
+    MergeSpec, _to_numpy_bool, drop_retracts, is_retract, key_changes,
+)
+from tarn.lsm.partial_update import merge_partial_update
 
 
 def sort_indices(table: pa.Table, spec: MergeSpec) -> pa.Array:
@@ -86,43 +61,6 @@ def _numeric_key_order(table: pa.Table, key_column: str) -> np.ndarray | None:
     return order
 
 
-def key_changes(table: pa.Table, key_columns) -> np.ndarray:
-    """Boolean array: row i is the last of its key run (key differs at i+1, or i is last)."""
-    n = table.num_rows
-    last = np.zeros(n, dtype=bool)
-    if n == 0:
-        return last
-    last[-1] = True
-    if n == 1:
-        return last
-    for name in key_columns:
-        column = table.column(name)
-        a, b = column.slice(0, n - 1), column.slice(1)
-        differs = pc.not_equal(a, b)
-        if differs.null_count:
-            differs = pc.fill_null(differs, pc.not_equal(a.is_null(), b.is_null()))
-        last[:-1] |= _to_numpy_bool(differs)
-    return last
-
-
-def _to_numpy_bool(array) -> np.ndarray:
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    return array.to_numpy(zero_copy_only=False)
-
-
-def is_retract(table: pa.Table) -> pa.Array:
-    kind = table.column(VALUE_KIND)
-    return pc.or_(pc.equal(kind, UPDATE_BEFORE), pc.equal(kind, DELETE))
-
-
-def drop_retracts(table: pa.Table) -> pa.Table:
-    """Rows whose final kind is -U or -D are not part of the table's content."""
-    if table.num_rows == 0:
-        return table
-    return table.filter(pc.invert(is_retract(table)))
-
-
 def merge_sorted(table: pa.Table, spec: MergeSpec) -> pa.Table:
     """Merge a table sorted by `sort_indices`: one row per key, with the row kind the engine
     gives it (retract rows kept: callers drop them where the result is final). With
@@ -132,16 +70,10 @@ def merge_sorted(table: pa.Table, spec: MergeSpec) -> pa.Table:
     if spec.engine == "deduplicate":
         return _deduplicate(table, spec)
     if spec.engine == "partial-update":
-        from tarn.lsm.partial_update import merge_partial_update
-
         return merge_partial_update(table, spec)
     if spec.engine == "aggregation":
-        from tarn.lsm.aggregate import merge_aggregate
-
         return merge_aggregate(table, spec)
     if spec.engine == "first-row":
-        from tarn.lsm.first_row import merge_first_row
-
         return merge_first_row(table, spec)
     raise InvalidOption(f"merge-engine '{spec.engine}' is not one of {list(MERGE_ENGINES)}")
 

@@ -31,8 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn.errors import InvalidOption, SchemaMismatch
-from tarn.lsm.merge import (DELETE, INSERT, SEQUENCE, UPDATE_AFTER, VALUE_KIND, MergeSpec,
-                            key_changes)
+from tarn.lsm.kv import DELETE, INSERT, SEQUENCE, UPDATE_AFTER, VALUE_KIND, MergeSpec, key_changes
 from tarn.options import Options
 from tarn.types import DataField, from_arrow_type
 
