@@ -137,7 +137,11 @@ class Table:
     def write(self, data, row_kind=None) -> Snapshot | None:
         """Write rows in one commit: upsert for primary-key tables, append otherwise."""
         writer = self.new_writer()
-        writer.write(data, row_kind=row_kind)
+        try:
+            writer.write(data, row_kind=row_kind)
+        except BaseException:  # a flush failed: delete the files earlier flushes wrote
+            abort(self.file_io, self.root, writer.schema, writer.messages())
+            raise
         return self.commit(writer.prepare_commit())
 
     def compact(self, full: bool = False, partitions: list[dict] | None = None) -> Snapshot | None:

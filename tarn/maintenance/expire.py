@@ -162,7 +162,7 @@ def _unused_data_files(files: TableFiles, snapshots: list[Snapshot], tags: list[
                 held_by_tag[tag.id] = set(files.live_files(tag))
             held = held_by_tag[tag.id]
         for key, entry in files.deleted_in_delta(snapshot).items():
-            if True:
+            if key not in held:
                 doomed.extend(files.data_paths(entry))
     return doomed
 

@@ -1,0 +1,345 @@
+"""Batch writes: tasks write data files and return commit messages; the driver commits once.
+
+Everything that can be wrong is checked on the driver before a task starts: options, the
+DataFrame schema against the table (the same `conform` the tasks run, on zero rows), key
+columns, overwrite specs. A missing table is created from the DataFrame schema with the
+`primary-key`, `partition` and table options given. If the job fails, `abort` deletes every
+file the finished tasks wrote (a failing task deletes its own), and a table this write
+created is removed again, so nothing is left behind.
+
+Primary-key tables: rows of one bucket should reach one task (`tarn.spark.write` shuffles by
+tarn's bucket function and sets `write.bucket-owned`); then each task owns its buckets and
+compacts them as the table options say. Without it several tasks may write the same bucket:
+they still produce a correct table (level-0 runs merged on read) but do not compact.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+import tarn
+from tarn.catalog import check_creatable
+from tarn.commit.committer import Overwrite
+from tarn.errors import InvalidOption, SchemaMismatch, TableNotFound, TarnError
+from tarn.fs import file_io_for
+from tarn.meta.schema import TableSchema, new_schema
+from tarn.options import BY_NAME, Options, validate_options
+from tarn.spark.source import WRITE_OPTIONS, check_options, table_path
+from tarn.spark.types import arrow_of
+from tarn.store.schemas import SchemaStore
+from tarn.write.conform import conform
+from tarn.write.message import CommitMessage
+from tarn.write.writer import TableWriter, abort
+
+
+@dataclass
+class TaskMessages(WriterCommitMessage):
+    """What one write task hands to the driver (picklable)."""
+
+    messages: list[CommitMessage] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# the table: found or created, and checked against the DataFrame
+
+
+def _restore_case(options: dict[str, str], columns: list[str]) -> dict[str, str]:
+    """Spark lower-cases option keys: give `fields.<column>.*` keys the column's own case."""
+    by_lower = {c.lower(): c for c in columns}
+    fixed = {}
+    for key, value in options.items():
+        if key.startswith("fields."):
+            for lower, name in by_lower.items():
+                if key.startswith(f"fields.{lower}."):
+                    key = f"fields.{name}." + key[len(f"fields.{lower}."):]
+                    break
+        fixed[key] = value
+    return fixed
+
+
+def _names(text: str | None, columns: list[str]) -> list[str]:
+    """A comma-separated list of column names, matched to the DataFrame's case."""
+    if not text:
+        return []
+    by_lower = {c.lower(): c for c in columns}
+    return [by_lower.get(n.strip().lower(), n.strip()) for n in text.split(",") if n.strip()]
+
+
+def create_table(path: str, data_schema: pa.Schema, primary_key: list[str], partition: list[str],
+                 options: dict[str, str]) -> tarn.Table:
+    """Create the table at `path` from an Arrow schema (as Catalog.create_table does)."""
+    schema = new_schema(data_schema, partition, primary_key, options)
+    validate_options(dict(schema.options), path, schema.field_names)
+    check_creatable(schema, path)
+    file_io, root = file_io_for(path)
+    file_io.mkdirs(root)
+    SchemaStore(file_io, root).create(schema)
+    return tarn.load_table(path)
+
+
+def find_or_create(path: str, data_schema: pa.Schema, options: dict[str, str]) -> tuple[tarn.Table, bool, dict]:
+    """(table, created, per-write option overrides) for a write of `data_schema` to `path`."""
+    columns = list(data_schema.names)
+    table_options = _restore_case(check_options(options, WRITE_OPTIONS, f"table {path}"), columns)
+    primary_key = _names(options.get("primary-key"), columns)
+    partition = _names(options.get("partition"), columns)
+    try:
+        table = tarn.load_table(path)
+    except TableNotFound:
+        return create_table(path, data_schema, primary_key, partition, table_options), True, {}
+    schema = table.schema()
+    for given, actual, what in ((primary_key, schema.primary_keys, "primary-key"),
+                                (partition, schema.partition_keys, "partition")):
+        if given and list(given) != list(actual):
+            raise InvalidOption(f"table {path}: option '{what}'={given} differs from the existing "
+                                f"table's {list(actual)}")
+    fixed = [k for k, v in table_options.items()
+             if BY_NAME.get(k) is not None and BY_NAME[k].immutable and schema.options.get(k, v) != v]
+    fixed += [k for k in ("bucket",) if k in table_options and table_options[k] != schema.options.get("bucket")]
+    if fixed:
+        raise InvalidOption(f"table {path}: option(s) {sorted(set(fixed))} cannot differ from the existing "
+                            "table's (alter the table instead)")
+    return table, False, table_options
+
+
+def check_fits(table: tarn.Table, data_schema: pa.Schema) -> None:
+    """Raise SchemaMismatch unless rows of `data_schema` can be written to `table`."""
+    schema = table.schema()
+    empty = data_schema.empty_table()
+    missing_keys = [k for k in schema.primary_keys if k not in data_schema.names]
+    if missing_keys:
+        raise SchemaMismatch(f"table {table.name}: a write to a primary-key table needs the key "
+                             f"column(s) {missing_keys} (DataFrame columns: {data_schema.names})")
+    conform(empty, list(schema.fields), table.name, schema.primary_keys)
+
+
+def overwrite_spec(options: dict[str, str], schema: TableSchema, overwrite: bool) -> Overwrite | None:
+    """INSERT OVERWRITE as Spark means it: the whole table, unless `partitionOverwriteMode`
+    is 'dynamic' (only partitions written to) or `overwrite-partition` names one partition."""
+    mode = options.get("partitionoverwritemode", "static").lower()
+    if mode not in ("static", "dynamic"):
+        raise InvalidOption(f"option 'partitionOverwriteMode'='{mode}' must be static or dynamic")
+    static = parse_partition_spec(options.get("overwrite-partition"), schema)
+    if not overwrite:
+        if static or "partitionoverwritemode" in options:
+            raise InvalidOption("options 'overwrite-partition' and 'partitionOverwriteMode' need mode('overwrite')")
+        return None
+    if static and mode == "dynamic":
+        raise InvalidOption("option 'overwrite-partition' is a static overwrite; drop partitionOverwriteMode=dynamic")
+    if static:
+        return Overwrite(static=static)
+    return Overwrite(dynamic=mode == "dynamic" and bool(schema.partition_keys))
+
+
+def parse_partition_spec(text: str | None, schema: TableSchema) -> dict:
+    """'dt=2026-11-20,region=eu' -> {'dt': '2026-11-20', 'region': 'eu'} (partition keys only)."""
+    if not text:
+        return {}
+    spec = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        name = next((k for k in schema.partition_keys if k.lower() == key.lower()), None)
+        if not sep or name is None:
+            raise InvalidOption(f"option 'overwrite-partition'='{text}': '{part}' is not <partition key>=<value> "
+                                f"(partition keys: {list(schema.partition_keys)})")
+        spec[name] = value.strip()
+    return spec
+
+
+def check_static_rows(data: pa.Table, spec: dict, table_name: str) -> None:
+    """Rows written by a static partition overwrite must lie in that partition."""
+    for key, value in spec.items():
+        column = data.column(key)
+        wanted = pa.scalar(value).cast(column.type)
+        if not pc.all(pc.fill_null(pc.equal(column, wanted), False)).as_py():
+            raise SchemaMismatch(f"table {table_name}: rows outside the overwritten partition {key}={value!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# the writer
+
+
+@dataclass
+class WritePlan:
+    """What tasks need to write (picklable; decided on the driver)."""
+
+    path: str
+    overrides: dict  # per-write table options (write tuning)
+    overwrite: Overwrite | None
+    bucket_owned: bool
+    created: bool
+
+    def task_writer(self, table: tarn.Table) -> TableWriter:
+        """A TableWriter for one task; it compacts only buckets it owns."""
+        schema = table.schema()
+        raw = {**schema.options, **self.overrides}
+        if schema.primary_keys and not self.bucket_owned:
+            raw["write-only"] = "true"  # other tasks may write the same buckets
+        restore = (lambda: {}) if self.overwrite is not None else table._restore_lookup(schema)
+        return TableWriter(table.file_io, table.root, table.name, schema, Options(raw), restore,
+                           table.schema_by_id)
+
+    def write_task(self, batches: Iterator[pa.RecordBatch]) -> list[CommitMessage]:
+        """Write one task's rows; on failure delete what it wrote and re-raise."""
+        table = tarn.load_table(self.path)
+        writer = self.task_writer(table)
+        static = self.overwrite.static if self.overwrite is not None else {}
+        try:
+            for batch in batches:
+                if batch.num_rows:
+                    data = pa.Table.from_batches([batch])
+                    if static:
+                        check_static_rows(data, static, table.name)
+                    writer.write(data)
+            return writer.prepare_commit()
+        except BaseException:
+            abort(table.file_io, table.root, table.schema(), writer.messages())
+            raise
+
+    def commit(self, results: list, commit_user: str | None = None,
+               commit_identifier: int | None = None) -> None:
+        table = tarn.load_table(self.path)
+        messages = [m for r in results if r is not None for m in r.messages]
+        if self.overwrite is not None and self.overwrite.dynamic and not messages:
+            return
+        kwargs = {} if commit_identifier is None else {"commit_identifier": commit_identifier}
+        table.commit(messages, commit_user=commit_user, overwrite=self.overwrite, **kwargs)
+
+    def abort(self, results: list) -> None:
+        """Delete what finished tasks wrote; drop the table if this write created it."""
+        table = tarn.load_table(self.path)
+        messages = [m for r in results if r is not None for m in r.messages]
+        abort(table.file_io, table.root, table.schema(), messages)
+        if self.created and table.latest_snapshot() is None:
+            table.file_io.delete_dir(table.root)
+
+
+def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> WritePlan:
+    """Driver side of every write: find or create the table, check the rows fit."""
+    path = table_path(options)
+    data_schema = arrow_of(schema)
+    table, created, overrides = find_or_create(path, data_schema, options)
+    try:
+        check_fits(table, data_schema)
+        spec = overwrite_spec(options, table.schema(), overwrite)
+    except BaseException:
+        if created:
+            table.file_io.delete_dir(table.root)
+        raise
+    owned = options.get("write.bucket-owned", "false").lower() == "true"
+    return WritePlan(path, overrides, spec, owned, created)
+
+
+class BatchWriter(DataSourceArrowWriter):
+    """`df.write.format("tarn").mode(...).save(path)`."""
+
+    def __init__(self, plan: WritePlan):
+        self.plan = plan
+
+    @classmethod
+    def prepare(cls, options: dict[str, str], schema: StructType, overwrite: bool) -> "BatchWriter":
+        return cls(plan_write(options, schema, overwrite))
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskMessages:
+        return TaskMessages(self.plan.write_task(iterator))
+
+    def commit(self, messages: list) -> None:
+        try:
+            self.plan.commit(messages, commit_user=str(uuid.uuid4()))
+        except TarnError:
+            self.plan.abort([])  # Table.commit already deleted the messages' files
+            raise
+
+    def abort(self, messages: list) -> None:
+        self.plan.abort(messages)
+
+
+# ---------------------------------------------------------------------------------------------
+# tarn.spark.write: one writer per bucket
+
+BUCKET_COLUMN = "__tarn_bucket"
+
+
+def bucket_udf(key_fields: list, num_buckets: int, table_name: str):
+    """An Arrow UDF computing tarn's bucket of each row from its bucket-key columns."""
+    from pyspark.sql.functions import arrow_udf
+
+    @arrow_udf("int")
+    def bucket_of(*columns: pa.Array) -> pa.Array:
+        from tarn.bucket import bucket_ids
+        keys = pa.Table.from_arrays(list(columns), names=[f.name for f in key_fields])
+        keys = conform(keys, key_fields, table_name)  # hash the table's types, not the DataFrame's
+        return pa.array(bucket_ids(keys, key_fields, num_buckets))
+
+    return bucket_of
+
+
+def _absolute(path: str) -> str:
+    import os
+    return path if "://" in path else os.path.abspath(path)
+
+
+def by_bucket(df, table_path: str):
+    """`df` repartitioned so that all rows of one (partition, bucket) of the table are in one
+    Spark partition (tarn's bucket function in an Arrow UDF); unchanged for tables without
+    fixed buckets. Write the result with option `write.bucket-owned`=true (tarn.spark.write
+    does both); works for streaming DataFrames too."""
+    from pyspark.sql import functions as F
+
+    schema = tarn.load_table(_absolute(table_path)).schema()
+    num_buckets = Options(schema.options).int("bucket")
+    if num_buckets <= 0:
+        return df
+    by_lower = {c.lower(): c for c in df.columns}
+    missing = [k for k in schema.bucket_keys if k.lower() not in by_lower]
+    if missing:
+        raise SchemaMismatch(f"table {table_path}: the DataFrame lacks the bucket key column(s) {missing}")
+    key_fields = [schema.field(k) for k in schema.bucket_keys]
+    bucket = bucket_udf(key_fields, num_buckets, table_path)(*[F.col(by_lower[f.name.lower()]) for f in key_fields])
+    df = df.withColumn(BUCKET_COLUMN, bucket)
+    if schema.partition_keys:
+        tasks = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        df = df.repartition(tasks, *[F.col(by_lower[k.lower()]) for k in schema.partition_keys],
+                            F.col(BUCKET_COLUMN))
+    else:
+        df = df.repartitionById(num_buckets, F.col(BUCKET_COLUMN))
+    return df.drop(BUCKET_COLUMN)
+
+
+def write(df, table_path: str, mode: str = "append", **options) -> None:
+    """Write a DataFrame to a tarn table, shuffled so that each bucket is written by one task.
+
+    For fixed-bucket tables (every primary-key table, append tables with `bucket-key`) rows are
+    repartitioned by (partition, tarn bucket) (`by_bucket`): each bucket gets one writer, one
+    level-0 run per commit, and compacts as its options say. `options` are the writer's
+    (`primary-key`, `partition`, table options, ...); the table is created from the DataFrame
+    schema when missing."""
+    from tarn.spark import register
+
+    if mode not in ("append", "overwrite"):
+        raise InvalidOption(f"mode '{mode}' is not supported (append, overwrite)")
+    register(df.sparkSession)
+    path = _absolute(table_path)
+    text_options = {str(k).lower(): str(v) for k, v in options.items()}
+    table, created, _ = find_or_create(path, arrow_of(df.schema), {**text_options, "path": path})
+    try:
+        check_fits(table, arrow_of(df.schema))
+        df = by_bucket(df, path)
+        if table.primary_keys:
+            text_options["write.bucket-owned"] = "true"
+        writer = df.write.format("tarn").mode(mode)
+        for key, value in text_options.items():
+            writer = writer.option(key, value)
+        writer.save(path)
+    except BaseException:
+        if created and tarn.load_table(path).latest_snapshot() is None:
+            table.file_io.delete_dir(table.root)
+        raise

@@ -1,0 +1,267 @@
+"""The streaming source: offsets are snapshot ids.
+
+An offset is `{"next": n, "full": f}`: snapshot `n` is the first not yet read; with `full` the
+next batch reads all of snapshot `n` (the merged table then) before the changes after it. A
+micro-batch from `start` to `end` reads, for each snapshot in `[start.next, end.next)`, the
+data files its APPEND commit added (or, for tables with a `changelog-producer`, the changelog
+files it recorded); COMPACT snapshots add no rows, OVERWRITE snapshots are skipped unless
+`streaming-read-overwrite`. Rows of primary-key tables carry their row kind: with
+`read.changelog` it is shown in a `rowkind` column (+I, -U, +U, -D), without it only +I and +U
+rows are emitted (an upsert stream).
+
+`scan.mode`: `latest-full` (default; also `full`, `default`), `latest`, `from-snapshot`
+(`scan.snapshot-id`), `from-snapshot-full`, `from-timestamp` (`scan.timestamp-millis`).
+With `consumer-id`, the next snapshot to read is kept in `consumer/consumer-<id>` (Paimon's
+`{"nextSnapshot": n}`), written when Spark commits a batch; a new query with that id starts
+there, and snapshot expiry keeps what the consumer has not read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+from pyspark.sql.types import StructType
+
+import tarn
+from tarn.errors import InvalidOption, SnapshotNotFound
+from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, UPDATE_AFTER, VALUE_KIND
+from tarn.meta import snapshot as snap
+from tarn.meta.manifest import DataFileMeta
+from tarn.meta.snapshot import Snapshot
+from tarn.options import Options
+from tarn.scan.planner import Split
+from tarn.scan.reader import FileReader
+from tarn.spark.batch_read import pack_splits
+from tarn.spark.source import READ_OPTIONS, ROW_KIND_COLUMN, check_options, load, table_path
+from tarn.spark.types import arrow_target, fit_batch
+from tarn.store.consumers import ConsumerStore
+
+STREAM_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
+                "from-timestamp")
+KIND_NAMES = pa.array(sorted(ROW_KIND_NAMES, key=ROW_KIND_NAMES.get))
+BATCH_ROWS = 65536
+
+
+@dataclass
+class DeltaFile:
+    """A data or changelog file one snapshot added."""
+
+    bucket_path: str
+    meta: DataFileMeta
+
+
+@dataclass
+class StreamPart(InputPartition):
+    """One task of a micro-batch: splits of a full snapshot read and/or added files."""
+
+    snapshot: Snapshot | None = None  # the snapshot `full` reads
+    full: list[Split] = field(default_factory=list)
+    files: list[DeltaFile] = field(default_factory=list)
+
+
+def offset(next_snapshot: int, full: bool = False) -> dict:
+    return {"next": int(next_snapshot), "full": bool(full)}
+
+
+def start_offset(table: tarn.Table, options: dict[str, str]) -> dict:
+    """Where a new query starts, by `scan.mode` (and a consumer's progress)."""
+    store = table.snapshot_store
+    latest = store.latest_id()
+    first = store.earliest_id() or 1
+    consumer = options.get("consumer-id")
+    if consumer and options.get("consumer.ignore-progress", "false").lower() != "true":
+        progress = ConsumerStore(table.file_io, table.root).next_snapshot(consumer)
+        if progress is not None:
+            return offset(progress)
+    mode = options.get("scan.mode", "default").lower()
+    if mode not in STREAM_MODES:
+        raise InvalidOption(f"table {table.name}: scan.mode '{mode}' is not supported by the tarn "
+                            f"streaming source (use one of {list(STREAM_MODES)})")
+    if mode == "default":
+        mode = ("from-snapshot" if options.get("scan.snapshot-id") else
+                "from-timestamp" if options.get("scan.timestamp-millis") else "latest-full")
+    if mode in ("latest-full", "full"):
+        return offset(latest, full=True) if latest is not None else offset(first)
+    if mode == "latest":
+        return offset((latest or 0) + 1)
+    if mode in ("from-snapshot", "from-snapshot-full"):
+        snapshot_id = _required_long(options, "scan.snapshot-id", mode)
+        if not store.exists(snapshot_id) and not (latest is not None and snapshot_id == latest + 1):
+            span = "no snapshots" if latest is None else f"snapshots {first}..{latest}"
+            raise SnapshotNotFound(f"table {table.name}: scan.snapshot-id {snapshot_id} does not exist ({span})")
+        return offset(snapshot_id, full=mode == "from-snapshot-full" and store.exists(snapshot_id))
+    millis = _required_long(options, "scan.timestamp-millis", mode)
+    before = store.at_or_before(millis)
+    return offset(before.id + 1 if before is not None else first)
+
+
+def _required_long(options: dict, key: str, mode: str) -> int:
+    if not options.get(key):
+        raise InvalidOption(f"scan.mode '{mode}' needs option '{key}'")
+    try:
+        return int(options[key])
+    except ValueError:
+        raise InvalidOption(f"option '{key}'='{options[key]}' is not an integer") from None
+
+
+def added_files(table: tarn.Table, snapshot: Snapshot, options: Options) -> list[DeltaFile]:
+    """The files whose rows a streaming read of `snapshot` emits."""
+    planner = table._planner(table.schema())
+    producer = (options.get("changelog-producer") or "none").lower()
+    if producer != "none":
+        if not snapshot.changelog_manifest_list:
+            return []
+        manifest_list = snapshot.changelog_manifest_list
+    else:
+        if snapshot.commit_kind == snap.OVERWRITE and not options.bool("streaming-read-overwrite"):
+            return []
+        if snapshot.commit_kind not in (snap.APPEND, snap.OVERWRITE):
+            return []
+        manifest_list = snapshot.delta_manifest_list
+    files = []
+    for meta in planner.manifests.read_manifest_list(manifest_list):
+        for entry in planner.manifests.read_manifest(meta.file_name):
+            if entry.kind != 0:  # DELETE entries carry no new rows
+                continue
+            values = planner.partition_values(entry.partition)
+            from tarn import partition
+            bucket_path = partition.bucket_path(table.root, table.schema(),
+                                                options.get("partition.default-name"), values, entry.bucket)
+            files.append(DeltaFile(bucket_path, entry.file))
+    return files
+
+
+def pack_files(files: list[DeltaFile], target_size: int, open_cost: int) -> list[list[DeltaFile]]:
+    groups, current, weight = [], [], 0
+    for f in files:
+        cost = max(f.meta.file_size, open_cost)
+        if current and weight + cost > target_size:
+            groups.append(current)
+            current, weight = [], 0
+        current.append(f)
+        weight += cost
+    if current:
+        groups.append(current)
+    return groups
+
+
+class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """`spark.readStream.format("tarn").load(path)`."""
+
+    def __init__(self, path: str, options: dict[str, str], schema: StructType):
+        self.path = path
+        self.options = options
+        self.schema = schema
+        self.arrow_schema = arrow_target(schema)
+        self.row_kind = options.get("read.changelog", "false").lower() == "true"
+        self.stop_at: int | None = None  # Trigger.AvailableNow: the latest snapshot at start
+
+    @classmethod
+    def prepare(cls, options: dict[str, str], schema: StructType) -> "StreamReader":
+        path = table_path(options)
+        check_options(options, READ_OPTIONS, f"table {path}")
+        reader = cls(path, options, schema)
+        start_offset(load(path), options)  # a bad start position fails before the query runs
+        return reader
+
+    def table_options(self, table: tarn.Table) -> Options:
+        overrides = {k: v for k, v in self.options.items() if k not in READ_OPTIONS}
+        return Options({**table.schema().options, **overrides})
+
+    # ------------------------------------------------------------------ offsets
+
+    def initialOffset(self) -> dict:
+        table = load(self.path)
+        start = start_offset(table, self.options)
+        consumer = self.options.get("consumer-id")
+        if consumer:  # from now on expiry keeps what this consumer has not read
+            ConsumerStore(table.file_io, table.root).write(consumer, start["next"])
+        return start
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        latest = load(self.path).snapshot_store.latest_id() or 0
+        if self.stop_at is not None:
+            latest = min(latest, self.stop_at)
+        if start["full"]:
+            return offset(max(latest, start["next"]) + 1)
+        if latest >= start["next"]:
+            return offset(latest + 1)
+        return start
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.stop_at = load(self.path).snapshot_store.latest_id() or 0
+
+    def commit(self, end: dict) -> None:
+        consumer = self.options.get("consumer-id")
+        if consumer:
+            table = load(self.path)
+            ConsumerStore(table.file_io, table.root).write(consumer, end["next"])
+
+    # ------------------------------------------------------------------ planning and reading
+
+    def partitions(self, start: dict, end: dict) -> list[StreamPart]:
+        table = load(self.path)
+        options = self.table_options(table)
+        target = options.memory_bytes("source.split.target-size")
+        open_cost = options.memory_bytes("source.split.open-file-cost")
+        parts: list[StreamPart] = []
+        first = start["next"]
+        if start["full"]:
+            snapshot = self._snapshot(table, first)
+            from tarn.maintenance.time_travel import scan_at
+            splits = scan_at(table, snapshot).plan()
+            parts += [StreamPart(snapshot, group) for group in pack_splits(splits, target, open_cost)]
+            first += 1
+        files: list[DeltaFile] = []
+        for snapshot_id in range(first, end["next"]):
+            files += added_files(table, self._snapshot(table, snapshot_id), options)
+        parts += [StreamPart(files=group) for group in pack_files(files, target, open_cost)]
+        return parts
+
+    def _snapshot(self, table: tarn.Table, snapshot_id: int) -> Snapshot:
+        if not table.snapshot_store.exists(snapshot_id):
+            raise SnapshotNotFound(
+                f"table {table.name}: snapshot {snapshot_id} expired before this stream read it; "
+                "set 'consumer-id' so expiry keeps the snapshots a stream has not read")
+        return table.snapshot(snapshot_id)
+
+    def read(self, partition: StreamPart) -> Iterator[pa.RecordBatch]:
+        table = load(self.path)
+        names = [f.name for f in self.arrow_schema if not (self.row_kind and f.name == ROW_KIND_COLUMN)]
+        if partition.full:
+            from tarn.maintenance.time_travel import scan_at
+            reader = scan_at(table, partition.snapshot, None, names).reader()
+            for split in partition.full:
+                for chunk in reader.read_chunks(split):
+                    kinds = pa.array(np.zeros(chunk.num_rows, dtype=np.int8))
+                    yield from self._emit(chunk, kinds)
+        if not partition.files:
+            return
+        schema = table.schema()
+        fields = [schema.field(n) for n in names]
+        files = FileReader(table.file_io, schema, table.schema_by_id, self.table_options(table))
+        pk = bool(schema.primary_keys)
+        for f in partition.files:
+            data = files.read(f.bucket_path, f.meta, fields, with_system=pk)
+            if pk:
+                kinds = data.column(VALUE_KIND).combine_chunks()
+                data = data.select(names)
+            else:
+                kinds = pa.array(np.zeros(data.num_rows, dtype=np.int8))
+            yield from self._emit(data, kinds)
+
+    def _emit(self, data: pa.Table, kinds: pa.Array) -> Iterator[pa.RecordBatch]:
+        if self.row_kind:
+            data = data.add_column(0, ROW_KIND_COLUMN, pc.take(KIND_NAMES, kinds.cast(pa.int32())))
+        else:
+            keep = pc.or_(pc.equal(kinds, INSERT), pc.equal(kinds, UPDATE_AFTER))
+            if not pc.all(keep).as_py():
+                data = data.filter(keep)
+        if data.num_rows:
+            yield from fit_batch(data, self.arrow_schema).to_batches(BATCH_ROWS)

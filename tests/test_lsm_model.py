@@ -1,0 +1,432 @@
+"""Model-based test of the LSM merge tree and every merge engine.
+
+Random sequences of writes (batches with row kinds, duplicate keys, several flushes per commit),
+deletes, compactions (universal and full) and reads run on small primary-key tables, for every
+merge engine and option combination in `ENGINE_CONFIGS` and random LSM knobs (file format,
+bucket count, partitioning, `write-only`, `write-buffer-size`, compaction trigger). Every read -
+full scan, key-filtered scan, time travel to each earlier snapshot - is checked against
+`tests/lsm_oracle.py`, a plain-Python model of Java Paimon's merge functions applied to all of
+a key's rows at once. Writes Paimon refuses must raise a TarnError and leave the table exactly
+as it was (same snapshot, same files).
+
+Inputs are kept to those whose result does not depend on how the LSM tree happened to group
+rows into merges: where Java Paimon's own merge functions give different results for different
+groupings (see `Policy`), the generator steers around it, since tarn may legitimately differ
+from the one-merge model there too.
+
+Profiles: the CI profile is bounded; `TARN_HYPOTHESIS_PROFILE=long` runs many more and longer
+sequences.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import tarn
+from tarn import col
+
+from tests.lsm_oracle import RETRACT_KINDS, Column, LsmOracle, Row, TableDef, merge_order
+
+settings.register_profile(
+    "tarn-lsm-ci", max_examples=6, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "tarn-lsm-long", max_examples=200, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "tarn-lsm-dev", parent=settings.get_profile("tarn-lsm-ci"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate])
+settings.register_profile(
+    "tarn-lsm-longdev", parent=settings.get_profile("tarn-lsm-long"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate])
+PROFILE_NAME = os.environ.get("TARN_HYPOTHESIS_PROFILE", "ci")
+LONG = PROFILE_NAME in ("long", "longdev")
+PROFILE = settings.get_profile({"long": "tarn-lsm-long", "dev": "tarn-lsm-dev",
+                                "longdev": "tarn-lsm-longdev"}.get(PROFILE_NAME, "tarn-lsm-ci"))
+MAX_OPS = 30 if LONG else 12
+MAX_ROWS = 8 if LONG else 6
+
+ARROW = {"int": pa.int32(), "bigint": pa.int64(), "string": pa.string(), "bool": pa.bool_()}
+
+# ------------------------------------------------------------------------------------------
+# Column families and their values
+
+SMALL_INT = st.one_of(st.none(), st.integers(-3, 3))
+SHORT_TEXT = st.one_of(st.none(), st.sampled_from(["", "a", "b", "ab", " "]))
+TOKENS = st.one_of(st.none(), st.sampled_from(["", " ", "a", "b", "a,b", "b,a", "a|b", "c|c", ",", "a,a"]))
+BOOLS = st.one_of(st.none(), st.booleans())
+SEQ = st.integers(0, 4)
+
+FAMILIES = {
+    # deduplicate / first-row: plain values and two candidate sequence fields
+    "plain": {"v": ("int", SMALL_INT), "s": ("string", SHORT_TEXT), "sq": ("bigint", SEQ),
+              "sq2": ("int", SEQ)},
+    # partial-update: g1 guards a, b; (g2, g3) guard c, d; e and sq are outside groups
+    "partial": {"a": ("int", SMALL_INT), "b": ("string", SHORT_TEXT), "g1": ("int", st.one_of(st.none(), SEQ)),
+                "c": ("int", SMALL_INT), "d": ("bigint", SMALL_INT), "g2": ("int", st.one_of(st.none(), SEQ)),
+                "g3": ("int", st.one_of(st.none(), SEQ)), "e": ("string", SHORT_TEXT), "sq": ("bigint", SEQ)},
+    # aggregation: one column per function
+    "agg": {"sm": ("bigint", SMALL_INT), "pr": ("bigint", st.one_of(st.none(), st.sampled_from([-1, 1, 2]))),
+            "mx": ("int", SMALL_INT), "mn": ("string", SHORT_TEXT), "lv": ("int", SMALL_INT),
+            "lnn": ("string", SHORT_TEXT), "la": ("string", TOKENS), "ld": ("string", TOKENS),
+            "ba": ("bool", BOOLS), "bo": ("bool", BOOLS), "fv": ("int", SMALL_INT),
+            "fnn": ("string", SHORT_TEXT), "sq": ("bigint", SEQ)},
+}
+
+AGG_FUNCTIONS = {
+    "fields.sm.aggregate-function": "sum", "fields.pr.aggregate-function": "product",
+    "fields.mx.aggregate-function": "max", "fields.mn.aggregate-function": "min",
+    "fields.lv.aggregate-function": "last_value",  # lnn: the default, last_non_null_value
+    "fields.la.aggregate-function": "listagg",
+    "fields.ld.aggregate-function": "listagg", "fields.ld.list-agg-delimiter": "|",
+    "fields.ld.distinct": "true",
+    "fields.ba.aggregate-function": "bool_and", "fields.bo.aggregate-function": "bool_or",
+    "fields.fv.aggregate-function": "first_value", "fields.fnn.aggregate-function": "first_not_null_value",
+}
+NOT_RETRACTABLE = ("mx", "mn", "la", "ld", "ba", "bo", "fv", "fnn")
+GROUPS = {"fields.g1.sequence-group": "a,b", "fields.g2,g3.sequence-group": "c,d"}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Which row kinds a configuration gets and how the generator steers around inputs whose
+    result depends on the grouping of merges in Java Paimon itself:
+
+    - `kinds`: row kinds drawn for writes; `deletes`: whether `table.delete` is used.
+    - `refused`: retracts make the write fail (first-row / partial-update without the options).
+    - `null_retracts`: value columns of -U/-D rows are null (partial-update and aggregation
+      start a key from a retract's values, Paimon's `initRow`, or restart from a -D).
+    - `add_first`: a key's first row is an add (a merged retract would be dropped by a
+      compaction reaching the top level, losing what it carries).
+    - `null_retract_columns`: columns nulled in retract rows (a retraction Java cannot regroup:
+      last_non_null_value / product retract through a null accumulator, sums in groups).
+    - `null_empty_groups`: fields guarded by a sequence group whose sequence fields are all
+      null are null in every row (tarn merges a key's single row where Java passes it through
+      unmerged; the known divergence is pinned by `test_partial_update_single_row_passes_through`).
+    - `monotone_sequence`: `sequence.field` values never decrease per key (partial-update and
+      aggregation merge out-of-order runs differently depending on grouping); deduplicate only
+      keeps an add from sorting below an earlier retract (a dropped tombstone).
+    """
+
+    kinds: tuple[str, ...] = ("+I", "+U", "-U", "-D")
+    deletes: bool = True
+    refused: bool = False
+    null_retracts: bool = False
+    add_first: bool = False
+    null_retract_columns: tuple[str, ...] = ()
+    monotone_sequence: bool = False
+    null_empty_groups: bool = False
+
+
+ANY = Policy()
+REFUSED = Policy(refused=True)
+ADDS_ONLY = Policy(kinds=("+I", "+U"), deletes=False)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    id: str
+    family: str
+    options: dict
+    policy: Policy = ANY
+
+
+ENGINE_CONFIGS = [
+    EngineConfig("dedup", "plain", {}),
+    EngineConfig("dedup-ignore-delete", "plain", {"ignore-delete": "true"}),
+    EngineConfig("dedup-seq", "plain", {"sequence.field": "sq"}),
+    EngineConfig("dedup-seq2", "plain", {"sequence.field": "sq2,sq"}),
+    EngineConfig("dedup-seq-padding", "plain", {"sequence.field": "sq", "sequence.auto-padding": "row-kind-flag"}),
+    EngineConfig("dedup-seq-descending", "plain", {"sequence.field": "sq", "sequence.field.sort-order": "descending"},
+                 Policy(deletes=False)),
+    EngineConfig("first-row", "plain", {"merge-engine": "first-row"}, REFUSED),
+    EngineConfig("first-row-ignore-delete", "plain", {"merge-engine": "first-row", "first-row.ignore-delete": "true"}),
+    EngineConfig("partial", "partial", {"merge-engine": "partial-update"}, REFUSED),
+    EngineConfig("partial-ignore-delete", "partial",
+                 {"merge-engine": "partial-update", "partial-update.ignore-delete": "true"}),
+    EngineConfig("partial-ignore-delete-defaults", "partial",
+                 {"merge-engine": "partial-update", "ignore-delete": "true", "fields.b.default-value": "dflt",
+                  "fields.c.default-value": "7"}),
+    EngineConfig("partial-remove-on-delete", "partial",
+                 {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+                 Policy(kinds=("+I", "+U", "-D"), null_retracts=True)),
+    EngineConfig("partial-groups", "partial",
+                 {"merge-engine": "partial-update", **GROUPS, "fields.d.aggregate-function": "sum"},
+                 Policy(add_first=True, null_retract_columns=("e", "sq", "d"), null_empty_groups=True)),
+    EngineConfig("partial-groups-aggregates", "partial",
+                 {"merge-engine": "partial-update", **GROUPS, "fields.c.aggregate-function": "max",
+                  "fields.d.aggregate-function": "first_value"},
+                 Policy(kinds=("+I", "+U"), deletes=False, null_empty_groups=True)),
+    EngineConfig("partial-seq", "partial",
+                 {"merge-engine": "partial-update", "sequence.field": "sq", "ignore-delete": "true"},
+                 Policy(monotone_sequence=True)),
+    EngineConfig("agg", "agg", {"merge-engine": "aggregation", **AGG_FUNCTIONS}, ADDS_ONLY),
+    EngineConfig("agg-retract", "agg",
+                 {"merge-engine": "aggregation", **AGG_FUNCTIONS,
+                  **{f"fields.{c}.ignore-retract": "true" for c in NOT_RETRACTABLE}},
+                 Policy(add_first=True, null_retract_columns=("pr", "lnn", "sq"))),
+    EngineConfig("agg-default-function", "agg",
+                 {"merge-engine": "aggregation", "fields.default-aggregate-function": "max",
+                  "fields.sm.aggregate-function": "sum", "fields.ld.aggregate-function": "listagg",
+                  "fields.ld.list-agg-delimiter": "|", "fields.ld.distinct": "true"}, ADDS_ONLY),
+    EngineConfig("agg-remove-on-delete", "agg",
+                 {"merge-engine": "aggregation", **AGG_FUNCTIONS, "aggregation.remove-record-on-delete": "true",
+                  "fields.fv.aggregate-function": "last_value", "fields.fnn.aggregate-function": "max"},
+                 Policy(kinds=("+I", "+U", "-D"), null_retracts=True)),
+    EngineConfig("agg-ignore-delete", "agg",
+                 {"merge-engine": "aggregation", **AGG_FUNCTIONS, "ignore-delete": "true"}),
+    EngineConfig("agg-seq", "agg",
+                 {"merge-engine": "aggregation", **AGG_FUNCTIONS, "sequence.field": "sq"},
+                 Policy(kinds=("+I", "+U"), deletes=False, monotone_sequence=True)),
+]
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The LSM settings drawn per example."""
+
+    file_format: str
+    bucket: int
+    partitioned: bool
+    write_only: bool
+    small_buffer: bool
+    trigger: int
+
+    def options(self) -> dict:
+        opts = {"bucket": str(self.bucket), "file.format": self.file_format,
+                "num-sorted-run.compaction-trigger": str(self.trigger)}
+        if self.write_only:
+            opts["write-only"] = "true"
+        if self.small_buffer:
+            opts["write-buffer-size"] = "1 b"
+        return opts
+
+
+KNOBS = st.builds(Knobs, st.sampled_from(["parquet", "orc", "avro"]), st.integers(1, 2), st.booleans(),
+                  st.booleans(), st.booleans(), st.integers(2, 5))
+
+
+class Harness:
+    """One table under test with its oracle and the expected content of each snapshot."""
+
+    def __init__(self, config: EngineConfig, knobs: Knobs, warehouse: str):
+        self.config, self.knobs = config, knobs
+        family = FAMILIES[config.family]
+        keys = (["p"] if knobs.partitioned else []) + ["k"]
+        columns = [Column("p", "string")] if knobs.partitioned else []
+        columns += [Column("k", "int")] + [Column(n, kind) for n, (kind, _) in family.items()]
+        options = {**config.options, **knobs.options()}
+        self.definition = TableDef(tuple(columns), tuple(keys), options)
+        self.schema = pa.schema([(c.name, ARROW[c.kind]) for c in columns])
+        self.table = tarn.Catalog(warehouse).create_table(
+            "db.lsm", schema=self.schema, primary_key=keys,
+            partition_keys=["p"] if knobs.partitioned else None, options=options)
+        self.oracle = LsmOracle(self.definition)
+        self.expected: dict[int, list[dict]] = {}
+        self.trace: list[str] = [f"create_table(options={options})"]  # the calls made, for failures
+
+    # -------------------------------------------------------------- generating rows
+
+    def row(self, data) -> dict:
+        values = {}
+        if self.knobs.partitioned:
+            values["p"] = data.draw(st.sampled_from(["x", "y"]), label="p")
+        values["k"] = data.draw(st.integers(0, 3), label="k")
+        for name, (_, strategy) in FAMILIES[self.config.family].items():
+            values[name] = data.draw(strategy, label=name)
+        return values
+
+    def steer(self, rows: list[dict], kinds: list[str]) -> tuple[list[dict], list[str]]:
+        """Apply the policy: adjust rows so their result does not depend on merge grouping."""
+        policy = self.config.policy
+        names = [c.name for c in self.definition.columns if c.name not in self.definition.primary_keys]
+        seq = self.definition.sequence_fields
+        seen: dict[tuple, list[tuple[dict, str]]] = {}
+        for key, history in self.oracle.history.items():
+            seen[key] = [(r.values, r.kind) for r in history]
+        out_rows, out_kinds = [], []
+        for values, kind in zip(rows, kinds):
+            values = dict(values)
+            key = self.definition.key_of(values)
+            earlier = seen.setdefault(key, [])
+            retract = kind in RETRACT_KINDS
+            if retract and policy.add_first and not any(k not in RETRACT_KINDS for _, k in earlier):
+                kind, retract = "+I", False
+            if retract and policy.null_retracts:
+                values.update({n: None for n in names})
+            if retract:
+                values.update({n: None for n in policy.null_retract_columns})
+            if retract or policy.null_empty_groups:
+                for order, guarded in self.definition.sequence_groups:
+                    if all(values[s] is None for s in order):
+                        values.update({n: None for n in guarded})
+            if seq and not (retract and self.definition.ignore_delete):
+                if policy.monotone_sequence:
+                    bounds = [(v, k) for v, k in earlier if not (k in RETRACT_KINDS and self.definition.ignore_delete)]
+                elif not retract:
+                    bounds = [(v, k) for v, k in earlier if k in RETRACT_KINDS]
+                else:
+                    bounds = []
+                for bound, bound_kind in bounds:
+                    if self.sorts_before(values, kind, bound, bound_kind):
+                        values.update({s: bound[s] for s in seq})
+            earlier.append((values, kind))
+            out_rows.append(values)
+            out_kinds.append(kind)
+        return out_rows, out_kinds
+
+    def sorts_before(self, values: dict, kind: str, other: dict, other_kind: str) -> bool:
+        """Would a new row merge before an earlier one (sequence fields decide)?"""
+        new, old = Row(values, kind, 1), Row(other, other_kind, 0)
+        return merge_order(self.definition, [old, new])[0] is new
+
+    def arrow(self, rows: list[dict], names: list[str] | None = None) -> pa.Table:
+        schema = self.schema if names is None else pa.schema([self.schema.field(n) for n in names])
+        return pa.Table.from_pylist([{n: r[n] for n in schema.names} for r in rows], schema=schema)
+
+    # -------------------------------------------------------------- operations
+
+    def op_write(self, data) -> None:
+        rows = [self.row(data) for _ in range(data.draw(st.integers(1, MAX_ROWS), label="batch size"))]
+        policy = self.config.policy
+        kinds = [data.draw(st.sampled_from(policy.kinds), label="kind") for _ in rows]
+        rows, kinds = self.steer(rows, kinds)
+        accepted = self.oracle.accepts(kinds)
+        chunks = data.draw(st.integers(1, 3), label="writer.write calls") if accepted else 1
+        self.trace.append(f"write({rows}, row_kind={kinds}, chunks={chunks})")
+        if not accepted:
+            self.expect_refused(lambda: self.table.write(self.arrow(rows), row_kind=kinds))
+            return
+        self.commit_and_check(lambda: self._write_chunks(rows, kinds, chunks))
+        self.oracle.write(rows, kinds)
+        self.record_snapshots()
+
+    def _write_chunks(self, rows, kinds, chunks) -> None:
+        if chunks == 1:
+            self.table.write(self.arrow(rows), row_kind=kinds)
+            return
+        writer = self.table.new_writer()
+        size = -(-len(rows) // chunks)
+        for start in range(0, len(rows), size):
+            writer.write(self.arrow(rows[start:start + size]), row_kind=kinds[start:start + size])
+        self.table.commit(writer.prepare_commit())
+
+    def op_delete(self, data) -> None:
+        rows = [self.row(data) for _ in range(data.draw(st.integers(1, 3), label="delete count"))]
+        if self.config.policy.add_first:
+            rows = [r for r in rows if any(k not in RETRACT_KINDS for k in
+                                           (x.kind for x in self.oracle.history.get(self.definition.key_of(r), [])))]
+            if not rows:
+                return
+        keys = list(self.definition.primary_keys)
+        full = [{n: (r[n] if n in keys else None) for n in self.schema.names} for r in rows]
+        full, _ = self.steer(full, ["-D"] * len(full))
+        self.trace.append(f"delete({[{k: r[k] for k in keys} for r in full]})")
+        if not self.oracle.accepts(["-D"]):
+            self.expect_refused(lambda: self.table.delete(self.arrow(full, keys)))
+            return
+        self.commit_and_check(lambda: self.table.delete(self.arrow(full, keys)))
+        self.oracle.write(full, ["-D"] * len(full))
+        self.record_snapshots()
+
+    def op_compact(self, data, full: bool) -> None:
+        partitions = None
+        if full and self.knobs.partitioned and data.draw(st.booleans(), label="one partition"):
+            partitions = [{"p": data.draw(st.sampled_from(["x", "y"]), label="partition")}]
+        self.trace.append(f"compact(full={full}, partitions={partitions})")
+        self.commit_and_check(lambda: self.table.compact(full=full, partitions=partitions))
+        if full:
+            self.oracle.full_compaction(None if partitions is None else partitions[0]["p"])
+        self.record_snapshots()
+
+    def op_scan_keys(self, data) -> None:
+        ks = data.draw(st.lists(st.integers(0, 3), min_size=1, max_size=2), label="filter keys")
+        predicate = col("k") == ks[0] if len(ks) == 1 else col("k").isin(ks)
+        got = self.table.scan(filter=predicate).to_arrow()
+        want = [r for r in self.oracle.rows() if r["k"] in ks]
+        self.same(got, want, f"scan(filter=k in {ks})")
+
+    # -------------------------------------------------------------- checks
+
+    def commit_and_check(self, action) -> None:
+        self.before = self.table.latest_snapshot()
+        action()
+
+    def record_snapshots(self) -> None:
+        latest = self.table.latest_snapshot()
+        first = self.before.id + 1 if self.before else 1
+        for sid in range(first, (latest.id if latest else 0) + 1):
+            self.expected[sid] = self.oracle.save()
+
+    def expect_refused(self, action) -> None:
+        before_id = _snapshot_id(self.table)
+        before_files = _listing(self.table.root)
+        with pytest.raises(tarn.TarnError):
+            action()
+        assert _snapshot_id(self.table) == before_id, "a refused write committed a snapshot"
+        assert _listing(self.table.root) == before_files, "a refused write left files behind"
+
+    def check_latest(self) -> None:
+        self.same(self.table.scan().to_arrow(), self.oracle.rows(), "scan()")
+
+    def check_time_travel(self) -> None:
+        for sid, rows in self.expected.items():
+            self.same(self.table.scan(snapshot_id=sid).to_arrow(), rows, f"scan(snapshot_id={sid})")
+
+    def same(self, got: pa.Table, want: list[dict], what: str) -> None:
+        names = self.schema.names
+        assert got.column_names == names
+        g, w = _canonical(got.to_pylist(), names), _canonical(want, names)
+        calls = "\n  ".join(self.trace)
+        assert g == w, f"{what}:\n got  {g}\n want {w}\nafter:\n  {calls}"
+
+
+def _snapshot_id(table) -> int | None:
+    latest = table.latest_snapshot()
+    return latest.id if latest else None
+
+
+def _listing(root: str) -> set[str]:
+    found = set()
+    for directory, _, files in os.walk(root):
+        found.update(os.path.relpath(os.path.join(directory, f), root) for f in files)
+    return found
+
+
+def _canonical(rows: list[dict], names: list[str]) -> list[tuple]:
+    return sorted((tuple(r[n] for n in names) for r in rows),
+                  key=lambda t: [(v is None, str(type(v)), v if v is not None else 0) for v in t])
+
+
+def run(config: EngineConfig, knobs: Knobs, data) -> None:
+    with tempfile.TemporaryDirectory() as warehouse:
+        harness = Harness(config, knobs, warehouse)
+        ops = ["write", "write", "write", "compact", "full", "scan", "keys"]
+        if config.policy.deletes:
+            ops.append("delete")
+        for _ in range(data.draw(st.integers(1, MAX_OPS), label="number of ops")):
+            op = data.draw(st.sampled_from(ops), label="op")
+            if op == "write":
+                harness.op_write(data)
+            elif op == "delete":
+                harness.op_delete(data)
+            elif op in ("compact", "full"):
+                harness.op_compact(data, full=op == "full")
+            elif op == "keys":
+                harness.op_scan_keys(data)
+            harness.check_latest()
+        harness.check_time_travel()
+
+
+@pytest.mark.parametrize("config", ENGINE_CONFIGS, ids=[c.id for c in ENGINE_CONFIGS])
+@PROFILE
+@given(knobs=KNOBS, data=st.data())
+def test_lsm_matches_oracle(config, knobs, data):
+    run(config, knobs, data)
