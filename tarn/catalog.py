@@ -10,6 +10,8 @@ from tarn.meta.schema import new_schema
 from tarn.lsm.aggregate import validate_aggregation
 from tarn.lsm.first_row import validate_first_row
 from tarn.lsm.partial_update import validate_partial_update
+from tarn.maintenance.expire import check_retention_options
+from tarn.maintenance.tags import check_tag_options
 from tarn.options import Options, validate_options
 from tarn.store.schemas import SchemaStore
 from tarn.table import Table
@@ -116,6 +118,8 @@ def check_creatable(schema, identifier: str) -> None:
             raise TarnError(f"table {identifier}: partition column '{key}' has type {root}, "
                             "which cannot be encoded as a partition value")
     check_merge_engine(schema, options, identifier)
+    check_retention_options(schema.options, identifier)
+    check_tag_options(options, identifier)
 
 
 def check_merge_engine(schema, options: Options, identifier: str) -> None:

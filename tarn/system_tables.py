@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from tarn import partition as partitions
 from tarn.codec.binary_row import deserialize_row
 from tarn.errors import InvalidArgument
 from tarn.meta.manifest import APPEND_SOURCE, DELETION_VECTORS_INDEX, DataFileMeta
@@ -280,16 +281,21 @@ def _stats_row_text(data: bytes, types: list[DataType]) -> str:
 
 
 def files_table(table: "Table", snapshot: Snapshot | None = None) -> pa.Table:
+    """Every live data file (all levels), by partition, bucket and sequence."""
     snapshot = snapshot or table.latest_snapshot()
     if snapshot is None:
         return _rows(FILES_SCHEMA, [])
     schema = table.schema()
     types = [schema.field(k).type for k in schema.partition_keys]
+    planner = table._planner(schema)
+    default_name = table.options.get("partition.default-name")
+    entries = sorted(planner.live_entries(snapshot),
+                     key=lambda e: (e.partition, e.bucket, e.file.min_sequence_number, e.file.file_name))
     rows = []
-    for split in table._planner(schema).plan(snapshot):
-        partition = _row_text(list(split.partition_values), types)
-        for f in split.files:
-            rows.append(_file_row(table, schema, partition, split.bucket, split.bucket_path, f))
+    for e in entries:
+        values = planner.partition_values(e.partition)
+        bucket_path = partitions.bucket_path(table.root, schema, default_name, values, e.bucket)
+        rows.append(_file_row(table, schema, _row_text(list(values), types), e.bucket, bucket_path, e.file))
     return _rows(FILES_SCHEMA, rows)
 
 

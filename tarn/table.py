@@ -9,7 +9,8 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn import partition
+from tarn import maintenance, partition, system_tables
+from tarn.maintenance import expire, orphans, rollback, tags, time_travel
 from tarn.commit.committer import Committer, Overwrite
 from tarn.errors import InvalidOption, SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
 from tarn.fs import FileIO, file_io_for, join
@@ -81,6 +82,8 @@ class Table:
         before = self.schema()
         after = apply_changes(before, changes)
         validate_options(dict(after.options), self.name, after.field_names)
+        expire.check_retention_options(after.options, self.name)
+        tags.check_tag_options(Options(after.options), self.name)
         for key in set(before.options) | set(after.options):
             if before.options.get(key) != after.options.get(key) and _is_immutable(key):
                 raise InvalidOption(f"table {self.name}: option '{key}' cannot be changed after creation")
@@ -126,11 +129,13 @@ class Table:
         """Commit writer messages as one snapshot. On failure the messages' files are deleted."""
         schema = self.schema()
         try:
-            return self.committer(schema).commit(messages, commit_user or str(uuid.uuid4()),
-                                                 commit_identifier, overwrite, watermark)
+            snapshot = self.committer(schema).commit(messages, commit_user or str(uuid.uuid4()),
+                                                     commit_identifier, overwrite, watermark)
         except BaseException:
             abort(self.file_io, self.root, schema, messages)
             raise
+        maintenance.after_commit(self)  # tag creation/expiry, snapshot expiry (not write-only)
+        return snapshot
 
     # ------------------------------------------------------------------ writes
 
@@ -196,11 +201,21 @@ class Table:
     # ------------------------------------------------------------------ reads
 
     def scan(self, filter: Predicate | None = None, columns: list[str] | None = None,
-             snapshot_id: int | None = None) -> "Scan":
-        schema = self.schema()
-        snapshot = self.snapshot(snapshot_id) if snapshot_id is not None else self.latest_snapshot()
-        if snapshot is not None and snapshot_id is not None:
-            schema = self.schema_by_id(snapshot.schema_id)  # time travel reads the schema of then
+             snapshot_id: int | None = None, tag: str | None = None,
+             as_of_timestamp_ms: int | None = None) -> "Scan":
+        """Read the latest snapshot, or travel to a snapshot id, a tag, or the snapshot current
+        at a time (falling back to the closest earlier tag once those snapshots expired).
+        Time travel reads with the schema of the snapshot it lands on."""
+        if snapshot_id is None and tag is None and as_of_timestamp_ms is None:
+            return self.scan_snapshot(self.latest_snapshot(), filter, columns, self.schema())
+        snapshot = time_travel.resolve(self, snapshot_id, tag, as_of_timestamp_ms)
+        return self.scan_snapshot(snapshot, filter, columns)
+
+    def scan_snapshot(self, snapshot: Snapshot | None, filter: Predicate | None = None,
+                      columns: list[str] | None = None, schema: TableSchema | None = None) -> "Scan":
+        """A scan of this exact snapshot (with its own schema unless `schema` is given)."""
+        if schema is None:
+            schema = self.schema_by_id(snapshot.schema_id) if snapshot is not None else self.schema()
         names = schema.field_names
         if columns is not None:
             unknown = [c for c in columns if c not in names]
@@ -209,6 +224,58 @@ class Table:
         if filter is not None:
             check_columns(filter, names, self.name)
         return Scan(self, schema, snapshot, filter, list(columns) if columns is not None else None)
+
+    # ------------------------------------------------------------------ tags, expiry, rollback
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, time_retained=None,
+                   ignore_if_exists: bool = False):
+        """Tag a snapshot (default: the latest); `time_retained` as timedelta, millis or "1 d"."""
+        return tags.create_tag(self, name, snapshot_id, time_retained, ignore_if_exists)
+
+    def delete_tag(self, name: str) -> None:
+        """Delete a tag and exactly the files nothing else still uses."""
+        tags.delete_tag(self, name)
+
+    def rename_tag(self, name: str, new_name: str) -> None:
+        tags.rename_tag(self, name, new_name)
+
+    def replace_tag(self, name: str, snapshot_id: int | None = None, time_retained=None):
+        return tags.replace_tag(self, name, snapshot_id, time_retained)
+
+    def list_tags(self) -> list:
+        return tags.list_tags(self)
+
+    def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
+                         older_than_ms: int | None = None, max_deletes: int | None = None) -> int:
+        """Expire snapshots by the retention options (or these overrides); returns how many."""
+        return expire.expire_snapshots(self, retain_min, retain_max, older_than_ms, max_deletes)
+
+    def rollback_to(self, target: int | str) -> Snapshot:
+        """Make the table hold exactly snapshot `target` (an id) or tag `target` (a name) again."""
+        return rollback.rollback_to(self, target)
+
+    def system_table(self, name: str) -> "SystemTable":
+        """`$snapshots`, `$schemas`, `$options`, `$tags`, `$files`, `$manifests`, `$partitions`,
+        `$buckets`, `$consumers` (the `$` is optional) with Paimon's column names."""
+        return SystemTable(system_tables.system_table(self, name))
+
+    def remove_orphan_files(self, older_than=None, dry_run: bool = False) -> list[str]:
+        """Delete (or with dry_run, list) files under the table nothing references, older than
+        `older_than` (epoch millis or datetime; default one day ago)."""
+        return orphans.remove_orphan_files(self, older_than, dry_run)
+
+
+@dataclass(frozen=True)
+class SystemTable:
+    """A system table's rows (read when the table method is called)."""
+
+    rows: pa.Table
+
+    def to_arrow(self) -> pa.Table:
+        return self.rows
+
+    def to_pandas(self):
+        return self.rows.to_pandas()
 
 
 @dataclass

@@ -76,3 +76,17 @@ def unreferenced_files(table) -> set[str]:
             referenced.update(files.manifests.path(m.file_name) for m in files.manifest_list(changelog, True))
     candidates = {i.path for i in candidate_files(table, len(table.schema().partition_keys))}
     return candidates - referenced
+
+
+def set_options_on_disk(table, options: dict) -> None:
+    """Change the options in the latest schema file directly, as another engine might have
+    written them (bypasses tarn's own option validation)."""
+    import json
+
+    schema_id = table.schema_store.list_ids()[-1]
+    path = os.path.join(table.root, "schema", f"schema-{schema_id}")
+    with open(path) as f:
+        schema = json.load(f)
+    schema["options"].update(options)
+    with open(path, "w") as f:
+        json.dump(schema, f)

@@ -14,7 +14,9 @@ from tarn.maintenance import time_travel as TT
 from tarn.maintenance.expire import check_retention_options, expire_snapshots
 from tarn.store.consumers import ConsumerStore
 from tarn.store.manifests import ManifestStore
-from tests.maintenance_checks import events, make_events, missing_files, rows, tree, unreferenced_files
+from tests.maintenance_checks import (
+    events, make_events, missing_files, rows, set_options_on_disk, tree, unreferenced_files,
+)
 
 FAR_FUTURE = int(time.time() * 1000) + 10**9
 
@@ -149,7 +151,9 @@ def test_invalid_retention_options(catalog):
     with pytest.raises(InvalidOption, match="snapshot.time-retained"):
         check_retention_options({"snapshot.time-retained": "soon"}, "db.t")
     check_retention_options({"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}, "db.t")
-    t = table_with(catalog, 3, **{"snapshot.num-retained.min": "3", "snapshot.num-retained.max": "2"})
+    t = table_with(catalog, 3)
+    # a table another engine wrote with retention options that contradict each other
+    set_options_on_disk(t, {"snapshot.num-retained.min": "3", "snapshot.num-retained.max": "2"})
     before = tree(t.root)
     with pytest.raises(InvalidOption):
         after_commit(t)

@@ -86,7 +86,7 @@ class Run:
         elif kind == "rollback":
             self.rollback(op[1], op[2])
         elif kind == "orphans":
-            remove_orphan_files(t, older_than_ms=FUTURE)
+            remove_orphan_files(t, older_than=FUTURE)
             assert not unreferenced_files(t)
         self.record()
 
@@ -142,6 +142,6 @@ def test_snapshots_and_tags_keep_their_rows(primary_key, ops):
         for op in ops:
             run.apply(op)
             run.check()
-        remove_orphan_files(run.table, older_than_ms=FUTURE)
+        remove_orphan_files(run.table, older_than=FUTURE)
         assert not unreferenced_files(run.table)
         run.check()

@@ -10,10 +10,12 @@ are matched by name, as Paimon does; schema, tag and consumer files are never to
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import TYPE_CHECKING
 
 from tarn import paths
+from tarn.errors import InvalidArgument
 from tarn.fs import basename, join
 from tarn.maintenance.references import TableFiles, delete_empty_dirs, delete_paths
 from tarn.meta.snapshot import Snapshot
@@ -95,11 +97,20 @@ def _bucket_dirs(table: "Table", directory: str, depth: int) -> list[str]:
     return out
 
 
-def remove_orphan_files(table: "Table", older_than_ms: int | None = None, dry_run: bool = False) -> list[str]:
+def remove_orphan_files(table: "Table", older_than: int | dt.datetime | None = None,
+                        dry_run: bool = False) -> list[str]:
     """Delete (or, with `dry_run`, only list) the orphan files last modified before
-    `older_than_ms` (epoch millis; default: one day ago). Returns their paths, sorted."""
-    if older_than_ms is None:
+    `older_than` (epoch millis, or a datetime; naive means local time; default: one day ago).
+    Returns their paths, sorted."""
+    if older_than is None:
         older_than_ms = int(time.time() * 1000) - DEFAULT_AGE_MS
+    elif isinstance(older_than, dt.datetime):
+        older_than_ms = int(older_than.timestamp() * 1000)
+    elif isinstance(older_than, int) and not isinstance(older_than, bool):
+        older_than_ms = older_than
+    else:
+        raise InvalidArgument(f"table {table.name}: older_than must be epoch millis or a datetime, "
+                              f"got {older_than!r}")
     schema = table.schema()
     files = TableFiles(table, schema)
     used = used_file_names(table, files)

@@ -74,16 +74,4 @@ def snapshot_at_time(table: "Table", timestamp_ms: int) -> Snapshot:
 def scan_at(table: "Table", snapshot: Snapshot | None, filter: "Predicate | None" = None,
             columns: list[str] | None = None) -> "Scan":
     """A Scan of `snapshot` (read with the schema it was written with)."""
-    from tarn.errors import SchemaMismatch
-    from tarn.scan.predicate import check_columns
-    from tarn.table import Scan
-
-    schema = table.schema_by_id(snapshot.schema_id) if snapshot is not None else table.schema()
-    names = schema.field_names
-    if columns is not None:
-        unknown = [c for c in columns if c not in names]
-        if unknown:
-            raise SchemaMismatch(f"table {table.name}: unknown column(s) {unknown} (columns: {names})")
-    if filter is not None:
-        check_columns(filter, names, table.name)
-    return Scan(table, schema, snapshot, filter, list(columns) if columns is not None else None)
+    return table.scan_snapshot(snapshot, filter, columns)
