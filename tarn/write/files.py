@@ -70,13 +70,14 @@ class FileWriter:
     """Writes the files of one (partition, bucket) directory with one name uuid."""
 
     def __init__(self, file_io: FileIO, bucket_path: str, schema: TableSchema, options: Options,
-                 prefix: str = "data-"):
+                 prefix: str | None = None):
         self.file_io = file_io
         self.bucket_path = bucket_path
         self.schema = schema
         self.options = options
         self.layout = layout_of(schema)
         self.file_format = (options.get("file.format") or "parquet").lower()
+        prefix = prefix or options.get("data-file.prefix") or "data-"  # Paimon's data-file.prefix
         self.namer = paths.FileNamer(prefix, "." + self.file_format)
         self.raw_options = dict(options.raw)
 

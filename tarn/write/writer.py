@@ -57,26 +57,24 @@ class BucketState:
             self.next_sequence = max(self.next_sequence, max(m.max_sequence_number for m in metas) + 1)
 
     def apply_compaction(self, before: list[DataFileMeta], after: list[DataFileMeta]) -> list[str]:
-        """Record a compaction; returns names of files that can be deleted right away (written
-        by this writer and compacted away before anyone could see them)."""
-        new_names = {m.file_name for m in self.new_files}
-        pending_names = new_names | {m.file_name for m in self.compact_after}
+        """Record a compaction as Java's MergeTreeWriter does: new files stay new (the APPEND
+        snapshot adds them, so streaming readers see every write) and become compaction inputs
+        (the COMPACT snapshot removes them). Returns names of files that can be deleted right
+        away: outputs of an earlier compaction of this writer, merged away unseen."""
         after_names = {m.file_name for m in after}
         gone = {(m.file_name, m.level) for m in before}
-
-        def kept(metas):
-            return [m for m in metas if (m.file_name, m.level) not in gone]
-
-        self.files = kept(self.files) + list(after)
-        self.new_files, self.compact_after = kept(self.new_files), kept(self.compact_after)
+        pending = {(m.file_name, m.level) for m in self.compact_after}
+        self.files = [m for m in self.files if (m.file_name, m.level) not in gone] + list(after)
+        self.compact_after = [m for m in self.compact_after if (m.file_name, m.level) not in gone]
         doomed = []
         for meta in before:
-            if meta.file_name not in pending_names:
-                self.compact_before.append(meta)  # committed before: the COMPACT snapshot removes it
-            elif meta.file_name not in after_names:
-                doomed.append(meta.file_name)  # never committed and now merged away
-        for meta in after:  # an upgraded new file is still new, at its new level
-            (self.new_files if meta.file_name in new_names else self.compact_after).append(meta)
+            before_names = {m.file_name for m in self.compact_before}
+            if (meta.file_name, meta.level) in pending:  # an output of this writer, compacted again
+                if meta.file_name not in before_names and meta.file_name not in after_names:
+                    doomed.append(meta.file_name)
+            elif meta.file_name not in before_names:
+                self.compact_before.append(meta)  # the COMPACT snapshot removes it
+        self.compact_after.extend(after)
         return doomed
 
     def message(self, total_buckets: int) -> CommitMessage:
@@ -351,7 +349,8 @@ def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[Commit
     for message in messages:
         values = partition.from_bytes(schema, message.partition)
         directory = partition.bucket_path(root, schema, default_name, values, message.bucket)
-        kept = {m.file_name for m in message.compact_before}  # upgraded files stay live
+        new = {m.file_name for m in message.new_files}
+        kept = {m.file_name for m in message.compact_before} - new  # upgraded live files stay
         for meta in [*message.new_files, *message.compact_after, *message.changelog_files]:
             if meta.file_name not in kept:
                 file_io.delete(join(directory, meta.file_name))

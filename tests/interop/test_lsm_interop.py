@@ -149,7 +149,7 @@ class Case:
         return ["dt", "k"] + [c[0] for c in self.columns]
 
     @property
-    def arrow_schema(self) -> pa.schema:
+    def arrow_schema(self) -> pa.Schema:
         return pa.schema([pa.field("dt", pa.string(), False), pa.field("k", pa.int32(), False)]
                          + [pa.field(c[0], c[1]) for c in self.columns])
 
@@ -208,7 +208,7 @@ def make_row(case: Case, rng: random.Random, key, commit: int, position: int, ki
     return row
 
 
-def make_commits(case: Case, seed: int, first: int = 120, later: int = 6, extra: int = 6,
+def make_commits(case: Case, seed: int, first: int = 1000, later: int = 8, extra: int = 6,
                  start: int = 0) -> list[list[dict]]:
     """One big commit (so later small runs do not trigger full compaction by size), then
     `later` small commits with overlapping keys (and retractions on keys of partition `b`).
@@ -329,38 +329,74 @@ def tarn_tables(tmp_path_factory) -> dict[str, Written]:
 def test_tarn_reads_its_tables_like_the_oracle(tarn_tables, case):
     w = tarn_tables[case.name]
     assert tarn_rows(w.table) == oracle(case, w.commits)
-    levels = {f.level for sid in [w.full_compaction_id] for s in w.table.scan(snapshot_id=sid).plan()
-              for f in s.files}
+    appends = 0  # each write commits one APPEND snapshot (and maybe a COMPACT one after it)
+    for snapshot in w.table.snapshots():
+        appends += snapshot.commit_kind == "APPEND"
+        assert tarn_rows(w.table, snapshot.id) == oracle(case, w.commits[:appends]), f"snapshot {snapshot.id}"
+    assert appends == len(w.commits)
+    levels = {f.level for s in w.table.scan(snapshot_id=w.full_compaction_id).plan() for f in s.files}
     assert levels == {3}  # one run at the top level (num-levels = trigger 3 + 1)
     # the table really went through level-0-only and multi-level states
     shapes = {frozenset(f.level for s in w.table.scan(snapshot_id=sid).plan() for f in s.files)
               for sid in w.snapshot_ids}
     assert frozenset({0}) in shapes
     if case.options.get("write-only") != "true" and case.options.get("merge-engine") != "first-row":
-        assert any(len(levels) >= 2 for levels in shapes), shapes
+        assert any(len(levels) >= 3 for levels in shapes), shapes  # level 0, a middle level, the top
 
 
-@pytest.mark.parametrize("case", TARN_CASES, ids=lambda c: c.name)
-def test_pypaimon_reads_tarn_tables_at_every_snapshot(tarn_tables, case):
-    w = tarn_tables[case.name]
+def first_row_levels_overlap(table, snapshot_id) -> bool:
+    """True when a key sits in two files of levels >= 1 of one bucket. Java's first-row
+    compaction never lets that happen (it drops keys already present in higher levels), so
+    Java and pypaimon read such files without merging them."""
+    for split in table.scan(snapshot_id=snapshot_id).plan():
+        upper = [f for f in split.files if f.level > 0]
+        keys = [k for f in upper
+                for k in pq.read_table(Path(split.bucket_path) / f.file_name, columns=["_KEY_k"]).column(0).to_pylist()]
+        if len(keys) != len(set(keys)):
+            return True
+    return False
+
+
+def check_pypaimon_reads(w: Written, snapshot_ids) -> None:
+    case = w.case
     first_row = case.options.get("merge-engine") == "first-row"
-    for sid in w.snapshot_ids:
+    for sid in snapshot_ids:
         answer = w.reads[sid]
         if case.pypaimon_refuses:
             assert answer["error"].startswith("NotImplementedError") and case.pypaimon_refuses in answer["error"]
             continue
         files = [f for s in w.table.scan(snapshot_id=sid).plan() for f in s.files]
-        if case.retracts and any(f.delete_row_count for f in files):
-            # pypaimon's aggregation merge refuses -U/-D rows
-            assert "error" not in answer or answer["error"].startswith("NotImplementedError"), answer
-            if "error" in answer:
-                continue
+        if case.options.get("merge-engine") == "aggregation" and any(f.delete_row_count for f in files):
+            # pypaimon's aggregation merge refuses -U/-D rows (tarn reads them: see the oracle test)
+            assert answer["error"].startswith("NotImplementedError") and "DELETE" in answer["error"], answer
+            continue
         assert "error" not in answer, (sid, answer)
         # first-row: pypaimon's batch scan skips level-0 files, as Java does
         assert answer["rows"] == tarn_rows(w.table, sid, levels_above_zero=first_row), f"snapshot {sid}"
+
+
+@pytest.mark.parametrize("case", TARN_CASES, ids=lambda c: c.name)
+def test_pypaimon_reads_tarn_tables_at_every_snapshot(tarn_tables, case):
+    w = tarn_tables[case.name]
+    snapshot_ids = w.snapshot_ids
+    if case.options.get("merge-engine") == "first-row":  # see test_first_row_keeps_each_key_on_one_level
+        snapshot_ids = [sid for sid in snapshot_ids if not first_row_levels_overlap(w.table, sid)]
+        assert w.full_compaction_id in snapshot_ids
+    check_pypaimon_reads(w, snapshot_ids)
     if not case.pypaimon_refuses:
         # after full compaction pypaimon sees exactly the oracle's table, for every engine
         assert w.reads[w.full_compaction_id]["rows"] == oracle(case, w.commits[:-1])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "tarn bug: first-row compaction to a level below the top keeps rows whose key already "
+    "exists in a higher level (Java's FirstRowMergeTreeCompactRewriter drops them, and rewrites "
+    "level-0 files instead of upgrading them to a middle level); Java and pypaimon read "
+    "first-row levels >= 1 without merging, so they return such keys twice"))
+def test_first_row_keeps_each_key_on_one_level(tarn_tables):
+    w = tarn_tables["first-row"]
+    assert not [sid for sid in w.snapshot_ids if first_row_levels_overlap(w.table, sid)]
+    check_pypaimon_reads(w, w.snapshot_ids)
 
 
 def test_first_row_write_only_is_invisible_to_pypaimon_until_compacted(tarn_tables):
@@ -406,9 +442,9 @@ def test_pypaimon_decodes_tarn_levels_keys_and_sequences(tarn_tables, case):
         got = {(tuple(s["partition"]), s["bucket"], f["file_name"]): f for s in plan["splits"] for f in s["files"]}
         assert got == expected, f"snapshot {sid}"
         for facts in got.values():
-            assert facts["file_source"] == (1 if facts["level"] > 0 else 0)  # level>0 only by compaction
-            if facts["level"] == 0:
-                assert facts["file_source"] == 0
+            # level 0: flushed (APPEND source); above: compaction output (these small files are
+            # always rewritten, never upgraded, so they carry COMPACT source)
+            assert facts["file_source"] == (1 if facts["level"] > 0 else 0)
         if sid == w.full_compaction_id:
             # one run per bucket, no retract rows: pypaimon reads it without merging
             assert all(s["raw_convertible"] for s in plan["splits"])
