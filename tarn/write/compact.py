@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import pyarrow as pa
+
 from tarn.lsm.intervals import partition_sections
 from tarn.lsm.levels import SortedRun
-from tarn.lsm.merge import MergeSpec, drop_retracts, merge_table
+from tarn.lsm.merge import MergeSpec, drop_retracts, keys_in, merge_table
 from tarn.lsm.policy import CompactUnit
 from tarn.lsm.stream_merge import merge_streams
 from tarn.meta.manifest import DataFileMeta
@@ -37,6 +39,14 @@ class BucketCompactor:
     key_types: list
     fields: list  # the current schema's fields: compaction rewrites every column
     min_file_size: int
+    # first-row only: the bucket's other runs, (level, files); a key already held at a level
+    # above the output is dropped from the output (Java's FirstRowMergeTreeCompactRewriter),
+    # so each key lives in one file above level 0 and readers that skip merging stay right.
+    other_runs: list = field(default_factory=list)
+
+    @property
+    def first_row(self) -> bool:
+        return self.spec.engine == "first-row"
 
     def run(self, unit: CompactUnit, drop_deletes: bool) -> CompactResult:
         result = CompactResult()
@@ -50,7 +60,7 @@ class BucketCompactor:
                 pending.append(section)
                 continue
             for meta in section[0].files:
-                if meta.file_size < self.min_file_size:
+                if meta.file_size < self.min_file_size or (self.first_row and meta.level == 0):
                     pending.append([SortedRun((meta,))])
                 else:
                     self._rewrite(pending, unit.output_level, drop_deletes, result)
@@ -78,11 +88,32 @@ class BucketCompactor:
         streams = [self.reader.run_chunks(self.bucket_path, list(run.files), self.fields)
                    for run in oldest_first(runs)]
 
+        higher = self._higher_keys(level) if self.first_row else []
+
         def merge(rows):
             merged = merge_table(rows, self.spec)
-            return drop_retracts(merged) if drop_deletes else merged
+            merged = drop_retracts(merged) if drop_deletes else merged
+            if higher:
+                merged = merged.filter(~keys_in(merged.select(list(self.key_names)), higher))
+            return merged
 
         chunks = merge_streams(streams, list(self.spec.key_columns), merge)
         result.before.extend(f for run in runs for f in run.files)
         result.after.extend(self.writer.write_stream(chunks, level, FILE_SOURCE_COMPACT))
 
+
+    @property
+    def key_names(self) -> list[str]:
+        return list(self.spec.key_columns)
+
+    def _higher_keys(self, output_level: int) -> list[pa.Table]:
+        """Key columns of every run above the output level (each sorted, unique keys)."""
+        key_fields = [f for f in self.fields if f.name in self.spec.key_columns]
+        tables = []
+        for level, files in self.other_runs:
+            if level <= output_level:
+                continue
+            parts = [self.reader.read(self.bucket_path, meta, key_fields, with_system=False) for meta in files]
+            if parts:
+                tables.append(pa.concat_tables(parts).select(self.key_names))
+        return tables

@@ -292,11 +292,15 @@ class TableWriter:
         if unit is None or not unit.files:
             return
         drop_deletes = drops_deletes(unit, levels, False)
+        in_unit = {(m.file_name, m.level) for m in unit.files}
+        other_runs = [(r.level, [m for m in r.run.files if (m.file_name, m.level) not in in_unit])
+                      for r in runs]
         compactor = BucketCompactor(
             reader=FileReader(self.file_io, self.schema, self.schemas, self.options),
             writer=FileWriter(self.file_io, state.path, self.schema, self.options),
             bucket_path=state.path, spec=self.merge_spec(), key_types=key_types,
-            fields=list(self.schema.fields), min_file_size=self._compaction_file_size())
+            fields=list(self.schema.fields), min_file_size=self._compaction_file_size(),
+            other_runs=[(level, files) for level, files in other_runs if files])
         result = compactor.run(unit, drop_deletes)
         for name in state.apply_compaction(result.before, result.after):
             self.file_io.delete(join(state.path, name))

@@ -388,11 +388,6 @@ def test_pypaimon_reads_tarn_tables_at_every_snapshot(tarn_tables, case):
         assert w.reads[w.full_compaction_id]["rows"] == oracle(case, w.commits[:-1])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tarn bug: first-row compaction to a level below the top keeps rows whose key already "
-    "exists in a higher level (Java's FirstRowMergeTreeCompactRewriter drops them, and rewrites "
-    "level-0 files instead of upgrading them to a middle level); Java and pypaimon read "
-    "first-row levels >= 1 without merging, so they return such keys twice"))
 def test_first_row_keeps_each_key_on_one_level(tarn_tables):
     w = tarn_tables["first-row"]
     assert not [sid for sid in w.snapshot_ids if first_row_levels_overlap(w.table, sid)]
