@@ -430,3 +430,17 @@ def test_negated_membership_drops_null_rows(tmp_path):
                             (col("s").not_in(["x"]), [3]), (~(col("s") == "x"), [3])]:
         got = table.scan(filter=predicate, columns=["k"]).to_arrow().column("k").to_pylist()
         assert sorted(got) == want, predicate
+
+
+def test_overwrite_never_compacts_the_files_it_replaces(tmp_path):
+    """INSERT OVERWRITE writes with previous files ignored (as Java's withIgnorePreviousFiles):
+    a bucket one run short of the compaction trigger must not compact the replaced files."""
+    config = Config(True, None, False, 1, "parquet", False)
+    table = config.create(tarn.Catalog(str(tmp_path)))
+    base = {n: None for n in config.names}
+    for k in range(4):
+        table.write(to_table(config, [{**base, "k": k, "i": k}]))
+    table.overwrite(to_table(config, [{**base, "k": 9, "i": 9}]))
+    assert [s.commit_kind for s in table.snapshots()] == ["APPEND"] * 4 + ["OVERWRITE"]
+    assert table.scan(columns=["k", "i"]).to_arrow().to_pylist() == [{"k": 9, "i": 9}]
+    check_snapshots(table, {i: None for i in range(1, 6)})
