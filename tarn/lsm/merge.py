@@ -11,14 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn.errors import InvalidOption
+from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.lsm.aggregate import merge_aggregate
 from tarn.lsm.first_row import merge_first_row
 from tarn.lsm.kv import (  # noqa: F401  (re-exported: the key-value vocabulary)
     DELETE, INSERT, KEY_PREFIX, ROW_KIND_NAMES, SEQUENCE, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND,
     MergeSpec, _to_numpy_bool, drop_retracts, is_retract, key_changes,
 )
-from tarn.lsm.partial_update import merge_partial_update
+from tarn.lsm.partial_update import DELETE_NOT_ACCEPTED, merge_partial_update, partial_update_rules
 
 
 def sort_indices(table: pa.Table, spec: MergeSpec) -> pa.Array:
@@ -70,12 +70,42 @@ def merge_sorted(table: pa.Table, spec: MergeSpec) -> pa.Table:
     if spec.engine == "deduplicate":
         return _deduplicate(table, spec)
     if spec.engine == "partial-update":
-        return merge_partial_update(table, spec)
+        _refuse_lone_retracts(table, spec)
+        return merge_multi_row_keys(table, spec, merge_partial_update)
     if spec.engine == "aggregation":
         return merge_aggregate(table, spec)
     if spec.engine == "first-row":
         return merge_first_row(table, spec)
     raise InvalidOption(f"merge-engine '{spec.engine}' is not one of {list(MERGE_ENGINES)}")
+
+
+def merge_multi_row_keys(table: pa.Table, spec: MergeSpec, merge) -> pa.Table:
+    """Java's ReducerMergeFunctionWrapper: a key with a single row passes through unmerged;
+    `merge` sees only the keys with several rows. Output stays key-ordered."""
+    if table.num_rows <= 1:
+        return table
+    last_of_key = key_changes(table, spec.key_columns)
+    sizes = np.diff(np.concatenate([[-1], np.flatnonzero(last_of_key)]))
+    multi = sizes > 1
+    if not multi.any():
+        return table
+    if multi.all():
+        return merge(table, spec)
+    row_in_multi = np.repeat(multi, sizes)
+    merged = merge(table.filter(pa.array(row_in_multi)), spec)
+    singles = table.filter(pa.array(~row_in_multi))
+    order = np.where(multi, len(singles) + np.cumsum(multi) - 1, np.cumsum(~multi) - 1)
+    return pa.concat_tables([singles, merged]).take(pa.array(order))
+
+
+def _refuse_lone_retracts(table: pa.Table, spec: MergeSpec) -> None:
+    """partial-update takes -U/-D rows only with sequence groups or remove-record-on-delete
+    (ignore-delete drops them before this); refuse them even when a key has no other row."""
+    if table.num_rows == 0 or not pc.any(is_retract(table)).as_py():
+        return
+    rules = partial_update_rules(spec.fields, spec.key_columns, spec.options)
+    if not rules.groups and not rules.remove_record_on_delete:
+        raise SchemaMismatch(DELETE_NOT_ACCEPTED)
 
 
 MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
