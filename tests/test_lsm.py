@@ -4,6 +4,8 @@ import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+import tarn
 import pytest
 
 from tarn.lsm.levels import Levels
@@ -122,3 +124,33 @@ def test_compaction_each_format(catalog, fmt):
     t.compact(full=True)
     got = rows_by_key(t.scan().to_arrow(), ["dt", "id"])
     assert got[("d", 9)]["item"] == "r6" and got[("d", 0)]["item"] == "r0" and len(got) == 10
+
+
+def test_stream_of_batches_takes_one_row_kind(catalog):
+    t = make(catalog)
+    t.write(orders_rows(["d", "d"], [1, 2]))
+    t.write(iter([pa.record_batch(orders_rows(["d"], [1]).to_batches()[0])]), row_kind="-D")
+    assert set(rows_by_key(t.scan().to_arrow(), ["dt", "id"])) == {("d", 2)}
+    with pytest.raises(tarn.SchemaMismatch, match="one row kind"):
+        t.write(iter([orders_rows(["d"], [2]).to_batches()[0]]), row_kind=["-D"])
+
+
+def test_stop_trigger_bounds_sorted_runs_within_one_commit(catalog):
+    t = make(catalog, **{"bucket": "1", "write-buffer-size": "1 kb", "num-sorted-run.compaction-trigger": "3",
+                         "num-sorted-run.stop-trigger": "4", "compaction.size-ratio": "0",
+                         "compaction.max-size-amplification-percent": "100000"})
+    t.write(iter(orders_rows(["d"] * 50, list(range(i, i + 50))).to_batches()[0] for i in range(0, 400, 40)))
+    for files in by_bucket(t).values():
+        assert levels_of(t, files).number_of_sorted_runs <= 4
+    assert len(t.scan().to_arrow()) == 410
+
+
+def test_delta_commits_follow_the_commit_identifier(catalog):
+    t = make(catalog, **{"bucket": "1", "full-compaction.delta-commits": "2"})
+    for identifier in (1, 2):
+        w = t.new_writer()
+        w.write(orders_rows(["d"], [identifier]))
+        t.commit(w.prepare_commit(commit_identifier=identifier), commit_user="stream", commit_identifier=identifier)
+    kinds = [s.commit_kind for s in t.snapshots()]
+    assert kinds == ["APPEND", "APPEND", "COMPACT"]  # only identifier 2 is due
+    assert {f.level for f in live_files(t)} == {5}

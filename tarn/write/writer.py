@@ -18,7 +18,7 @@ from tarn.fs import FileIO, join
 from tarn.lsm.levels import Levels
 from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, MergeSpec, merge_sorted, merge_table
 from tarn.lsm.policy import (PickState, drops_deletes, estimate_last_full_compaction, full_compaction_delta_commits,
-                             full_compaction_due, full_compaction_unit, num_levels, pick)
+                             full_compaction_due, full_compaction_unit, num_levels, pick, should_stop_writes)
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER
 from tarn.scan.reader import FileReader
@@ -120,10 +120,14 @@ class TableWriter:
     # ------------------------------------------------------------------ buffering
 
     def write(self, data, row_kind=None) -> None:
-        """Buffer rows (a table, batch, or iterable of batches); flushes when the buffer is full."""
+        """Buffer rows (a table, batch, or iterable of batches); flushes when the buffer is full.
+        `row_kind`: one kind for all rows ("+I", "-U", "+U", "-D"), or one per row (tables only)."""
         if _is_batch_stream(data):
+            if row_kind is not None and not isinstance(row_kind, str):
+                raise SchemaMismatch(f"table {self.name}: a stream of batches takes one row kind for all "
+                                     "rows (a string), or use the 'rowkind.field' option")
             for batch in data:
-                self.write(batch, row_kind=None)
+                self.write(batch, row_kind=row_kind)
             return
         table = to_arrow_table(data, self.name)
         rowkind_field = self.options.get("rowkind.field")
@@ -175,11 +179,30 @@ class TableWriter:
         states = [self._state(g.partition_values, g.bucket) for g in groups]
         self._parallel([lambda g=g, st=st: self._flush_group(g, st) for g, st in zip(groups, states)])
         if self.compacts:
-            self._parallel([lambda st=st: self._compact(st, full=False) for st in states])
+            self._parallel([lambda st=st: self._compact_after_flush(st) for st in states])
 
-    def prepare_commit(self, full_compaction: bool = False) -> list[CommitMessage]:
+    def _compact_after_flush(self, state: BucketState) -> None:
+        """Universal compaction; past `num-sorted-run.stop-trigger` sorted runs, compact until
+        below it (Java blocks writes on the same condition)."""
+        self._compact(state, full=False)
+        for _ in range(3):
+            if not should_stop_writes(self._runs(state), self.options):
+                return
+            self._compact(state, full=False)
+        if should_stop_writes(self._runs(state), self.options):
+            self._compact(state, full=True)
+
+    def _runs(self, state: BucketState):
+        key_types = [self.schema.field(k).type for k in self.layout.key_names]
+        return Levels.from_files(state.files, num_levels(self.options), key_types).sorted_runs()
+
+    def prepare_commit(self, full_compaction: bool = False,
+                       commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> list[CommitMessage]:
         """Flush everything, compact as the options ask, and return the messages to commit.
+        `commit_identifier` (the streaming checkpoint / batch id the messages will be committed
+        with) decides `full-compaction.delta-commits`; batch commits always count as due.
         On failure every file this writer wrote is deleted."""
+        self.commit_identifier = commit_identifier
         try:
             self.flush()
             if self.compacts:
