@@ -107,6 +107,14 @@ def stream_once(spark, events_path: str, orders_path: str, checkpoint: str) -> N
     query.awaitTermination()
 
 
+def view(spark, name: str, path: str, **options) -> str:
+    """(Re)create a temporary view of a tarn table. Spark keeps the plan of a view's scan, so a
+    view made before a commit does not see it: make the view again to read the latest data."""
+    extra = "".join(f", `{k}` '{v}'" for k, v in options.items())
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} USING tarn OPTIONS (path '{path}'{extra})")
+    return name
+
+
 def daily_report(spark, view: str) -> list:
     return spark.sql(f"""
         SELECT dt, count(*) AS orders, round(sum(amount), 2) AS revenue,
@@ -119,7 +127,7 @@ def files_by_level(spark, orders_path: str) -> dict:
     return {r["level"]: r["count"] for r in sorted(rows, key=lambda r: r["level"])}
 
 
-def run(spark, warehouse: str, orders: int = 20_000, seed: int = 7) -> dict:
+def run(spark, warehouse: str, orders: int = 20_000, seed: int = 7, verbose: bool = False) -> dict:
     """The whole pipeline; returns the figures the summary prints."""
     rng = np.random.default_rng(seed)
     events_path, orders_path = f"{warehouse}/shop.db/events", f"{warehouse}/shop.db/orders"
@@ -131,26 +139,35 @@ def run(spark, warehouse: str, orders: int = 20_000, seed: int = 7) -> dict:
         (spark.createDataFrame(table).write.format("tarn").mode("append").save(events_path))
 
     started = time.time()
+    step = [started]
+
+    def lap(name: str) -> None:
+        if verbose:
+            now = time.time()
+            print(f"  .. {name}: {now - step[0]:.1f} s")
+            step[0] = now
+
     first = wave_one(orders, rng)
     produce(first)
+    lap("produce day 1")
     stream_once(spark, events_path, orders_path, checkpoint)
+    lap("stream day 1")
     figures["events_day1"] = first.num_rows
 
-    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW orders USING tarn OPTIONS (path '{orders_path}')")
-    figures["report_day1"] = daily_report(spark, "orders")
+    figures["report_day1"] = daily_report(spark, view(spark, "orders", orders_path))
+    lap("report day 1")
     tag = tarn.spark.create_tag(spark, orders_path, "end-of-day-1")
     figures["tag"] = (tag.name, tag.snapshot.id)
 
     second = wave_two(orders, rng)
     produce(second)
+    lap("produce day 2")
     stream_once(spark, events_path, orders_path, checkpoint)
+    lap("stream day 2")
     figures["events_day2"] = second.num_rows
-    spark.sql("REFRESH TABLE orders")  # the view's plan was made before the new commits
-    figures["report_now"] = daily_report(spark, "orders")
-
-    at_tag = spark.read.format("tarn").option("versionAsOf", "end-of-day-1").load(orders_path)
-    at_tag.createOrReplaceTempView("orders_at_tag")
-    figures["report_at_tag"] = daily_report(spark, "orders_at_tag")
+    figures["report_now"] = daily_report(spark, view(spark, "orders", orders_path))
+    figures["report_at_tag"] = daily_report(spark, view(spark, "orders_at_tag", orders_path,
+                                                        versionAsOf="end-of-day-1"))
     figures["late_events"] = int(np.count_nonzero(second.column("dt").to_numpy(zero_copy_only=False) == DAYS[0])
                                  - np.count_nonzero(second.column("op").to_numpy(zero_copy_only=False) == "-D"))
     figures["reverted"] = spark.sql(
@@ -159,12 +176,13 @@ def run(spark, warehouse: str, orders: int = 20_000, seed: int = 7) -> dict:
     figures["cancelled"] = spark.sql(
         "SELECT count(*) AS n FROM orders_at_tag t LEFT ANTI JOIN orders o USING (dt, order_id)").collect()[0]["n"]
 
+    lap("reports, time travel")
     figures["files_before"] = files_by_level(spark, orders_path)
     compacted = tarn.spark.compact(spark, orders_path, full=True)
     figures["compact_snapshot"] = compacted.id if compacted else None
     figures["files_after"] = files_by_level(spark, orders_path)
-    spark.sql("REFRESH TABLE orders")
-    figures["report_after_compaction"] = daily_report(spark, "orders")
+    figures["report_after_compaction"] = daily_report(spark, view(spark, "orders", orders_path))
+    lap("compaction")
     figures["snapshots"] = [(s.id, s.commit_kind, s.commit_identifier)
                             for s in tarn.load_table(orders_path).snapshots()]
     figures["seconds"] = round(time.time() - started, 1)
@@ -197,12 +215,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("warehouse", nargs="?", help="warehouse directory (default: a temporary one)")
     parser.add_argument("--orders", type=int, default=20_000, help="orders per day one (default 20000)")
+    parser.add_argument("--verbose", action="store_true", help="print the time of each step")
     args = parser.parse_args()
     warehouse = args.warehouse or tempfile.mkdtemp(prefix="tarn-pipeline-")
-    spark = tarn.spark.session("local[2]", "tarn-pipeline")
+    spark = tarn.spark.session("local[2]", "tarn-pipeline", {"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        print(summary(run(spark, warehouse, args.orders)))
+        print(summary(run(spark, warehouse, args.orders, verbose=args.verbose)))
     finally:
         spark.stop()
         if not args.warehouse:

@@ -8,7 +8,9 @@ Tracebacks point at the guide's own line numbers.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +52,11 @@ def python_blocks(text: str) -> list[Block]:
     return blocks
 
 
+def spark_available() -> bool:
+    """pyspark and Java: what guides using `tarn.spark` need (they share any running session)."""
+    return importlib.util.find_spec("pyspark") is not None and shutil.which("java") is not None
+
+
 def guides() -> list[Path]:
     return sorted(DOCS.glob("*.md"))
 
@@ -60,6 +67,8 @@ def guides_with_code() -> list[Path]:
 
 @pytest.mark.parametrize("guide", guides_with_code(), ids=lambda p: p.name)
 def test_guide_examples_run(guide: Path, tmp_path, monkeypatch):
+    if "import tarn.spark" in guide.read_text() and not spark_available():
+        pytest.skip("needs pyspark and Java (pip install 'tarn[spark]')")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": f"docs.{guide.stem}"}

@@ -9,6 +9,7 @@ primary-key split is one bucket and is never cut: its files are merged together.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -38,21 +39,29 @@ class SplitGroup(InputPartition):
     splits: list[Split]
 
 
+def split_cost(split: Split, open_file_cost: int) -> int:
+    return sum(max(f.file_size, open_file_cost) for f in split.files)
+
+
+def task_size(splits: list[Split], target_size: int, open_file_cost: int, parallelism: int) -> int:
+    """Bytes per task: `target_size`, but small enough to give every core work (as Spark sizes
+    file partitions: min(target, max(open cost, total / parallelism)))."""
+    total = sum(split_cost(s, open_file_cost) for s in splits)
+    return min(target_size, max(open_file_cost, total // max(parallelism, 1)))
+
+
 def pack_splits(splits: list[Split], target_size: int, open_file_cost: int) -> list[list[Split]]:
-    """Consecutive splits packed into groups of about `target_size` bytes (never cutting one)."""
-    groups: list[list[Split]] = []
-    current: list[Split] = []
-    weight = 0
-    for split in splits:
-        cost = sum(max(f.file_size, open_file_cost) for f in split.files)
-        if current and weight + cost > target_size:
-            groups.append(current)
-            current, weight = [], 0
-        current.append(split)
-        weight += cost
-    if current:
-        groups.append(current)
-    return groups
+    """Splits packed into ceil(total / target_size) groups of about equal size (largest split
+    first, each to the lightest group); a split is never cut. Groups keep the plan's order."""
+    costs = [split_cost(s, open_file_cost) for s in splits]
+    count = min(len(splits), max(1, -(-sum(costs) // max(target_size, 1))))
+    loads = [0] * count
+    members: list[list[int]] = [[] for _ in range(count)]
+    for i in sorted(range(len(splits)), key=lambda i: -costs[i]):
+        lightest = loads.index(min(loads))
+        loads[lightest] += costs[i]
+        members[lightest].append(i)
+    return [[splits[i] for i in sorted(group)] for group in members if group]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,21 +149,6 @@ class BatchReader(DataSourceReader):
                                  f"{unknown} (columns: {names})")
         return [by_lower[f.name.lower()] for f in fields]
 
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        if self.target.system:
-            yield from filters
-            return
-        table = load(self.target.path)
-        types = {f.name: f.type.root for f in self.target.table_schema(table).fields}
-        pushed = []
-        for f in filters:
-            predicate = to_predicate(f, types)
-            if predicate is None:
-                yield f
-            else:
-                pushed.append(predicate)
-        self.predicate = combine(pushed)
-
     def scan(self, table: tarn.Table):
         from tarn.maintenance.time_travel import scan_at
         return scan_at(table, self.target.snapshot, self.predicate, self.columns)
@@ -165,8 +159,10 @@ class BatchReader(DataSourceReader):
         table = load(self.target.path)
         splits = self.scan(table).plan()
         options = self.target.table_options()
-        groups = pack_splits(splits, options.memory_bytes("source.split.target-size"),
-                             options.memory_bytes("source.split.open-file-cost"))
+        open_cost = options.memory_bytes("source.split.open-file-cost")
+        size = task_size(splits, options.memory_bytes("source.split.target-size"), open_cost,
+                         os.cpu_count() or 1)  # planning runs on the driver: its cores
+        groups = pack_splits(splits, size, open_cost)
         return [SplitGroup(g) for g in groups] or [SplitGroup([])]
 
     def read(self, partition: SplitGroup) -> Iterator[pa.RecordBatch]:
@@ -183,3 +179,24 @@ class BatchReader(DataSourceReader):
                 if self.row_kind:  # a batch read sees the merged state: every row is an insert
                     chunk = chunk.add_column(0, ROW_KIND_COLUMN, pa.repeat(pa.scalar("+I"), chunk.num_rows))
                 yield from fit_batch(chunk, self.arrow_schema).to_batches(BATCH_ROWS)
+
+
+class FilteringBatchReader(BatchReader):
+    """A BatchReader that takes the filters Spark pushes: partition pruning, stats skipping,
+    rows filtered by tarn (for primary-key tables after the merge). Spark refuses readers with
+    `pushFilters` unless spark.sql.python.filterPushdown.enabled is on."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        if self.target.system:
+            yield from filters
+            return
+        table = load(self.target.path)
+        types = {f.name: f.type.root for f in self.target.table_schema(table).fields}
+        pushed = []
+        for f in filters:
+            predicate = to_predicate(f, types)
+            if predicate is None:
+                yield f
+            else:
+                pushed.append(predicate)
+        self.predicate = combine(pushed)

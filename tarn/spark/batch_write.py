@@ -4,8 +4,9 @@ Everything that can be wrong is checked on the driver before a task starts: opti
 DataFrame schema against the table (the same `conform` the tasks run, on zero rows), key
 columns, overwrite specs. A missing table is created from the DataFrame schema with the
 `primary-key`, `partition` and table options given. If the job fails, `abort` deletes every
-file the finished tasks wrote (a failing task deletes its own), and a table this write
-created is removed again, so nothing is left behind.
+file the finished tasks wrote (a failing task deletes its own; files of tasks Spark killed are
+found by the job's file-name prefix), and a table this write created is removed again, so
+nothing is left behind.
 
 Primary-key tables: rows of one bucket should reach one task (`tarn.spark.write` shuffles by
 tarn's bucket function and sets `write.bucket-owned`); then each task owns its buckets and
@@ -15,6 +16,7 @@ they still produce a correct table (level-0 runs merged on read) but do not comp
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -28,7 +30,7 @@ import tarn
 from tarn.catalog import check_creatable
 from tarn.commit.committer import Overwrite
 from tarn.errors import InvalidOption, SchemaMismatch, TableNotFound, TarnError
-from tarn.fs import file_io_for
+from tarn.fs import file_io_for, join
 from tarn.meta.schema import TableSchema, new_schema
 from tarn.options import BY_NAME, Options, validate_options
 from tarn.spark.source import WRITE_OPTIONS, check_options, table_path
@@ -169,28 +171,37 @@ def check_static_rows(data: pa.Table, spec: dict, table_name: str) -> None:
 
 @dataclass
 class WritePlan:
-    """What tasks need to write (picklable; decided on the driver)."""
+    """What tasks need to write (picklable; decided on the driver).
+
+    Every file of the write is named `<data-file.prefix><job>-...`: when the job fails, the
+    driver deletes them all, including those of tasks Spark killed before they could report."""
 
     path: str
     overrides: dict  # per-write table options (write tuning)
     overwrite: Overwrite | None
     bucket_owned: bool
     created: bool
+    file_prefix: str  # e.g. data-spark-3f2a9c1e07b4-
+    commit_user: str
 
-    def task_writer(self, table: tarn.Table) -> TableWriter:
+    def task_writer(self, table: tarn.Table, file_prefix: str) -> TableWriter:
         """A TableWriter for one task; it compacts only buckets it owns."""
         schema = table.schema()
-        raw = {**schema.options, **self.overrides}
+        raw = {**schema.options, **self.overrides, "data-file.prefix": file_prefix}
         if schema.primary_keys and not self.bucket_owned:
             raw["write-only"] = "true"  # other tasks may write the same buckets
         restore = (lambda: {}) if self.overwrite is not None else table._restore_lookup(schema)
         return TableWriter(table.file_io, table.root, table.name, schema, Options(raw), restore,
                            table.schema_by_id)
 
-    def write_task(self, batches: Iterator[pa.RecordBatch]) -> list[CommitMessage]:
+    def prefix_of(self, batch_id: int | None) -> str:
+        return self.file_prefix if batch_id is None else f"{self.file_prefix}b{batch_id}-"
+
+    def write_task(self, batches: Iterator[pa.RecordBatch], batch_id: int | None = None) -> list[CommitMessage]:
         """Write one task's rows; on failure delete what it wrote and re-raise."""
         table = tarn.load_table(self.path)
-        writer = self.task_writer(table)
+        schema = table.schema()
+        writer = self.task_writer(table, self.prefix_of(batch_id))
         static = self.overwrite.static if self.overwrite is not None else {}
         try:
             for batch in batches:
@@ -199,27 +210,72 @@ class WritePlan:
                     if static:
                         check_static_rows(data, static, table.name)
                     writer.write(data)
-            return writer.prepare_commit()
+            messages = writer.prepare_commit()
         except BaseException:
-            abort(table.file_io, table.root, table.schema(), writer.messages())
+            abort(table.file_io, table.root, schema, writer.messages())
             raise
+        if table.file_io.exists(self.abort_marker(table, batch_id)) or not table.schema_store.list_ids():
+            # Spark stops the input of a task it kills, which looks like the end of the data:
+            # a task finishing after the job was aborted deletes what it wrote (and the
+            # directories it made again if the aborted write had created the table).
+            abort(table.file_io, table.root, schema, messages)
+            if self.created and not table.schema_store.list_ids():
+                table.file_io.delete_dir(table.root)
+            raise TarnError(f"table {table.name}: the write was aborted")
+        return messages
 
-    def commit(self, results: list, commit_user: str | None = None,
-               commit_identifier: int | None = None) -> None:
+    def abort_marker(self, table: tarn.Table, batch_id: int | None) -> str:
+        """`<table>/.tarn-spark/aborted-<prefix>`: written when the job (micro-batch) is aborted."""
+        return join(table.root, ".tarn-spark", "aborted-" + self.prefix_of(batch_id).rstrip("-"))
+
+    def commit(self, results: list, commit_identifier: int | None = None) -> None:
         table = tarn.load_table(self.path)
         messages = [m for r in results if r is not None for m in r.messages]
         if self.overwrite is not None and self.overwrite.dynamic and not messages:
             return
         kwargs = {} if commit_identifier is None else {"commit_identifier": commit_identifier}
-        table.commit(messages, commit_user=commit_user, overwrite=self.overwrite, **kwargs)
+        table.commit(messages, commit_user=self.commit_user, overwrite=self.overwrite, **kwargs)
 
-    def abort(self, results: list) -> None:
-        """Delete what finished tasks wrote; drop the table if this write created it."""
+    def landed(self, table: tarn.Table, batch_id: int | None = None) -> bool:
+        """Did this write (this micro-batch) commit? Then nothing of it may be deleted."""
+        latest = table.latest_snapshot()
+        if latest is None:
+            return False
+        own = table.committer().latest_of_user(latest, self.commit_user)
+        return own is not None and (batch_id is None or own.commit_identifier >= batch_id)
+
+    def abort(self, results: list, batch_id: int | None = None, settle_seconds: float = 3.0) -> None:
+        """Delete what the job wrote; drop the table if this write created it. An abort marker
+        tells tasks still running to delete their files; files of killed tasks are found by
+        name, and a second sweep after `settle_seconds` catches workers killed mid-file."""
         table = tarn.load_table(self.path)
+        if self.landed(table, batch_id):
+            return
+        table.file_io.write_bytes(self.abort_marker(table, batch_id), b"")
         messages = [m for r in results if r is not None for m in r.messages]
         abort(table.file_io, table.root, table.schema(), messages)
+        prefix = self.prefix_of(batch_id)
+        if sweep(table, prefix) and settle_seconds:
+            time.sleep(settle_seconds)
+            sweep(table, prefix)
         if self.created and table.latest_snapshot() is None:
             table.file_io.delete_dir(table.root)
+
+
+def sweep(table: tarn.Table, prefix: str) -> int:
+    """Delete uncommitted data files named `prefix...` under the table; how many there were."""
+    candidates = [info.path for info in table.file_io.list_files(table.root, recursive=True)
+                  if info.path.rsplit("/", 1)[-1].startswith(prefix)]
+    if not candidates:
+        return 0
+    latest = table.latest_snapshot()
+    live = set()
+    if latest is not None:
+        live = {e.file.file_name for e in table._planner(table.schema()).live_entries(latest)}
+    doomed = [p for p in candidates if p.rsplit("/", 1)[-1] not in live]
+    for p in doomed:
+        table.file_io.delete(p)
+    return len(candidates)
 
 
 def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> WritePlan:
@@ -235,7 +291,9 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             table.file_io.delete_dir(table.root)
         raise
     owned = options.get("write.bucket-owned", "false").lower() == "true"
-    return WritePlan(path, overrides, spec, owned, created)
+    base = Options(table.schema().options).get("data-file.prefix") or "data-"
+    return WritePlan(path, overrides, spec, owned, created, f"{base}spark-{uuid.uuid4().hex[:12]}-",
+                     commit_user=str(uuid.uuid4()))
 
 
 class BatchWriter(DataSourceArrowWriter):
@@ -252,11 +310,7 @@ class BatchWriter(DataSourceArrowWriter):
         return TaskMessages(self.plan.write_task(iterator))
 
     def commit(self, messages: list) -> None:
-        try:
-            self.plan.commit(messages, commit_user=str(uuid.uuid4()))
-        except TarnError:
-            self.plan.abort([])  # Table.commit already deleted the messages' files
-            raise
+        self.plan.commit(messages)  # on failure Spark calls abort()
 
     def abort(self, messages: list) -> None:
         self.plan.abort(messages)

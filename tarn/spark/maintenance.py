@@ -9,6 +9,8 @@ COMPACT snapshot, or, if the job fails, deletes every file the tasks wrote.
 
 from __future__ import annotations
 
+import time
+import uuid
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -19,8 +21,10 @@ from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 import tarn
 from tarn import partition as partitions
 from tarn.errors import TarnError
-from tarn.spark.batch_write import TaskMessages
-from tarn.write.writer import abort
+from tarn.fs import join
+from tarn.options import Options
+from tarn.spark.batch_write import TaskMessages, sweep
+from tarn.write.writer import TableWriter, abort
 
 COMPACT_FORMAT = "tarn_compact"
 BUCKETS_SCHEMA = StructType([StructField("partition", BinaryType(), False),
@@ -32,6 +36,7 @@ BUCKETS_SCHEMA = StructType([StructField("partition", BinaryType(), False),
 class CompactPlan:
     path: str
     full: bool
+    file_prefix: str  # names every file the job writes (see batch_write.WritePlan)
 
 
 class CompactWriter(DataSourceArrowWriter):
@@ -45,7 +50,18 @@ class CompactWriter(DataSourceArrowWriter):
         if not buckets:
             return TaskMessages([])
         table = tarn.load_table(self.plan.path)
-        return TaskMessages(table.new_writer().compact(sorted(buckets), self.plan.full))
+        schema = table.schema()
+        options = Options({**schema.options, "data-file.prefix": self.plan.file_prefix})
+        writer = TableWriter(table.file_io, table.root, table.name, schema, options,
+                             table._restore_lookup(schema), table.schema_by_id)
+        messages = writer.compact(sorted(buckets), self.plan.full)
+        if table.file_io.exists(self.marker(table)):  # the job was aborted while this task ran
+            abort(table.file_io, table.root, schema, messages)
+            raise TarnError(f"table {table.name}: the compaction was aborted")
+        return TaskMessages(messages)
+
+    def marker(self, table: tarn.Table) -> str:
+        return join(table.root, ".tarn-spark", "aborted-" + self.plan.file_prefix.rstrip("-"))
 
     def commit(self, messages: list) -> None:
         table = tarn.load_table(self.plan.path)
@@ -53,8 +69,12 @@ class CompactWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list) -> None:
         table = tarn.load_table(self.plan.path)
+        table.file_io.write_bytes(self.marker(table), b"")
         abort(table.file_io, table.root, table.schema(),
               [m for r in messages if r is not None for m in r.messages])
+        if sweep(table, self.plan.file_prefix):
+            time.sleep(3)  # a killed task may still be finishing a file
+            sweep(table, self.plan.file_prefix)
 
 
 class CompactSource(DataSource):
@@ -66,7 +86,8 @@ class CompactSource(DataSource):
 
     def writer(self, schema, overwrite):
         options = {k.lower(): v for k, v in dict(self.options).items()}
-        return CompactWriter(CompactPlan(options["path"], options.get("full", "false") == "true"))
+        return CompactWriter(CompactPlan(options["path"], options.get("full", "false") == "true",
+                                         options["file-prefix"]))
 
 
 def bucket_sizes(table: tarn.Table, partition_filter: list[dict] | None) -> dict[tuple[bytes, int], int]:
@@ -107,7 +128,8 @@ def compact(spark, table_path: str, full: bool = False, partitions: list[dict] |
     tasks = min(len(sizes), parallelism or spark.sparkContext.defaultParallelism * 2)
     rows = spread(sizes, tasks)
     frame = spark.createDataFrame(rows, BUCKETS_SCHEMA).repartitionById(tasks, "task")
-    (frame.write.format(COMPACT_FORMAT).mode("append")
+    prefix = (table.options.get("data-file.prefix") or "data-") + f"spark-{uuid.uuid4().hex[:12]}-"
+    (frame.write.format(COMPACT_FORMAT).mode("append").option("file-prefix", prefix)
      .option("full", str(bool(full)).lower()).save(table.root))
     latest = table.latest_snapshot()
     return latest if latest is not None and latest.id != before else None

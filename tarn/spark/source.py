@@ -212,6 +212,8 @@ class TarnDataSource(DataSource):
     """`spark.read.format("tarn").load(path)`, `df.write.format("tarn").save(path)`, and the
     streaming counterparts. Register with `tarn.spark.register(spark)`."""
 
+    filter_pushdown = True  # use the filters Spark pushes (see tarn.spark.pushdown_is_safe)
+
     @classmethod
     def name(cls) -> str:
         return FORMAT
@@ -223,10 +225,11 @@ class TarnDataSource(DataSource):
         return ReadTarget.of(self.options, for_stream=streaming).spark_schema()
 
     def reader(self, schema: StructType):
-        from tarn.spark.batch_read import BatchReader
+        from tarn.spark.batch_read import BatchReader, FilteringBatchReader
         # Spark plans the read when a DataFrame is first used and keeps the plan of its
         # unfiltered scan: a new DataFrame, or REFRESH TABLE for a view, sees later commits.
-        return BatchReader(ReadTarget.of(self.options), schema)
+        reader = FilteringBatchReader if self.filter_pushdown else BatchReader
+        return reader(ReadTarget.of(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool):
         from tarn.spark.batch_write import BatchWriter
@@ -239,3 +242,10 @@ class TarnDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool):
         from tarn.spark.stream_write import StreamWriter
         return StreamWriter.prepare(plain_options(self.options), schema, overwrite)
+
+
+class TarnDataSourceWithoutPushdown(TarnDataSource):
+    """The "tarn" format for Spark releases whose filter pushdown leaks into other scans:
+    every filter is left to Spark."""
+
+    filter_pushdown = False

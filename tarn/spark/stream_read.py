@@ -29,6 +29,7 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 import tarn
+from tarn import partition as partitions
 from tarn.errors import InvalidOption, SnapshotNotFound
 from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, UPDATE_AFTER, VALUE_KIND
 from tarn.meta import snapshot as snap
@@ -130,8 +131,7 @@ def added_files(table: tarn.Table, snapshot: Snapshot, options: Options) -> list
             if entry.kind != 0:  # DELETE entries carry no new rows
                 continue
             values = planner.partition_values(entry.partition)
-            from tarn import partition
-            bucket_path = partition.bucket_path(table.root, table.schema(),
+            bucket_path = partitions.bucket_path(table.root, table.schema(),
                                                 options.get("partition.default-name"), values, entry.bucket)
             files.append(DeltaFile(bucket_path, entry.file))
     return files
@@ -185,6 +185,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return start
 
     def latestOffset(self, start: dict, limit) -> dict:
+        # Spark asks for the next batch only once the batch ending at `start` is done (and in
+        # the checkpoint): the consumer has read everything before `start` (commit() comes
+        # one batch later, and never for the last batch of an availableNow run).
+        self._record(start["next"])
         latest = load(self.path).snapshot_store.latest_id() or 0
         if self.stop_at is not None:
             latest = min(latest, self.stop_at)
@@ -198,10 +202,17 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.stop_at = load(self.path).snapshot_store.latest_id() or 0
 
     def commit(self, end: dict) -> None:
+        self._record(end["next"])
+
+    def _record(self, next_snapshot: int) -> None:
+        """Write the consumer's progress (`consumer-id`), never moving it backwards."""
         consumer = self.options.get("consumer-id")
-        if consumer:
-            table = load(self.path)
-            ConsumerStore(table.file_io, table.root).write(consumer, end["next"])
+        if not consumer:
+            return
+        table = load(self.path)
+        store = ConsumerStore(table.file_io, table.root)
+        if (store.next_snapshot(consumer) or 0) < next_snapshot:
+            store.write(consumer, next_snapshot)
 
     # ------------------------------------------------------------------ planning and reading
 

@@ -20,6 +20,7 @@ import tarn
 from tarn.commit.committer import Overwrite
 from tarn.errors import InvalidOption
 from tarn.spark.batch_write import TaskMessages, WritePlan, plan_write
+from tarn.write.writer import abort
 
 COMMIT_USER_PREFIX = "tarn-spark-"
 
@@ -35,40 +36,41 @@ def commit_user_of(options: dict[str, str]) -> str:
     return COMMIT_USER_PREFIX + str(uuid.uuid5(uuid.NAMESPACE_URL, location.rstrip("/")))
 
 
-def already_committed(table: tarn.Table, commit_user: str, batch_id: int) -> bool:
-    """Has this user committed batch `batch_id` (or a later one)?"""
-    latest = table.latest_snapshot()
-    if latest is None:
-        return False
-    own = table.committer().latest_of_user(latest, commit_user)
-    return own is not None and own.commit_identifier >= batch_id
+def current_batch_id() -> int | None:
+    """The micro-batch a write task belongs to (Spark sets it as a job property)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    value = context.getLocalProperty("streaming.sql.batchId") if context is not None else None
+    return int(value) if value is not None else None
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
     """`df.writeStream.format("tarn").option("checkpointLocation", ...).start(path)`."""
 
-    def __init__(self, plan: WritePlan, commit_user: str):
+    def __init__(self, plan: WritePlan):
         self.plan = plan
-        self.commit_user = commit_user
 
     @classmethod
     def prepare(cls, options: dict[str, str], schema: StructType, overwrite: bool) -> "StreamWriter":
         commit_user = commit_user_of(options)
         plan = plan_write(options, schema, overwrite=False)
         plan.created = False  # a streaming query keeps its table even if a batch fails
+        plan.commit_user = commit_user
         if overwrite:  # outputMode("complete"): every batch replaces the table
             plan.overwrite = Overwrite()
-        return cls(plan, commit_user)
+        return cls(plan)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskMessages:
-        return TaskMessages(self.plan.write_task(iterator))
+        return TaskMessages(self.plan.write_task(iterator, batch_id=current_batch_id()))
 
     def commit(self, messages: list, batchId: int) -> None:
         table = tarn.load_table(self.plan.path)
-        if already_committed(table, self.commit_user, batchId):
-            self.plan.abort(messages)  # a replayed batch: its files are not needed
+        if self.plan.landed(table, batchId):  # a replay of a committed batch: drop its files
+            abort(table.file_io, table.root, table.schema(),
+                  [m for r in messages if r is not None for m in r.messages])
             return
-        self.plan.commit(messages, commit_user=self.commit_user, commit_identifier=batchId)
+        self.plan.commit(messages, commit_identifier=batchId)
 
     def abort(self, messages: list, batchId: int) -> None:
-        self.plan.abort(messages)
+        self.plan.abort(messages, batch_id=batchId)

@@ -40,9 +40,7 @@ def arrow_target(schema: StructType) -> pa.Schema:
     return pa.schema([pa.field(f.name, f.type, s.nullable) for f, s in zip(converted, schema.fields)])
 
 
-def arrow_of(schema: StructType) -> pa.Schema:
-    """The Arrow schema of a DataFrame's rows (what write tasks receive)."""
-    return arrow_target(schema)
+arrow_of = arrow_target  # the Arrow schema of a DataFrame's rows (what write tasks receive)
 
 
 def fit_batch(table: pa.Table, target: pa.Schema) -> pa.Table:
@@ -54,7 +52,7 @@ def fit_batch(table: pa.Table, target: pa.Schema) -> pa.Table:
     columns = []
     for f in target:
         column = table.column(f.name)
-        if column.type != f.type:
-            column = column.cast(f.type, safe=False)
+        if column.type != f.type:  # checked casts, except timestamps truncated to Spark's micros
+            column = column.cast(f.type, safe=not pa.types.is_timestamp(f.type))
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=target)

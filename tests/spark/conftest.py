@@ -26,3 +26,8 @@ def spark():
 def path(tmp_path):
     """An absolute table path in a fresh directory."""
     return str(tmp_path / "wh" / "t")
+
+
+def pytest_configure(config):
+    # pyspark 4.3 warns on every session start that pandas 3 is newer than it knows.
+    config.addinivalue_line("filterwarnings", "ignore:PySpark does not yet fully support pandas:FutureWarning")

@@ -1,0 +1,133 @@
+"""Structured Streaming: the tarn source (start modes, row kinds, consumer progress) and the
+exactly-once tarn sink, tested by crashing a query between tarn's commit and Spark's."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+
+import pyarrow as pa
+import pytest
+from pyspark import cloudpickle
+from pyspark.errors import PySparkException
+
+import tarn
+from tarn.spark.source import TarnDataSource
+from tarn.spark.stream_write import StreamWriter
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+def batch(ids, v="x") -> pa.Table:
+    return pa.table({"id": list(ids), "v": [v] * len(ids)}, schema=SCHEMA)
+
+
+def drain(spark, path, **options) -> list[tuple]:
+    """Run a streaming read of `path` until it caught up; the rows it emitted, sorted."""
+    name = f"q_{uuid.uuid4().hex[:8]}"
+    reader = spark.readStream.format("tarn")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    query = reader.load(path).writeStream.format("memory").queryName(name).trigger(availableNow=True).start()
+    query.awaitTermination()
+    return sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {name}").collect())
+
+
+def test_start_modes(spark, catalog):
+    table = catalog.create_table("db.src", SCHEMA)
+    table.write(batch([1, 2]))
+    table.write(batch([3]))
+    table.write(batch([4]))
+    first = table.snapshot(1)
+    assert drain(spark, table.root) == [(i, "x") for i in (1, 2, 3, 4)]  # latest-full
+    assert drain(spark, table.root, **{"scan.mode": "latest"}) == []
+    assert drain(spark, table.root, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 2}) == [(3, "x"), (4, "x")]
+    assert drain(spark, table.root, **{"scan.mode": "from-snapshot-full", "scan.snapshot-id": 2}) == \
+        [(i, "x") for i in (1, 2, 3, 4)]
+    assert drain(spark, table.root, **{"scan.mode": "from-timestamp",
+                                       "scan.timestamp-millis": first.time_millis}) == [(3, "x"), (4, "x")]
+    with pytest.raises(PySparkException, match="scan.snapshot-id 9 does not exist"):
+        drain(spark, table.root, **{"scan.mode": "from-snapshot", "scan.snapshot-id": 9})
+
+
+def test_row_kinds_of_a_primary_key_table(spark, catalog):
+    table = catalog.create_table("db.kinds", SCHEMA, primary_key=["id"], options={"bucket": "1"})
+    table.write(batch([1, 2]))
+    latest = table.latest_snapshot().id
+    table.write(batch([1], "y"), row_kind="+U")
+    table.delete(pa.table({"id": [2]}))
+    changes = drain(spark, table.root, **{"read.changelog": "true", "scan.mode": "from-snapshot",
+                                          "scan.snapshot-id": latest + 1})
+    assert changes == [("+U", 1, "y"), ("-D", 2, None)]
+    # without the rowkind column the stream is an upsert stream: deletes are not emitted
+    assert drain(spark, table.root, **{"scan.mode": "from-snapshot", "scan.snapshot-id": latest + 1}) == [(1, "y")]
+
+
+def test_consumer_progress_is_recorded_and_resumed(spark, catalog):
+    table = catalog.create_table("db.consumed", SCHEMA)
+    table.write(batch([1]))
+    assert drain(spark, table.root, **{"consumer-id": "c1"}) == [(1, "x")]
+    consumer = os.path.join(table.root, "consumer", "consumer-c1")
+    assert json.loads(open(consumer).read()) == {"nextSnapshot": 2}
+    table.write(batch([2]))
+    # a new query with the same consumer id starts where the last one stopped
+    assert drain(spark, table.root, **{"consumer-id": "c1"}) == [(2, "x")]
+    assert json.loads(open(consumer).read()) == {"nextSnapshot": 3}
+
+
+class CrashAfterCommit(StreamWriter):
+    """Commits to tarn, then dies before Spark records the batch as committed."""
+
+    def commit(self, messages, batchId):
+        super().commit(messages, batchId)
+        raise RuntimeError(f"crash after tarn committed batch {batchId}")
+
+
+class CrashingTarn(TarnDataSource):
+    filter_pushdown = False
+
+    @classmethod
+    def name(cls):
+        return "tarn_crash_after_commit"
+
+    def streamWriter(self, schema, overwrite):
+        return CrashAfterCommit(StreamWriter.prepare(dict(self.options), schema, overwrite).plan)
+
+
+def test_sink_is_exactly_once_across_a_crash(spark, catalog, tmp_path):
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests
+    spark.dataSource.register(CrashingTarn)
+    source = catalog.create_table("db.events", SCHEMA)
+    target = catalog.create_table("db.sink", SCHEMA)  # an append table: a duplicate would show
+    checkpoint = str(tmp_path / "checkpoint")
+    source.write(batch([1, 2, 3]))
+
+    def run(fmt):
+        query = (spark.readStream.format("tarn").load(source.root).writeStream.format(fmt)
+                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start(target.root))
+        query.awaitTermination()
+
+    with pytest.raises(Exception, match="crash after tarn committed batch 0"):
+        run("tarn_crash_after_commit")
+    assert len(target.snapshots()) == 1  # tarn has batch 0 ...
+    assert not os.path.exists(os.path.join(checkpoint, "commits", "0"))  # ... Spark does not
+    source.write(batch([4]))
+    run("tarn")  # restart on the same checkpoint: batch 0 is replayed, then batch 1 runs
+    snapshots = target.snapshots()
+    assert [s.commit_identifier for s in snapshots] == [0, 1]
+    assert len({s.commit_user for s in snapshots}) == 1
+    ids = sorted(target.scan().to_arrow().column("id").to_pylist())
+    assert ids == [1, 2, 3, 4]  # no row twice
+    live = {e.file.file_name for e in target._planner(target.schema()).live_entries(target.latest_snapshot())}
+    on_disk = {n for _, _, names in os.walk(target.root) for n in names if n.startswith("data-")}
+    assert on_disk == live  # the replay's files were deleted, not left as orphans
+
+
+def test_sink_needs_a_checkpoint_location_for_its_commit_user():
+    from tarn.spark.stream_write import commit_user_of
+    assert commit_user_of({"checkpointlocation": "/cp/a"}) == commit_user_of({"checkpointlocation": "/cp/a/"})
+    assert commit_user_of({"checkpointlocation": "/cp/a"}) != commit_user_of({"checkpointlocation": "/cp/b"})
+    with pytest.raises(tarn.InvalidOption, match="checkpointLocation"):
+        commit_user_of({})
