@@ -47,7 +47,8 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=4)
     args = parser.parse_args()
     # 4g: the cached DataFrame (about 0.5 GB) must stay in memory next to the shuffles
-    spark = tarn.spark.session("local[2]", "tarn-bench", {"spark.driver.memory": "4g"})
+    spark = tarn.spark.session("local[2]", "tarn-bench", {"spark.driver.memory": "4g",
+                                                          "spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
     work = tempfile.mkdtemp(prefix="tarn-bench-spark-")
     try:
