@@ -16,7 +16,6 @@ import argparse
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,16 +24,13 @@ sys.path.insert(0, str(REPO))
 import tarn  # noqa: E402
 import tarn.spark  # noqa: E402
 
+sys.path.insert(0, str(REPO / "bench"))
+from bench_lsm import timed as best_time  # noqa: E402
+
 
 def timed(fn, repeat: int = 2) -> float:
     """Best of `repeat` runs (the machine may be busy)."""
-    best = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        elapsed = time.perf_counter() - t0
-        best = elapsed if best is None else min(best, elapsed)
-    return best
+    return best_time(fn, repeat)
 
 
 def read_all(df) -> None:
