@@ -12,16 +12,19 @@ read yet. Expiring `[earliest, end)` keeps snapshot `end` and deletes:
 - manifest lists, manifests, index manifests, index files and statistics files of the expired
   snapshots that neither snapshot `end` nor a tag overlapping the expired range refers to.
 
-Each manifest is read at most once per run. Data files go first, then metadata, then the
-snapshot files, then the EARLIEST hint, so an interrupted run leaves only orphans behind.
+Each manifest is read at most once per run. `plan_expire` works all that out (an
+`ExpirePlan` of paths, nothing changed); `execute_expire` deletes: data files first (through a
+given `delete`, so tarn.spark can spread them over executors), then metadata, then the snapshot
+files, then the EARLIEST hint, so an interrupted run leaves only orphans behind.
 """
 
 from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from tarn import paths
@@ -69,6 +72,24 @@ def check_retention_options(options: Mapping[str, str], table_name: str) -> None
     ExpireConfig.from_options(Options(options)).check(table_name)
 
 
+@dataclass(frozen=True)
+class ExpirePlan:
+    """What one expiry run deletes, in order: `data_paths` (data and changelog files with their
+    extra files: the many), then `index_paths` (index and deletion-vector files) with
+    `metadata_paths` (manifest lists, manifests, index manifests, statistics), then the
+    snapshot files `snapshot_ids`, then the EARLIEST hint `earliest_hint` (None: leave it)."""
+
+    snapshot_ids: tuple[int, ...] = ()
+    data_paths: tuple[str, ...] = ()
+    index_paths: tuple[str, ...] = ()
+    metadata_paths: tuple[str, ...] = ()
+    earliest_hint: int | None = None
+    clean_empty_dirs: bool = False
+
+
+Deleter = Callable[[list[str]], object]
+
+
 def expire_snapshots(table: "Table", retain_min: int | None = None, retain_max: int | None = None,
                      older_than_ms: int | None = None, max_deletes: int | None = None,
                      now_ms: int | None = None) -> int:
@@ -77,6 +98,14 @@ def expire_snapshots(table: "Table", retain_min: int | None = None, retain_max: 
     Unset arguments come from the table options; `older_than_ms` (epoch millis) replaces
     `now - snapshot.time-retained`.
     """
+    plan = plan_expire(table, retain_min, retain_max, older_than_ms, max_deletes, now_ms)
+    return execute_expire(table, plan)
+
+
+def plan_expire(table: "Table", retain_min: int | None = None, retain_max: int | None = None,
+                older_than_ms: int | None = None, max_deletes: int | None = None,
+                now_ms: int | None = None) -> ExpirePlan:
+    """Decide which snapshots expire and which files go with them; changes nothing."""
     options = table.options
     defaults = ExpireConfig.from_options(options)
     config = ExpireConfig(
@@ -90,7 +119,7 @@ def expire_snapshots(table: "Table", retain_min: int | None = None, retain_max: 
     latest = store.latest_id()
     earliest = store.earliest_id()
     if latest is None or earliest is None:
-        return 0
+        return ExpirePlan()
     if older_than_ms is None:
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         older_than_ms = now_ms - config.time_retained_ms
@@ -105,46 +134,67 @@ def expire_snapshots(table: "Table", retain_min: int | None = None, retain_max: 
         if not store.exists(snapshot_id + 1):
             continue
         if older_than_ms <= store.get(snapshot_id + 1).time_millis:
-            return expire_until(table, earliest, snapshot_id)
-    return expire_until(table, earliest, end)
+            return plan_expire_until(table, earliest, snapshot_id)
+    return plan_expire_until(table, earliest, end)
 
 
 def expire_until(table: "Table", earliest: int, end: int, files: TableFiles | None = None) -> int:
     """Expire snapshots `[earliest, end)`, keeping snapshot `end`; returns how many went."""
+    return execute_expire(table, plan_expire_until(table, earliest, end, files))
+
+
+def plan_expire_until(table: "Table", earliest: int, end: int, files: TableFiles | None = None) -> ExpirePlan:
+    """The plan expiring snapshots `[earliest, end)` and keeping snapshot `end`."""
     store = table.snapshot_store
     if end <= earliest:
-        if not table.file_io.exists(paths.join(store.dir, paths.EARLIEST)):
-            store.write_hint(paths.EARLIEST, earliest)
-        return 0
+        missing_hint = not table.file_io.exists(paths.join(store.dir, paths.EARLIEST))
+        return ExpirePlan(earliest_hint=earliest if missing_hint else None)
     snapshots = [store.get(i) for i in range(earliest, end + 1) if store.exists(i)]
     if not snapshots or snapshots[-1].id != end:
-        return 0  # the snapshot to keep is gone: another process is expiring
+        return ExpirePlan()  # the snapshot to keep is gone: another process is expiring
     files = files or TableFiles(table)
     tags = TagStore(table.file_io, table.root, table.name).tagged_snapshots()
     expired = snapshots[:-1]
 
-    doomed = _unused_data_files(files, snapshots, tags)
+    data = _unused_data_files(files, snapshots, tags)
     for snapshot in expired:
         for entry in files.changelog_files(snapshot):
-            doomed.extend(files.data_paths(entry))
-    delete_paths(table.file_io, doomed)
-    if files.options.bool("snapshot.clean-empty-directories"):
-        delete_empty_dirs(table.file_io, table.root, doomed)
+            data.extend(files.data_paths(entry))
 
     keep = set()
     for snapshot in [*_tags_overlapping(tags, snapshots[0].id, end), snapshots[-1]]:
         keep.update(files.metadata_names(snapshot))
-    metadata = []
+    index, metadata = [], []
     for snapshot in expired:
         names = [n for n in files.metadata_names(snapshot, changelog=True, missing_ok=True) if n not in keep]
         keep.update(names)
-        metadata.extend(files.metadata_paths(snapshot, set(names)))
-    delete_paths(table.file_io, metadata)
+        index_names = {e.file_name for e in files.index_manifest(snapshot.index_manifest, True)}
+        index.extend(files.metadata_paths(snapshot, {n for n in names if n in index_names}))
+        metadata.extend(files.metadata_paths(snapshot, {n for n in names if n not in index_names}))
+    return ExpirePlan(tuple(s.id for s in expired), _unique(data), _unique(index), _unique(metadata),
+                      end, files.options.bool("snapshot.clean-empty-directories"))
 
-    for snapshot in expired:
-        store.delete(snapshot.id)
-    store.write_hint(paths.EARLIEST, end)
-    return len(expired)
+
+def execute_expire(table: "Table", plan: ExpirePlan, delete: Deleter | None = None) -> int:
+    """Carry out a plan; `delete(paths)` removes the data files (default: from this process,
+    a Spark job spreads them over executors). Returns how many snapshots went."""
+    if delete is None:
+        delete = partial(delete_paths, table.file_io)
+    store = table.snapshot_store
+    if plan.data_paths:
+        delete(list(plan.data_paths))
+        if plan.clean_empty_dirs:
+            delete_empty_dirs(table.file_io, table.root, plan.data_paths)
+    delete_paths(table.file_io, [*plan.index_paths, *plan.metadata_paths])
+    for snapshot_id in plan.snapshot_ids:
+        store.delete(snapshot_id)
+    if plan.earliest_hint is not None:
+        store.write_hint(paths.EARLIEST, plan.earliest_hint)
+    return len(plan.snapshot_ids)
+
+
+def _unique(items: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
 
 
 def _unused_data_files(files: TableFiles, snapshots: list[Snapshot], tags: list[Snapshot]) -> list[str]:

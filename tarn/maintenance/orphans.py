@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from tarn import paths
@@ -102,6 +104,14 @@ def remove_orphan_files(table: "Table", older_than: int | dt.datetime | None = N
     """Delete (or, with `dry_run`, only list) the orphan files last modified before
     `older_than` (epoch millis, or a datetime; naive means local time; default: one day ago).
     Returns their paths, sorted."""
+    orphans = find_orphan_files(table, older_than)
+    if not dry_run:
+        delete_orphan_files(table, orphans)
+    return orphans
+
+
+def find_orphan_files(table: "Table", older_than: int | dt.datetime | None = None) -> list[str]:
+    """The sorted paths `remove_orphan_files` deletes; changes nothing."""
     if older_than is None:
         older_than_ms = int(time.time() * 1000) - DEFAULT_AGE_MS
     elif isinstance(older_than, dt.datetime):
@@ -114,13 +124,17 @@ def remove_orphan_files(table: "Table", older_than: int | dt.datetime | None = N
     schema = table.schema()
     files = TableFiles(table, schema)
     used = used_file_names(table, files)
-    orphans = sorted(
+    return sorted(
         info.path for info in candidate_files(table, len(schema.partition_keys))
         if basename(info.path) not in used
         and info.mtime_ns is not None and info.mtime_ns // 1_000_000 < older_than_ms
     )
-    if not dry_run:
-        delete_paths(table.file_io, orphans)
-        data_files = [p for p in orphans if "/bucket-" in p]
-        delete_empty_dirs(table.file_io, table.root, data_files)
-    return orphans
+
+
+def delete_orphan_files(table: "Table", orphans: list[str],
+                        delete: Callable[[list[str]], object] | None = None) -> None:
+    """Delete `orphans` with `delete(paths)` (default: from this process), then the bucket
+    directories left empty."""
+    if orphans:
+        (delete or partial(delete_paths, table.file_io))(list(orphans))
+    delete_empty_dirs(table.file_io, table.root, [p for p in orphans if "/bucket-" in p])

@@ -12,6 +12,9 @@ interrupted rollback leaves only orphans behind.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from tarn import paths
@@ -25,28 +28,51 @@ if TYPE_CHECKING:
     from tarn.table import Table
 
 
+@dataclass(frozen=True)
+class RollbackPlan:
+    """What a rollback to `target` changes, in order: the LATEST hint, the snapshot files
+    `removed_ids` (newest first), the tag files `removed_tags`, the target's snapshot file when
+    `restore`, then the data files `data_paths`, then `metadata_paths`."""
+
+    target: Snapshot
+    removed_ids: tuple[int, ...] = ()
+    removed_tags: tuple[str, ...] = ()
+    restore: bool = False
+    data_paths: tuple[str, ...] = ()
+    metadata_paths: tuple[str, ...] = ()
+
+    @property
+    def changes_nothing(self) -> bool:
+        return not self.removed_ids and not self.removed_tags and not self.restore
+
+
 def rollback_to(table: "Table", target: int | str) -> Snapshot:
     """Roll back to snapshot id `target` (an int) or to tag `target` (a str).
 
     A snapshot id that has expired but is tagged rolls back to that tag."""
+    return execute_rollback(table, plan_rollback(table, target))
+
+
+def plan_rollback(table: "Table", target: int | str) -> RollbackPlan:
+    """The plan of `rollback_to`; changes nothing (raises when the target does not exist)."""
     store = TagStore(table.file_io, table.root, table.name)
     if isinstance(target, bool) or not isinstance(target, (int, str)):
         raise InvalidArgument(f"table {table.name}: rollback target must be a snapshot id or a tag "
                               f"name, got {target!r}")
     if isinstance(target, str):
-        return _rollback(table, store.get(target).snapshot, store)
+        return _plan(table, store.get(target).snapshot, store)
     if table.snapshot_store.exists(target):
-        return _rollback(table, table.snapshot_store.get(target), store)
+        return _plan(table, table.snapshot_store.get(target), store)
     for tag in store.tags():
         if tag.snapshot.id == target:
-            return _rollback(table, tag.snapshot, store)
+            return _plan(table, tag.snapshot, store)
     earliest, latest = table.snapshot_store.earliest_id(), table.snapshot_store.latest_id()
     span = "the table has no snapshots" if latest is None else f"snapshots {earliest}..{latest} exist"
     raise SnapshotNotFound(f"table {table.name}: cannot roll back to snapshot {target}: it does not "
                            f"exist ({span}) and no tag holds it")
 
 
-def _rollback(table: "Table", target: Snapshot, tags: TagStore) -> Snapshot:
+def _plan(table: "Table", target: Snapshot, tags: TagStore) -> RollbackPlan:
     snapshots = table.snapshot_store
     latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
     removed = []
@@ -57,7 +83,7 @@ def _rollback(table: "Table", target: Snapshot, tags: TagStore) -> Snapshot:
     removed_tags = [t for t in tags.tags() if t.snapshot.id > target.id]
     restore = not snapshots.exists(target.id)
     if not removed and not removed_tags and not restore:
-        return target
+        return RollbackPlan(target)
 
     files = TableFiles(table)
     data, names = _referenced_only_after(files, removed, [t for t in removed_tags if t.snapshot.id not in removed_ids])
@@ -74,18 +100,30 @@ def _rollback(table: "Table", target: Snapshot, tags: TagStore) -> Snapshot:
         fresh = {n for n in snapshot_names if n not in kept_names}
         kept_names.update(fresh)
         metadata.extend(files.metadata_paths(snapshot, fresh))
+    return RollbackPlan(target, tuple(sorted(removed_ids, reverse=True)), tuple(t.name for t in removed_tags),
+                        restore, tuple(dict.fromkeys(doomed)), tuple(dict.fromkeys(metadata)))
 
+
+def execute_rollback(table: "Table", plan: RollbackPlan,
+                     delete: Callable[[list[str]], object] | None = None) -> Snapshot:
+    """Carry out a plan; `delete(paths)` removes the data files (default: from this process)."""
+    if plan.changes_nothing:
+        return plan.target
+    snapshots = table.snapshot_store
+    tags = TagStore(table.file_io, table.root, table.name)
+    target = plan.target
     snapshots.write_hint(paths.LATEST, target.id)
-    for snapshot in sorted(removed, key=lambda s: -s.id):
-        snapshots.delete(snapshot.id)
-    for tag in removed_tags:
-        tags.delete(tag.name)
-    if restore:
+    for snapshot_id in plan.removed_ids:
+        snapshots.delete(snapshot_id)
+    for name in plan.removed_tags:
+        tags.delete(name)
+    if plan.restore:
         table.file_io.write_if_absent(snapshots.path(target.id), target.to_json().encode())
         snapshots.write_hint(paths.EARLIEST, target.id)
         snapshots.write_hint(paths.LATEST, target.id)
-    delete_paths(table.file_io, doomed)
-    delete_paths(table.file_io, metadata)
+    if plan.data_paths:
+        (delete or partial(delete_paths, table.file_io))(list(plan.data_paths))
+    delete_paths(table.file_io, plan.metadata_paths)
     return target
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 import zoneinfo
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from tarn.errors import InvalidArgument, InvalidOption, SnapshotNotFound
@@ -132,30 +134,46 @@ def list_tags(table: "Table") -> list[Tag]:
     return tag_store(table).tags()
 
 
+@dataclass(frozen=True)
+class TagDeletePlan:
+    """What deleting tags removes, in order: the tag files `tag_names`, the data files
+    `data_paths`, then `metadata_paths` (empty when another tag or snapshot still holds them)."""
+
+    tag_names: tuple[str, ...]
+    data_paths: tuple[str, ...] = ()
+    metadata_paths: tuple[str, ...] = ()
+    clean_empty_dirs: bool = False
+
+
 def delete_tag(table: "Table", name: str) -> None:
     """Delete a tag and the files only it kept alive."""
+    execute_delete_tags(table, plan_delete_tag(table, name))
+
+
+def plan_delete_tag(table: "Table", name: str) -> TagDeletePlan:
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument(f"table {table.name}: tag name must not be blank (got {name!r})")
-    store = tag_store(table)
-    tag = store.get(name)
-    delete_tags_of_snapshot(table, [name], tag.snapshot)
+    tag = tag_store(table).get(name)
+    return plan_delete_tags(table, [name], tag.snapshot)
 
 
 def delete_tags_of_snapshot(table: "Table", names: list[str], snapshot: Snapshot) -> None:
     """Delete the tag files `names` (all on `snapshot`) and, when the snapshot has expired and
     no other tag holds it, the data and metadata files nothing else refers to."""
-    store = tag_store(table)
+    execute_delete_tags(table, plan_delete_tags(table, names, snapshot))
+
+
+def plan_delete_tags(table: "Table", names: list[str], snapshot: Snapshot) -> TagDeletePlan:
+    """The plan of `delete_tags_of_snapshot`; changes nothing."""
     if table.snapshot_store.exists(snapshot.id):
-        for name in names:
-            store.delete(name)
-        return
-    all_tags = store.tags()  # read before deleting: tags are found through their files
-    for name in names:
-        store.delete(name)
+        return TagDeletePlan(tuple(names))
+    all_tags = tag_store(table).tags()
     if any(t.snapshot.id == snapshot.id and t.name not in names for t in all_tags):
-        return
+        return TagDeletePlan(tuple(names))
     tagged = _unique_snapshots(all_tags)
-    position = next(i for i, s in enumerate(tagged) if s.id == snapshot.id)
+    position = next((i for i, s in enumerate(tagged) if s.id == snapshot.id), None)
+    if position is None:  # the tags are already gone
+        return TagDeletePlan(tuple(names))
     neighbours = [tagged[position - 1]] if position > 0 else []
     right = table.snapshot_store.earliest_id()
     right_snapshot = table.snapshot_store.get(right) if right is not None else None
@@ -163,25 +181,35 @@ def delete_tags_of_snapshot(table: "Table", names: list[str], snapshot: Snapshot
         right_snapshot = tagged[position + 1]
     if right_snapshot is not None:
         neighbours.append(right_snapshot)
-    free_snapshot_files(table, snapshot, neighbours)
+    files = TableFiles(table)
+    data, metadata = unshared_files(files, snapshot, neighbours)
+    return TagDeletePlan(tuple(names), data, metadata, files.options.bool("snapshot.clean-empty-directories"))
 
 
-def free_snapshot_files(table: "Table", snapshot: Snapshot, neighbours: list[Snapshot],
-                        files: TableFiles | None = None) -> None:
-    """Delete what `snapshot` refers to that none of `neighbours` does (changelog excluded)."""
-    files = files or TableFiles(table)
+def execute_delete_tags(table: "Table", plan: TagDeletePlan, delete: Callable[[list[str]], object] | None = None) -> None:
+    """Carry out a plan; `delete(paths)` removes the data files (default: from this process)."""
+    store = tag_store(table)
+    for name in plan.tag_names:
+        store.delete(name)
+    if plan.data_paths:
+        (delete or partial(delete_paths, table.file_io))(list(plan.data_paths))
+        if plan.clean_empty_dirs:
+            delete_empty_dirs(table.file_io, table.root, plan.data_paths)
+    delete_paths(table.file_io, plan.metadata_paths)
+
+
+def unshared_files(files: TableFiles, snapshot: Snapshot, neighbours: list[Snapshot]
+                   ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(data paths, metadata paths) `snapshot` refers to and none of `neighbours` does."""
     kept_files = set()
     kept_names = set()
     for other in neighbours:
         kept_files.update(files.live_files(other))
         kept_names.update(files.metadata_names(other))
     live = files.live_files(snapshot, missing_ok=True)
-    doomed = [p for key, entry in live.items() if key not in kept_files for p in files.data_paths(entry)]
-    delete_paths(table.file_io, doomed)
-    if files.options.bool("snapshot.clean-empty-directories"):
-        delete_empty_dirs(table.file_io, table.root, doomed)
+    data = [p for key, entry in live.items() if key not in kept_files for p in files.data_paths(entry)]
     names = {n for n in files.metadata_names(snapshot, missing_ok=True) if n not in kept_names}
-    delete_paths(table.file_io, files.metadata_paths(snapshot, names))
+    return tuple(dict.fromkeys(data)), tuple(files.metadata_paths(snapshot, names))
 
 
 def _unique_snapshots(tags: list[Tag]) -> list[Snapshot]:

@@ -7,6 +7,7 @@
     spark.readStream.format("tarn").load(path)
     df.writeStream.format("tarn").option("checkpointLocation", cp).start(path)
     tarn.spark.compact(spark, path, full=True)
+    tarn.spark.expire_snapshots(spark, path, retain_min=5)   # data files deleted on executors
 
 See docs/guide-spark.md.
 """
@@ -21,13 +22,13 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("tarn.spark needs pyspark 4: pip install 'tarn[spark]'") from exc
 
-from tarn.spark.maintenance import (CompactSource, compact, create_tag, delete_tag, expire_snapshots,
-                                    list_tags, remove_orphan_files, rollback_to)
+from tarn.spark.maintenance import (CompactSource, compact, create_tag, delete_on_executors, delete_tag,
+                                    expire_snapshots, list_tags, remove_orphan_files, rollback_to)
 from tarn.spark.source import FORMAT, TarnDataSource, TarnDataSourceWithoutPushdown
 from tarn.spark.batch_write import by_bucket, write
 
 __all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "write", "by_bucket", "compact", "expire_snapshots",
-           "create_tag", "delete_tag", "list_tags", "rollback_to", "remove_orphan_files"]
+           "create_tag", "delete_tag", "list_tags", "rollback_to", "remove_orphan_files", "delete_on_executors"]
 
 # What `session()` sets unless told otherwise: Arrow batches of 64k rows (Spark's 10k costs tarn's
 # write and the bucket UDF about a third more time), Arrow for pandas conversions.

@@ -1,5 +1,7 @@
 """Maintenance on Spark: compaction spread over executors, committed once on the driver; expiry,
-tags, rollback and orphan cleanup as driver calls.
+tag deletion, rollback and orphan cleanup planned on the driver, their data files deleted by
+a Spark job (`delete_on_executors`), then metadata, snapshot files and hints from the driver in
+the order the local calls use (an interrupted run leaves only orphans).
 
 Compaction reuses Spark's write protocol through an internal data source ("tarn_compact"):
 the input rows are the (partition, bucket) pairs to compact, spread over tasks so each bucket
@@ -9,19 +11,24 @@ COMPACT snapshot, or, if the job fails, deletes every file the tasks wrote.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from dataclasses import dataclass
+from functools import partial
 from typing import Iterator
 
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
 import tarn
 from tarn import partition as partitions
 from tarn.errors import TarnError
-from tarn.fs import join
+from tarn.fs import FileIO, join
+from tarn.maintenance import expire, orphans, rollback, tags
+from tarn.maintenance.references import delete_paths
 from tarn.options import Options
 from tarn.spark.batch_write import TaskMessages, sweep
 from tarn.write.writer import TableWriter, abort
@@ -136,38 +143,79 @@ def compact(spark, table_path: str, full: bool = False, partitions: list[dict] |
 
 
 # ---------------------------------------------------------------------------------------------
-# driver-side maintenance (metadata work; the table files are read and deleted from the driver)
+# expiry, tags, rollback, orphans: planned on the driver, data files deleted on the executors,
+# metadata deleted and hints written on the driver in the order the local calls use
+
+
+@dataclass(frozen=True)
+class DeleteTask:
+    """What one Spark task of `delete_on_executors` did."""
+
+    partition: int
+    files: int
+    pid: int
+
+
+def delete_on_executors(spark, file_io: FileIO, paths: list[str], parallelism: int | None = None) -> list[DeleteTask]:
+    """Delete `paths` (missing ones are fine) in a Spark job, spread evenly over tasks."""
+    unique = list(dict.fromkeys(paths))
+    if not unique:
+        return []
+    tasks = max(1, min(len(unique), parallelism or spark.sparkContext.defaultParallelism * 2))
+    job = spark.sparkContext.parallelize(unique, tasks).mapPartitions(partial(_delete_task, file_io))
+    return job.collect()
+
+
+def _delete_task(file_io: FileIO, paths: Iterator[str]) -> Iterator[DeleteTask]:
+    chunk = list(paths)
+    delete_paths(file_io, chunk)
+    context = TaskContext.get()
+    yield DeleteTask(context.partitionId() if context else -1, len(chunk), os.getpid())
+
+
+def _deleter(spark, table: tarn.Table, parallelism: int | None):
+    return lambda paths: delete_on_executors(spark, table.file_io, paths, parallelism)
 
 
 def expire_snapshots(spark, table_path: str, retain_min: int | None = None, retain_max: int | None = None,
-                     older_than_ms: int | None = None, max_deletes: int | None = None) -> int:
-    """Expire old snapshots (tarn.maintenance.expire); returns how many were removed."""
-    from tarn.maintenance.expire import expire_snapshots as expire
-    return expire(tarn.load_table(table_path), retain_min=retain_min, retain_max=retain_max,
-                  older_than_ms=older_than_ms, max_deletes=max_deletes)
+                     older_than_ms: int | None = None, max_deletes: int | None = None,
+                     parallelism: int | None = None) -> int:
+    """Expire old snapshots (tarn.maintenance.expire); returns how many were removed. The data
+    and changelog files go on the executors, the rest from the driver."""
+    table = tarn.load_table(table_path)
+    plan = expire.plan_expire(table, retain_min=retain_min, retain_max=retain_max,
+                              older_than_ms=older_than_ms, max_deletes=max_deletes)
+    return expire.execute_expire(table, plan, delete=_deleter(spark, table, parallelism))
 
 
 def create_tag(spark, table_path: str, name: str, snapshot_id: int | None = None, time_retained=None):
-    from tarn.maintenance.tags import create_tag as create
-    return create(tarn.load_table(table_path), name, snapshot_id=snapshot_id, time_retained=time_retained)
+    return tags.create_tag(tarn.load_table(table_path), name, snapshot_id=snapshot_id, time_retained=time_retained)
 
 
-def delete_tag(spark, table_path: str, name: str) -> None:
-    from tarn.maintenance.tags import delete_tag as delete
-    delete(tarn.load_table(table_path), name)
+def delete_tag(spark, table_path: str, name: str, parallelism: int | None = None) -> None:
+    """Delete a tag; the data files only it kept go on the executors."""
+    table = tarn.load_table(table_path)
+    tags.execute_delete_tags(table, tags.plan_delete_tag(table, name), delete=_deleter(spark, table, parallelism))
 
 
 def list_tags(spark, table_path: str) -> list:
-    from tarn.maintenance.tags import list_tags as tags
-    return tags(tarn.load_table(table_path))
+    return tags.list_tags(tarn.load_table(table_path))
 
 
-def rollback_to(spark, table_path: str, target: int | str):
-    """Roll back to snapshot id `target` (int) or tag `target` (str)."""
-    from tarn.maintenance.rollback import rollback_to as rollback
-    return rollback(tarn.load_table(table_path), target)
+def rollback_to(spark, table_path: str, target: int | str, parallelism: int | None = None):
+    """Roll back to snapshot id `target` (int) or tag `target` (str); the data files only the
+    removed snapshots and tags held go on the executors."""
+    table = tarn.load_table(table_path)
+    plan = rollback.plan_rollback(table, target)
+    return rollback.execute_rollback(table, plan, delete=_deleter(spark, table, parallelism))
 
 
-def remove_orphan_files(spark, table_path: str, older_than_ms: int | None = None, dry_run: bool = False) -> list[str]:
-    from tarn.maintenance.orphans import remove_orphan_files as remove
-    return remove(tarn.load_table(table_path), older_than_ms=older_than_ms, dry_run=dry_run)
+def remove_orphan_files(spark, table_path: str, older_than_ms: int | None = None, dry_run: bool = False,
+                        parallelism: int | None = None) -> list[str]:
+    """Delete (or only list) orphan files older than `older_than_ms` (default: one day); the
+    files go on the executors. Returns their paths, sorted."""
+    table = tarn.load_table(table_path)
+    found = orphans.find_orphan_files(table, older_than_ms)
+    if not dry_run:
+        orphans.delete_orphan_files(table, found, delete=_deleter(spark, table, parallelism))
+    return found
