@@ -32,9 +32,6 @@ def snapshot_path(root: str, snapshot_id: int) -> str:
     return join(root, SNAPSHOT_DIR, f"{SNAPSHOT_PREFIX}{snapshot_id}")
 
 
-def schema_path(root: str, schema_id: int) -> str:
-    return join(root, SCHEMA_DIR, f"{SCHEMA_PREFIX}{schema_id}")
-
 
 def tag_path(root: str, name: str) -> str:
     return join(root, TAG_DIR, f"{TAG_PREFIX}{name}")
@@ -58,20 +55,6 @@ def escape_path_name(text: str) -> str:
     return "".join(f"%{ord(c):02X}" if (ord(c) < 0x20 or c in _ESCAPED) else c for c in text)
 
 
-def unescape_path_name(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "%" and i + 2 < len(text) and _is_hex(text[i + 1:i + 3]):
-            out.append(chr(int(text[i + 1:i + 3], 16)))
-            i += 3
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
-def _is_hex(s: str) -> bool:
-    return len(s) == 2 and all(c in "0123456789abcdefABCDEF" for c in s)
 
 
 def partition_value_text(value, root: str, precision: int | None, default_name: str) -> str:

@@ -179,11 +179,3 @@ def _without_logical_types(schema):
         out["fields"] = [dict(f, type=_without_logical_types(f["type"])) for f in schema["fields"]]
     return out
 
-
-def read_avro_schema(data: bytes, name_for_errors: str) -> tuple[dict, str]:
-    """The writer schema and codec name from an Avro file's header."""
-    try:
-        reader = fastavro.reader(io.BytesIO(data))
-        return reader.writer_schema, reader.codec
-    except Exception as exc:
-        raise CorruptFile(f"cannot read Avro file {name_for_errors}: {exc}") from exc

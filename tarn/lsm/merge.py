@@ -127,9 +127,6 @@ def newest_wins_applies(spec: MergeSpec) -> bool:
     return spec.engine == "deduplicate" and spec.plain_order and not spec.ignore_delete
 
 
-def _ignore(table: pa.Table, spec: MergeSpec) -> pa.Table:
-    return drop_retracts(table) if spec.ignore_delete else table
-
 
 def keys_in(keys: pa.Table, newer: list[pa.Table]) -> np.ndarray:
     """Boolean mask: does each row of `keys` (sorted, unique) occur in any of the `newer` key

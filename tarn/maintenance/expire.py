@@ -138,11 +138,6 @@ def plan_expire(table: "Table", retain_min: int | None = None, retain_max: int |
     return plan_expire_until(table, earliest, end)
 
 
-def expire_until(table: "Table", earliest: int, end: int, files: TableFiles | None = None) -> int:
-    """Expire snapshots `[earliest, end)`, keeping snapshot `end`; returns how many went."""
-    return execute_expire(table, plan_expire_until(table, earliest, end, files))
-
-
 def plan_expire_until(table: "Table", earliest: int, end: int, files: TableFiles | None = None) -> ExpirePlan:
     """The plan expiring snapshots `[earliest, end)` and keeping snapshot `end`."""
     store = table.snapshot_store
