@@ -33,6 +33,7 @@ from tarn.errors import InvalidOption, SchemaMismatch, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
 from tarn.meta.schema import TableSchema, new_schema
 from tarn.options import BY_NAME, Options, validate_options
+from tarn.spark import bucket_expr
 from tarn.spark.source import WRITE_OPTIONS, check_options, table_path
 from tarn.spark.types import arrow_of
 from tarn.store.schemas import SchemaStore
@@ -343,7 +344,8 @@ def _absolute(path: str) -> str:
 
 def by_bucket(df, table_path: str):
     """`df` repartitioned so that all rows of one (partition, bucket) of the table are in one
-    Spark partition (tarn's bucket function in an Arrow UDF); unchanged for tables without
+    Spark partition (tarn's bucket function as Spark expressions for integer/date/boolean keys,
+    else in an Arrow UDF); unchanged for tables without
     fixed buckets. Write the result with option `write.bucket-owned`=true (tarn.spark.write
     does both); works for streaming DataFrames too."""
     from pyspark.sql import functions as F
@@ -357,8 +359,12 @@ def by_bucket(df, table_path: str):
     if missing:
         raise SchemaMismatch(f"table {table_path}: the DataFrame lacks the bucket key column(s) {missing}")
     key_fields = [schema.field(k) for k in schema.bucket_keys]
-    bucket = bucket_udf(key_fields, num_buckets, table_path)(*[F.col(by_lower[f.name.lower()]) for f in key_fields])
-    df = df.withColumn(BUCKET_COLUMN, bucket)
+    key_columns = [by_lower[f.name.lower()] for f in key_fields]
+    if bucket_expr.supported(key_fields):  # the hash in generated JVM code
+        df = bucket_expr.with_bucket(df, key_columns, key_fields, num_buckets, BUCKET_COLUMN)
+    else:  # strings, decimals, timestamps, ...: BinaryRows built in Python
+        bucket = bucket_udf(key_fields, num_buckets, table_path)(*[F.col(c) for c in key_columns])
+        df = df.withColumn(BUCKET_COLUMN, bucket)
     if schema.partition_keys:
         tasks = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
         df = df.repartition(tasks, *[F.col(by_lower[k.lower()]) for k in schema.partition_keys],

@@ -1,0 +1,88 @@
+"""tarn's bucket function computed by Spark expressions equals tarn.bucket.bucket_ids."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tarn
+import tarn.spark
+from tarn.bucket import bucket_ids
+from tarn.spark import bucket_expr
+from tarn.spark.batch_write import BUCKET_COLUMN, by_bucket
+from tarn.types import BIGINT, BOOLEAN, DATE, INT, SMALLINT, STRING, TINYINT, DataField
+
+SPARK_TYPES = {"BIGINT": "bigint", "INT": "int", "SMALLINT": "smallint", "TINYINT": "tinyint",
+               "BOOLEAN": "boolean", "DATE": "date"}
+MAKERS = {"BIGINT": BIGINT, "INT": INT, "SMALLINT": SMALLINT, "TINYINT": TINYINT, "BOOLEAN": BOOLEAN, "DATE": DATE}
+VALUES = {
+    "BIGINT": st.integers(-2**63, 2**63 - 1),
+    "INT": st.integers(-2**31, 2**31 - 1),
+    "SMALLINT": st.integers(-2**15, 2**15 - 1),
+    "TINYINT": st.integers(-128, 127),
+    "BOOLEAN": st.booleans(),
+    "DATE": st.dates(dt.date(1900, 1, 1), dt.date(2200, 1, 1)),
+}
+
+
+def spark_buckets(spark, rows, fields, num_buckets):
+    schema = ", ".join(f"{f.name} {SPARK_TYPES[f.type.root]}" for f in fields)
+    df = spark.createDataFrame(rows, schema)
+    out = bucket_expr.with_bucket(df, [f.name for f in fields], fields, num_buckets, "b").toArrow()
+    assert out.column_names == [f.name for f in fields] + ["b"]  # intermediate columns dropped
+    return out.column("b").to_pylist(), out.select([f.name for f in fields])
+
+
+@st.composite
+def keyed_rows(draw):
+    roots = draw(st.lists(st.sampled_from(sorted(VALUES)), min_size=1, max_size=4))
+    fields = [DataField(i, f"c{i}", MAKERS[r]()) for i, r in enumerate(roots)]
+    rows = draw(st.lists(st.tuples(*[st.one_of(st.none(), VALUES[r]) for r in roots]), min_size=1, max_size=20))
+    return fields, rows, draw(st.integers(1, 1000))
+
+
+@settings(max_examples=25, deadline=None)
+@given(keyed_rows())
+def test_expressions_hash_like_tarn(spark, case):
+    fields, rows, num_buckets = case
+    got, keys = spark_buckets(spark, rows, fields, num_buckets)
+    assert got == bucket_ids(keys, fields, num_buckets).tolist()
+
+
+def test_extremes_and_many_fields(spark):
+    fields = [DataField(i, f"c{i}", BIGINT()) for i in range(30)]  # null bits spill into the second header word
+    rows = [tuple(None if (i + j) % 3 == 0 else (-1) ** j * 2**62 + i for j in range(30)) for i in range(10)]
+    rows.append(tuple([-2**63] * 30))
+    got, keys = spark_buckets(spark, rows, fields, 97)
+    assert got == bucket_ids(keys, fields, 97).tolist()
+
+
+def test_unsupported_key_types_use_the_udf():
+    assert bucket_expr.supported([DataField(0, "k", BIGINT()), DataField(1, "d", DATE())])
+    assert not bucket_expr.supported([DataField(0, "k", STRING())])
+    assert not bucket_expr.supported([])
+
+
+@pytest.mark.parametrize("key_type", ["bigint", "string"])
+def test_by_bucket_puts_each_bucket_in_one_partition(spark, path, key_type):
+    """Both ways (expressions, Arrow UDF) route each row to the Spark partition of its bucket."""
+    df = spark.range(0, 3000, numPartitions=3).selectExpr(f"cast(id * 7 AS {key_type}) AS k", "id AS v")
+    tarn.spark.write(df.limit(0), path, **{"primary-key": "k", "bucket": "5"})
+    table = tarn.load_table(path)
+    shuffled = by_bucket(df, path)
+    assert shuffled.columns == ["k", "v"]
+
+    def tag(index, rows):
+        for row in rows:
+            yield (index, row.k)
+
+    pairs = shuffled.rdd.mapPartitionsWithIndex(tag).collect()
+    keys = pa.table({"k": pa.array([k for _, k in pairs], type=pa.int64() if key_type == "bigint" else pa.string())})
+    buckets = bucket_ids(keys, [table.schema().field("k")], 5).tolist()
+    assert len(pairs) == 3000
+    assert {(p, b) for (p, _), b in zip(pairs, buckets)} == {(b, b) for b in buckets}  # partition i holds bucket i
+    assert BUCKET_COLUMN not in shuffled.columns
