@@ -25,6 +25,9 @@ ROW_KIND_COLUMN = "rowkind"  # the column `read.changelog` adds (as Paimon's Spa
 # Options of the connector itself (lower-case, as Spark passes them).
 READ_OPTIONS = {
     "path", "columns", "versionasof", "timestampasof", "read.changelog",
+    # streaming read limits (Paimon's Spark connector options)
+    "read.stream.maxfilespertrigger", "read.stream.maxbytespertrigger", "read.stream.maxrowspertrigger",
+    "read.stream.minrowspertrigger", "read.stream.maxtriggerdelayms",
 }
 WRITE_OPTIONS = {
     "path", "primary-key", "partition", "partitionoverwritemode", "overwrite-partition",

@@ -13,11 +13,14 @@ rows are emitted (an upsert stream).
 (`scan.snapshot-id`), `from-snapshot-full`, `from-timestamp` (`scan.timestamp-millis`).
 With `consumer-id`, the next snapshot to read is kept in `consumer/consumer-<id>` (Paimon's
 `{"nextSnapshot": n}`), written when Spark commits a batch; a new query with that id starts
-there, and snapshot expiry keeps what the consumer has not read.
+there, and snapshot expiry keeps what the consumer has not read. Read limits
+(`read.stream.maxFilesPerTrigger`, ...) bound a micro-batch by whole snapshots: see
+tarn/spark/stream_limits.py.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -40,6 +43,7 @@ from tarn.scan.planner import Split
 from tarn.scan.reader import FileReader
 from tarn.spark.batch_read import pack_splits
 from tarn.spark.source import READ_OPTIONS, ROW_KIND_COLUMN, check_options, load, table_path
+from tarn.spark.stream_limits import Cost, StreamLimits, applies
 from tarn.spark.types import arrow_target, fit_batch
 from tarn.store.consumers import ConsumerStore
 
@@ -161,6 +165,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.arrow_schema = arrow_target(schema)
         self.row_kind = options.get("read.changelog", "false").lower() == "true"
         self.stop_at: int | None = None  # Trigger.AvailableNow: the latest snapshot at start
+        self.limits = StreamLimits.of(options, f"table {path}")
+        self.costs: dict[int, Cost] = {}  # snapshot id -> what it adds (for the limits)
+        self.last_batch_at = time.monotonic()
 
     @classmethod
     def prepare(cls, options: dict[str, str], schema: StructType) -> "StreamReader":
@@ -192,11 +199,36 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = load(self.path).snapshot_store.latest_id() or 0
         if self.stop_at is not None:
             latest = min(latest, self.stop_at)
-        if start["full"]:
-            return offset(max(latest, start["next"]) + 1)
-        if latest >= start["next"]:
-            return offset(latest + 1)
-        return start
+        limited = self.limits.bounded and applies(limit)
+        if start["full"]:  # the whole table, and (without limits) every change after it
+            return self._advance(offset((start["next"] if limited else max(latest, start["next"])) + 1))
+        if latest < start["next"]:
+            return start
+        if not limited:
+            return self._advance(offset(latest + 1))
+        table = load(self.path)
+        pending = range(start["next"], latest + 1)
+        costs = [self._cost(table, s) for s in pending]
+        waiting = sum(costs, Cost())
+        if self.stop_at is None and self.limits.waits(waiting, 1000 * (time.monotonic() - self.last_batch_at)):
+            return start
+        return self._advance(offset(start["next"] + self.limits.take(costs)))
+
+    def getDefaultReadLimit(self):
+        return self.limits.default_read_limit()
+
+    def _advance(self, end: dict) -> dict:
+        self.last_batch_at = time.monotonic()
+        self.costs = {k: v for k, v in self.costs.items() if k >= end["next"]}
+        return end
+
+    def _cost(self, table: tarn.Table, snapshot_id: int) -> Cost:
+        """Files, bytes and rows a streaming read of the snapshot emits (cached)."""
+        if snapshot_id not in self.costs:
+            files = added_files(table, self._snapshot(table, snapshot_id), self.table_options(table))
+            self.costs[snapshot_id] = Cost(len(files), sum(f.meta.file_size for f in files),
+                                           sum(f.meta.row_count for f in files))
+        return self.costs[snapshot_id]
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.stop_at = load(self.path).snapshot_store.latest_id() or 0

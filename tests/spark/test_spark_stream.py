@@ -131,3 +131,83 @@ def test_sink_needs_a_checkpoint_location_for_its_commit_user():
     assert commit_user_of({"checkpointlocation": "/cp/a"}) != commit_user_of({"checkpointlocation": "/cp/b"})
     with pytest.raises(tarn.InvalidOption, match="checkpointLocation"):
         commit_user_of({})
+
+
+# ---------------------------------------------------------------------------------------------
+# read limits
+
+
+def batches_of(spark, path, **options) -> list[list[int]]:
+    """The ids each non-empty micro-batch of an availableNow run emitted, in batch order."""
+    name = f"q_{uuid.uuid4().hex[:8]}"
+    seen: dict[int, list[int]] = {}
+
+    def collect(df, batch_id):
+        ids = sorted(r.id for r in df.select("id").collect())
+        if ids:
+            seen[batch_id] = ids
+
+    reader = spark.readStream.format("tarn")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    query = reader.load(path).writeStream.queryName(name).foreachBatch(collect).trigger(availableNow=True).start()
+    query.awaitTermination()
+    return [seen[b] for b in sorted(seen)]
+
+
+def test_read_limits_cut_batches_at_snapshots(spark, catalog):
+    table = catalog.create_table("db.limited", SCHEMA)
+    for start in range(0, 10, 2):  # 5 snapshots of one file and two rows each
+        table.write(batch([start, start + 1]))
+    from_first = {"scan.mode": "from-snapshot", "scan.snapshot-id": 1}
+    assert batches_of(spark, table.root, **from_first, **{"read.stream.maxFilesPerTrigger": 2}) == \
+        [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert batches_of(spark, table.root, **from_first, **{"read.stream.maxRowsPerTrigger": 5}) == \
+        [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    # a limit below one snapshot still reads one snapshot per batch: snapshots are never cut
+    assert batches_of(spark, table.root, **from_first, **{"read.stream.maxRowsPerTrigger": 1}) == \
+        [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    entries = table._planner(table.schema()).live_entries(table.latest_snapshot())
+    sizes = [e.file.file_size for e in entries]
+    assert 3 * min(sizes) > 2.5 * max(sizes)  # so 2.5 files' worth of bytes takes exactly two
+    assert batches_of(spark, table.root, **from_first, **{"read.stream.maxBytesPerTrigger": int(2.5 * max(sizes))}) == \
+        [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    # latest-full: the whole table is one batch, then the limits apply to what follows
+    assert batches_of(spark, table.root, **{"read.stream.maxFilesPerTrigger": 1}) == [list(range(10))]
+
+
+def test_min_rows_waits_until_enough_rows_or_the_delay(catalog):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from tarn.spark.stream_read import StreamReader
+    from tarn.spark.types import spark_schema
+
+    table = catalog.create_table("db.min_rows", SCHEMA)
+    options = {"path": table.root, "scan.mode": "latest", "read.stream.minrowspertrigger": "3",
+               "read.stream.maxtriggerdelayms": "60000"}
+    reader = StreamReader.prepare(options, spark_schema(list(table.schema().fields)))
+    start = reader.initialOffset()
+    limit = reader.getDefaultReadLimit()
+    table.write(batch([1, 2]))
+    assert reader.latestOffset(start, limit) == start  # 2 rows < 3: wait
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"next": 2, "full": False}  # Spark's override
+    table.write(batch([3]))
+    assert reader.latestOffset(start, limit) == {"next": 3, "full": False}  # 3 rows: go
+    table.write(batch([4]))
+    later = {"next": 3, "full": False}
+    assert reader.latestOffset(later, limit) == later
+    reader.last_batch_at -= 61  # the delay passed: read what there is
+    assert reader.latestOffset(later, limit) == {"next": 4, "full": False}
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"read.stream.maxfilespertrigger": "0"}, "maxFilesPerTrigger"),
+    ({"read.stream.maxrowspertrigger": "many"}, "maxRowsPerTrigger"),
+    ({"read.stream.minrowspertrigger": "5"}, "go together"),
+])
+def test_bad_read_limits_fail_before_the_query(catalog, options, message):
+    from tarn.spark.stream_read import StreamReader
+    from tarn.spark.types import spark_schema
+
+    table = catalog.create_table("db.bad_limits", SCHEMA)
+    with pytest.raises(tarn.InvalidOption, match=message):
+        StreamReader.prepare({"path": table.root, **options}, spark_schema(list(table.schema().fields)))
