@@ -225,6 +225,14 @@ class Table:
             check_columns(filter, names, self.name)
         return Scan(self, schema, snapshot, filter, list(columns) if columns is not None else None)
 
+    def changes(self, snapshot_id: int) -> pa.Table:
+        """The rows snapshot `snapshot_id` added, with their row kind in a first column
+        `_ROW_KIND` ('+I', '-U', '+U', '-D'): its changelog files when the table has a
+        `changelog-producer`, otherwise the data files of an APPEND/OVERWRITE snapshot."""
+        from tarn.scan.changes import snapshot_changes
+
+        return snapshot_changes(self, snapshot_id)
+
     # ------------------------------------------------------------------ tags, expiry, rollback
 
     def create_tag(self, name: str, snapshot_id: int | None = None, time_retained=None,

@@ -66,7 +66,7 @@ def missing_files(table) -> set[str]:
 
 def unreferenced_files(table) -> set[str]:
     """Files in the data and manifest directories that nothing retained refers to (changelog
-    manifests of snapshots count as referenced)."""
+    manifests of snapshots, and the changelog files they name, count as referenced)."""
     referenced = referenced_paths(table)
     files = TableFiles(table)
     for snapshot in retained(table):
@@ -74,6 +74,7 @@ def unreferenced_files(table) -> set[str]:
         if changelog:
             referenced.add(files.manifests.path(changelog))
             referenced.update(files.manifests.path(m.file_name) for m in files.manifest_list(changelog, True))
+            referenced.update(p for e in files.changelog_files(snapshot) for p in files.data_paths(e))
     candidates = {i.path for i in candidate_files(table, len(table.schema().partition_keys))}
     return candidates - referenced
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tarn.errors import CommitConflict, TarnError
 from tarn.meta import snapshot as snap
@@ -60,6 +60,8 @@ class Committer:
             own = self.latest_of_user(latest, commit_user) if latest else None
             if own is not None and own.commit_identifier >= commit_identifier:
                 return None
+        if overwrite is not None:  # Java's overwrite commits no changelog, of either part
+            messages = [replace(m, changelog_files=[], compact_changelog_files=[]) for m in messages]
         appends = [m.append_part() for m in messages]
         appends = [m for m in appends if not m.is_empty]
         compactions = [m.compact_part() for m in messages]
@@ -104,10 +106,11 @@ class Committer:
             kind = snap.OVERWRITE
         if any(e.kind == DELETE for e in delta):
             self._check_deletes_live(latest, delta)
+        changelog = self._changelog_entries(messages)
         written: list[str] = []
         try:
             new_snapshot = self._write_snapshot(latest, delta, kind, commit_user, commit_identifier,
-                                                watermark, properties, written)
+                                                watermark, properties, written, changelog)
             if self.snapshots.publish(new_snapshot):
                 return new_snapshot
         except BaseException:
@@ -124,6 +127,13 @@ class Committer:
             for f in [*m.new_files, *m.compact_after]:
                 entries.append(ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f))
         return entries
+
+    @staticmethod
+    def _changelog_entries(messages: list[CommitMessage]) -> list[ManifestEntry]:
+        """ADD entries of the changelog files: the input changelog of an APPEND commit, the
+        compaction changelog of a COMPACT commit (each message part carries one of them)."""
+        return [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
+                for m in messages for f in [*m.changelog_files, *m.compact_changelog_files]]
 
     @staticmethod
     def _only_compaction(messages: list[CommitMessage]) -> bool:
@@ -153,7 +163,7 @@ class Committer:
                     "removed by a concurrent commit; this commit cannot be applied")
 
     def _write_snapshot(self, latest, delta, kind, commit_user, commit_identifier, watermark,
-                        properties, written: list[str]) -> Snapshot:
+                        properties, written: list[str], changelog: list[ManifestEntry]) -> Snapshot:
         schema_id = self.schema.id
         previous = self.planner.manifest_metas(latest) if latest else []
         base = self.manifests.merge_manifests(previous, schema_id) if previous else []
@@ -165,6 +175,13 @@ class Committer:
         written.append(base_list)
         delta_list, delta_size = self.manifests.write_manifest_list(delta_metas)
         written.append(delta_list)
+        changelog_list = changelog_size = changelog_count = None
+        if changelog:  # its own manifests and list, holding only this commit's changelog
+            changelog_metas = self.manifests.write_manifests(changelog, schema_id)
+            written.extend(m.file_name for m in changelog_metas)
+            changelog_list, changelog_size = self.manifests.write_manifest_list(changelog_metas)
+            written.append(changelog_list)
+            changelog_count = sum(e.file.row_count for e in changelog)
         delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in delta)
         previous_total = (latest.total_record_count or 0) if latest else 0
         if latest is not None and latest.watermark is not None:
@@ -173,10 +190,11 @@ class Committer:
             version=3, uuid=str(uuid.uuid4()), id=(latest.id + 1) if latest else 1, schema_id=schema_id,
             base_manifest_list=base_list, base_manifest_list_size=base_size,
             delta_manifest_list=delta_list, delta_manifest_list_size=delta_size,
+            changelog_manifest_list=changelog_list, changelog_manifest_list_size=changelog_size,
             index_manifest=latest.index_manifest if latest else None,
             commit_user=commit_user, commit_identifier=commit_identifier, commit_kind=kind,
             time_millis=int(time.time() * 1000), total_record_count=previous_total + delta_count,
-            delta_record_count=delta_count, watermark=watermark,
+            delta_record_count=delta_count, changelog_record_count=changelog_count, watermark=watermark,
             statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
             properties=properties or None, next_row_id=(latest.next_row_id or 0) if latest else 0,
         )

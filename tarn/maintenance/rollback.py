@@ -88,7 +88,8 @@ def _plan(table: "Table", target: Snapshot, tags: TagStore) -> RollbackPlan:
     files = TableFiles(table)
     data, names = _referenced_only_after(files, removed, [t for t in removed_tags if t.snapshot.id not in removed_ids])
     kept_files = set(files.live_files(target))
-    kept_names = set(files.metadata_names(target, changelog=True))
+    # a tag keeps no changelog: the changelog list of an expired, tagged target may be gone
+    kept_names = set(files.metadata_names(target, changelog=True, missing_ok=True))
     for tag in tags.tags():
         if tag.snapshot.id <= target.id:
             kept_names.update(files.metadata_names(tag.snapshot))

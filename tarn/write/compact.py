@@ -4,28 +4,44 @@ Like Java's MergeTreeCompactTask: the unit's files are split into key-overlappin
 sections of several runs are rewritten (a streaming k-way merge through the merge engine, so
 memory stays bounded), a section that is one run keeps its large files and only changes their
 level ("upgrade"), small files are rewritten together with their neighbours.
+
+With a changelog producer the compactor also writes changelog files (`changelog-*`, level = the
+output level, file source APPEND), computed in a second streaming pass over the unit's files
+(`tarn.lsm.changelog`): `full-compaction` when the unit goes to the max level, `lookup` when it
+consumes level-0 files (then the levels above the output are read too, for the keys' old values).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import pyarrow as pa
 
+from tarn.fs import join
+from tarn.lsm.changelog import LEVEL, first_row_changelog, full_compaction_changelog, lookup_changelog
 from tarn.lsm.intervals import partition_sections
-from tarn.lsm.levels import SortedRun
+from tarn.lsm.levels import SortedRun, key_order
 from tarn.lsm.merge import MergeSpec, drop_retracts, keys_in, merge_table
 from tarn.lsm.policy import CompactUnit
 from tarn.lsm.stream_merge import merge_streams
 from tarn.meta.manifest import DataFileMeta
 from tarn.scan.reader import FileReader, oldest_first
-from tarn.write.files import FILE_SOURCE_COMPACT, FileWriter
+from tarn.write.files import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, FileWriter
+
+FULL_COMPACTION, LOOKUP = "full-compaction", "lookup"  # changelog producers that compaction serves
 
 
 @dataclass
 class CompactResult:
     before: list[DataFileMeta] = field(default_factory=list)
     after: list[DataFileMeta] = field(default_factory=list)
+    changelog: list[DataFileMeta] = field(default_factory=list)
+
+    def written(self) -> list[DataFileMeta]:
+        """Files this compaction wrote (not the upgraded ones, which keep their file)."""
+        kept = {m.file_name for m in self.before}
+        return [m for m in self.after if m.file_name not in kept] + self.changelog
 
 
 @dataclass
@@ -39,10 +55,17 @@ class BucketCompactor:
     key_types: list
     fields: list  # the current schema's fields: compaction rewrites every column
     min_file_size: int
-    # first-row only: the bucket's other runs, (level, files); a key already held at a level
-    # above the output is dropped from the output (Java's FirstRowMergeTreeCompactRewriter),
-    # so each key lives in one file above level 0 and readers that skip merging stay right.
+    # the bucket's other runs, (level, files). first-row: a key already held at a level above
+    # the output is dropped from the output (Java's FirstRowMergeTreeCompactRewriter), so each
+    # key lives in one file above level 0 and readers that skip merging stay right. Lookup
+    # changelog: the old values of the keys the unit changes are looked up there.
     other_runs: list = field(default_factory=list)
+    # the changelog producer served here (FULL_COMPACTION, LOOKUP or None), the writer of its
+    # files, the bucket's number of levels, and the fields row-deduplicate compares (None: off)
+    changelog: str | None = None
+    changelog_writer: FileWriter | None = None
+    num_levels: int = 0
+    compare: tuple | None = None
 
     @property
     def first_row(self) -> bool:
@@ -50,10 +73,20 @@ class BucketCompactor:
 
     def run(self, unit: CompactUnit, drop_deletes: bool) -> CompactResult:
         result = CompactResult()
+        try:
+            self._compact(unit, drop_deletes, result)
+            result.changelog = self._changelog(unit)
+        except BaseException:
+            for meta in result.written():
+                self.writer.file_io.delete(join(self.bucket_path, meta.file_name))
+            raise
+        return result
+
+    def _compact(self, unit: CompactUnit, drop_deletes: bool, result: CompactResult) -> None:
         if unit.file_rewrite:
             for meta in unit.files:
                 self._rewrite([[SortedRun((meta,))]], unit.output_level, drop_deletes, result)
-            return result
+            return
         pending: list[list[SortedRun]] = []
         for section in partition_sections(list(unit.files), self.key_types):
             if len(section) > 1:
@@ -67,7 +100,6 @@ class BucketCompactor:
                     pending = []
                     self._upgrade(meta, unit.output_level, drop_deletes, result)
         self._rewrite(pending, unit.output_level, drop_deletes, result)
-        return result
 
     def _upgrade(self, meta: DataFileMeta, level: int, drop_deletes: bool, result: CompactResult) -> None:
         if meta.level == level:
@@ -117,3 +149,63 @@ class BucketCompactor:
             if parts:
                 tables.append(pa.concat_tables(parts).select(self.key_names))
         return tables
+
+    # ------------------------------------------------------------------ changelog
+
+    def _changelog(self, unit: CompactUnit) -> list[DataFileMeta]:
+        """Changelog files of this unit (Java's ChangelogMergeTreeRewriter decides when)."""
+        max_level = self.num_levels - 1
+        if self.changelog == FULL_COMPACTION:
+            if unit.output_level != max_level or all(m.level == max_level for m in unit.files):
+                return []
+            looked_up = []
+
+            def diff(rows):
+                return full_compaction_changelog(rows, self.spec, max_level, self.compare)
+        elif self.changelog == LOOKUP:
+            level0 = [m for m in unit.files if m.level == 0]
+            if unit.output_level == 0 or not level0:
+                return []
+            looked_up = self._runs_above(unit.output_level, level0)
+
+            def diff(rows):
+                if self.first_row:
+                    return first_row_changelog(rows, self.spec)
+                return lookup_changelog(rows, self.spec, self.compare)
+        else:
+            return []
+        runs = self._level_runs(list(unit.files)) + looked_up
+        streams = [_tagged(self.reader.run_chunks(self.bucket_path, files, self.fields), level)
+                   for level, files in runs]
+        chunks = merge_streams(streams, list(self.spec.key_columns), diff)
+        return self.changelog_writer.write_stream(chunks, unit.output_level, FILE_SOURCE_APPEND)
+
+    def _level_runs(self, files: list[DataFileMeta]) -> list[tuple[int, list[DataFileMeta]]]:
+        """(level, files in key order) sorted runs, oldest first: high levels, then level 0."""
+        order = key_order(self.key_types)
+        levels = sorted({m.level for m in files if m.level > 0}, reverse=True)
+        runs = [(level, sorted((m for m in files if m.level == level), key=lambda m: order(m.min_key)))
+                for level in levels]
+        level0 = sorted((m for m in files if m.level == 0), key=lambda m: m.max_sequence_number)
+        return runs + [(0, [m]) for m in level0]
+
+    def _runs_above(self, output_level: int, level0: list[DataFileMeta]) -> list[tuple[int, list]]:
+        """The files of the levels above the output whose key range meets the level-0 files'
+        (where a lookup finds the old values of the keys the compaction changes)."""
+        order = key_order(self.key_types)
+        low = min(order(m.min_key) for m in level0)
+        high = max(order(m.max_key) for m in level0)
+        runs = []
+        for level, files in sorted(self.other_runs, key=lambda run: -run[0]):
+            if level <= output_level:
+                continue
+            hits = [m for m in files if order(m.max_key) >= low and order(m.min_key) <= high]
+            if hits:
+                runs.append((level, sorted(hits, key=lambda m: order(m.min_key))))
+        return runs
+
+
+def _tagged(chunks, level: int):
+    """Chunks of a run with the level they were read from (column LEVEL)."""
+    for chunk in chunks:
+        yield chunk.append_column(LEVEL, pa.array(np.full(chunk.num_rows, level, dtype=np.int32)))

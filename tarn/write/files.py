@@ -60,6 +60,21 @@ def layout_of(schema: TableSchema) -> FileLayout:
     return FileLayout(keys, tuple(schema.fields))
 
 
+def changelog_options(raw) -> dict[str, str]:
+    """The options changelog files are written with: `changelog-file.format`,
+    `changelog-file.compression` and `changelog-file.stats-mode` replace the data-file settings
+    when set (Java's KeyValueFileWriterFactory for changelog writers)."""
+    options = dict(raw)
+    for changelog_key, data_key in (("changelog-file.format", "file.format"),
+                                    ("changelog-file.compression", "file.compression")):
+        if options.get(changelog_key):
+            options[data_key] = options[changelog_key]
+    if options.get("changelog-file.stats-mode"):
+        options["metadata.stats-mode"] = options["changelog-file.stats-mode"]
+        options.pop("metadata.stats-mode.per.level", None)
+    return options
+
+
 def local_millis_now() -> int:
     """Paimon's creation time: the local wall clock read as if it were UTC."""
     now = dt.datetime.now()
@@ -70,16 +85,18 @@ class FileWriter:
     """Writes the files of one (partition, bucket) directory with one name uuid."""
 
     def __init__(self, file_io: FileIO, bucket_path: str, schema: TableSchema, options: Options,
-                 prefix: str | None = None):
+                 prefix: str | None = None, changelog: bool = False):
         self.file_io = file_io
         self.bucket_path = bucket_path
         self.schema = schema
         self.options = options
         self.layout = layout_of(schema)
-        self.file_format = (options.get("file.format") or "parquet").lower()
+        self.raw_options = changelog_options(options.raw) if changelog else dict(options.raw)
+        self.file_format = (self.raw_options.get("file.format") or "parquet").lower()
+        if changelog:
+            prefix = prefix or options.get("changelog-file.prefix") or "changelog-"
         prefix = prefix or options.get("data-file.prefix") or "data-"  # Paimon's data-file.prefix
         self.namer = paths.FileNamer(prefix, "." + self.file_format)
-        self.raw_options = dict(options.raw)
 
     def write(self, rows: pa.Table, level: int = 0, file_source: int = FILE_SOURCE_APPEND,
               first_sequence: int = 0) -> list[DataFileMeta]:

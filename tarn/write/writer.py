@@ -16,13 +16,14 @@ from tarn.bucket import bucket_ids
 from tarn.errors import SchemaMismatch, TarnError
 from tarn.fs import FileIO, join
 from tarn.lsm.levels import Levels
-from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, MergeSpec, merge_sorted, merge_table
+from tarn.lsm.merge import (INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, merge_sorted,
+                            merge_table, sort_indices)
 from tarn.lsm.policy import (PickState, drops_deletes, estimate_last_full_compaction, full_compaction_delta_commits,
                              full_compaction_due, full_compaction_unit, num_levels, pick, should_stop_writes)
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER
 from tarn.scan.reader import FileReader
-from tarn.write.compact import BucketCompactor
+from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.write.conform import conform, to_arrow_table
@@ -48,6 +49,8 @@ class BucketState:
     new_files: list[DataFileMeta] = field(default_factory=list)
     compact_before: list[DataFileMeta] = field(default_factory=list)
     compact_after: list[DataFileMeta] = field(default_factory=list)
+    changelog: list[DataFileMeta] = field(default_factory=list)  # input changelog of new files
+    compact_changelog: list[DataFileMeta] = field(default_factory=list)
     pick_state: PickState = field(default_factory=PickState)
 
     def add_new(self, metas: list[DataFileMeta]) -> None:
@@ -79,7 +82,9 @@ class BucketState:
 
     def message(self, total_buckets: int) -> CommitMessage:
         return CommitMessage(self.partition, self.bucket, total_buckets, new_files=list(self.new_files),
-                             compact_before=list(self.compact_before), compact_after=list(self.compact_after))
+                             compact_before=list(self.compact_before), compact_after=list(self.compact_after),
+                             changelog_files=list(self.changelog),
+                             compact_changelog_files=list(self.compact_changelog))
 
 
 class TableWriter:
@@ -284,22 +289,45 @@ class TableWriter:
         writer = FileWriter(self.file_io, state.path, self.schema, self.options)
         rows = group.rows()
         base = state.next_sequence
-        if self.layout.is_key_value:
-            # Rows are sorted by key with arrival order kept among equal keys, which is the
-            # order sequence numbers would give them. After the merge each key appears once,
-            # so numbering the merged rows in key order (all above the bucket's previous
-            # maximum) orders every key exactly as arrival-order numbering would.
-            rows = rows.append_column(SEQUENCE, pa.array(np.arange(base, base + rows.num_rows, dtype=np.int64)))
-            spec = self.merge_spec()
-            rows = merge_sorted(rows, spec) if spec.plain_order else merge_table(rows, spec)
-            sequence = pa.array(np.arange(base, base + rows.num_rows, dtype=np.int64))
-            rows = rows.set_column(rows.schema.get_field_index(SEQUENCE), SEQUENCE, sequence)
-            files = writer.write(rows)
-        else:
-            files = writer.write(rows, first_sequence=base)
-        state.add_new(files)
         if not self.layout.is_key_value:
+            state.add_new(writer.write(rows, first_sequence=base))
             state.next_sequence = base + rows.num_rows
+            return
+        # Rows are sorted by key with arrival order kept among equal keys, which is the
+        # order sequence numbers would give them. After the merge each key appears once,
+        # so numbering the merged rows in key order (all above the bucket's previous
+        # maximum) orders every key exactly as arrival-order numbering would. With an input
+        # changelog the merged rows keep the numbers of the input rows they came from.
+        count = rows.num_rows
+        rows = rows.append_column(SEQUENCE, pa.array(np.arange(base, base + count, dtype=np.int64)))
+        spec = self.merge_spec()
+        changelog = self._input_changelog(rows, spec, state) if self.producer == "input" else []
+        try:
+            merged = merge_sorted(rows, spec) if spec.plain_order else merge_table(rows, spec)
+            if not changelog:
+                sequence = pa.array(np.arange(base, base + merged.num_rows, dtype=np.int64))
+                merged = merged.set_column(merged.schema.get_field_index(SEQUENCE), SEQUENCE, sequence)
+            state.add_new(writer.write(merged))
+        except BaseException:
+            for meta in changelog:
+                self.file_io.delete(join(state.path, meta.file_name))
+            raise
+        state.changelog.extend(changelog)
+        if changelog:  # every input row used a sequence number, as in Java
+            state.next_sequence = max(state.next_sequence, base + count)
+
+    def _input_changelog(self, rows: pa.Table, spec: MergeSpec, state: BucketState) -> list[DataFileMeta]:
+        """`changelog-producer=input`: every buffered row as it came (row kind kept), in key
+        then sequence order, into changelog files (Java's MergeTreeWriter flush). The merged
+        data rows then keep the sequence number of the row they came from."""
+        if spec.ignore_delete:  # Java drops ignored retractions before they reach the buffer
+            rows = drop_retracts(rows)
+        if not spec.plain_order and rows.num_rows:
+            rows = rows.take(sort_indices(rows, spec))
+        if rows.num_rows == 0:
+            return []
+        writer = FileWriter(self.file_io, state.path, self.schema, self.options, changelog=True)
+        return writer.write(rows)
 
     # ------------------------------------------------------------------ compaction
 
@@ -318,15 +346,32 @@ class TableWriter:
         in_unit = {(m.file_name, m.level) for m in unit.files}
         other_runs = [(r.level, [m for m in r.run.files if (m.file_name, m.level) not in in_unit])
                       for r in runs]
+        producer = self.producer if self.producer in (FULL_COMPACTION, LOOKUP) else None
         compactor = BucketCompactor(
             reader=FileReader(self.file_io, self.schema, self.schemas, self.options),
             writer=FileWriter(self.file_io, state.path, self.schema, self.options),
             bucket_path=state.path, spec=self.merge_spec(), key_types=key_types,
             fields=list(self.schema.fields), min_file_size=self._compaction_file_size(),
-            other_runs=[(level, files) for level, files in other_runs if files])
+            other_runs=[(level, files) for level, files in other_runs if files],
+            changelog=producer, num_levels=levels_count, compare=self._changelog_compare(),
+            changelog_writer=FileWriter(self.file_io, state.path, self.schema, self.options,
+                                        changelog=True) if producer else None)
         result = compactor.run(unit, drop_deletes)
+        state.compact_changelog.extend(result.changelog)
         for name in state.apply_compaction(result.before, result.after):
             self.file_io.delete(join(state.path, name))
+
+    @property
+    def producer(self) -> str:
+        """`changelog-producer`: none, input, full-compaction or lookup."""
+        return self.options.changelog_producer if self.layout.is_key_value else "none"
+
+    def _changelog_compare(self) -> tuple | None:
+        """The fields `changelog-producer.row-deduplicate` compares (None when it is off)."""
+        if not self.options.bool("changelog-producer.row-deduplicate"):
+            return None
+        ignored = {name.strip() for name in self.options.list("changelog-producer.row-deduplicate-ignore-fields")}
+        return tuple(f for f in self.schema.fields if f.name not in ignored)
 
     def _compaction_file_size(self) -> int:
         """Java's compactionFileSize: files below 70% of the target are rewritten, not upgraded."""
@@ -378,6 +423,7 @@ def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[Commit
         directory = partition.bucket_path(root, schema, default_name, values, message.bucket)
         new = {m.file_name for m in message.new_files}
         kept = {m.file_name for m in message.compact_before} - new  # upgraded live files stay
-        for meta in [*message.new_files, *message.compact_after, *message.changelog_files]:
+        for meta in [*message.new_files, *message.compact_after, *message.changelog_files,
+                     *message.compact_changelog_files]:
             if meta.file_name not in kept:
                 file_io.delete(join(directory, meta.file_name))
