@@ -4,7 +4,9 @@ An offset is `{"next": n, "full": f}`: snapshot `n` is the first not yet read; w
 next batch reads all of snapshot `n` (the merged table then) before the changes after it. A
 micro-batch from `start` to `end` reads, for each snapshot in `[start.next, end.next)`, the
 data files its APPEND commit added (or, for tables with a `changelog-producer`, the changelog
-files it recorded); COMPACT snapshots add no rows, OVERWRITE snapshots are skipped unless
+files it recorded, and the first full read leaves out levels whose changelog is still to
+come: level 0 for `lookup`, all but the top level for `full-compaction`); COMPACT snapshots
+of tables without a producer add no rows, OVERWRITE snapshots are skipped unless
 `streaming-read-overwrite`. Rows of primary-key tables carry their row kind: with
 `read.changelog` it is shown in a `rowkind` column (+I, -U, +U, -D), without it only +I and +U
 rows are emitted (an upsert stream).
@@ -21,8 +23,8 @@ tarn/spark/stream_limits.py.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -32,13 +34,14 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 import tarn
-from tarn import partition as partitions
 from tarn.errors import InvalidOption, SnapshotNotFound
+from tarn.lsm.policy import num_levels
 from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, UPDATE_AFTER, VALUE_KIND
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
+from tarn.scan import changes
 from tarn.scan.planner import Split
 from tarn.scan.reader import FileReader
 from tarn.spark.batch_read import pack_splits
@@ -116,29 +119,33 @@ def _required_long(options: dict, key: str, mode: str) -> int:
 
 
 def added_files(table: tarn.Table, snapshot: Snapshot, options: Options) -> list[DeltaFile]:
-    """The files whose rows a streaming read of `snapshot` emits."""
-    planner = table._planner(table.schema())
-    producer = (options.get("changelog-producer") or "none").lower()
-    if producer != "none":
-        if not snapshot.changelog_manifest_list:
-            return []
-        manifest_list = snapshot.changelog_manifest_list
-    else:
-        if snapshot.commit_kind == snap.OVERWRITE and not options.bool("streaming-read-overwrite"):
-            return []
-        if snapshot.commit_kind not in (snap.APPEND, snap.OVERWRITE):
-            return []
-        manifest_list = snapshot.delta_manifest_list
-    files = []
-    for meta in planner.manifests.read_manifest_list(manifest_list):
-        for entry in planner.manifests.read_manifest(meta.file_name):
-            if entry.kind != 0:  # DELETE entries carry no new rows
-                continue
-            values = planner.partition_values(entry.partition)
-            bucket_path = partitions.bucket_path(table.root, table.schema(),
-                                                options.get("partition.default-name"), values, entry.bucket)
-            files.append(DeltaFile(bucket_path, entry.file))
-    return files
+    """The files whose rows a streaming read of `snapshot` emits: its changelog files for
+    tables with a changelog producer, else the data files an APPEND (or, with
+    `streaming-read-overwrite`, an OVERWRITE) commit added (tarn.scan.changes)."""
+    schema = table.schema()
+    produces = bool(schema.primary_keys) and Options(schema.options).changelog_producer != "none"
+    if not produces and snapshot.commit_kind == snap.OVERWRITE and not options.bool("streaming-read-overwrite"):
+        return []
+    return [DeltaFile(f.bucket_path, f.meta)
+            for f in changes.added_files(table._planner(schema), table.root, schema, snapshot)]
+
+
+def full_scan_levels(schema) -> Callable[[int], bool]:
+    """Which levels the first, full read of a stream takes (as Java's stream scan): with the
+    lookup producer not level 0 (its rows reach the changelog when compacted), with
+    full-compaction only the top level; everything otherwise."""
+    producer = Options(schema.options).changelog_producer if schema.primary_keys else "none"
+    if producer == "lookup":
+        return lambda level: level > 0
+    if producer == "full-compaction":
+        top = num_levels(Options(schema.options)) - 1
+        return lambda level: level == top
+    return lambda level: True
+
+
+def keep_levels(splits: list[Split], wanted: Callable[[int], bool]) -> list[Split]:
+    kept = [replace(s, files=[f for f in s.files if wanted(f.level)]) for s in splits]
+    return [s for s in kept if s.files]
 
 
 def pack_files(files: list[DeltaFile], target_size: int, open_cost: int) -> list[list[DeltaFile]]:
@@ -258,7 +265,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if start["full"]:
             snapshot = self._snapshot(table, first)
             from tarn.maintenance.time_travel import scan_at
-            splits = scan_at(table, snapshot).plan()
+            splits = keep_levels(scan_at(table, snapshot).plan(), full_scan_levels(table.schema()))
             parts += [StreamPart(snapshot, group) for group in pack_splits(splits, target, open_cost)]
             first += 1
         files: list[DeltaFile] = []
