@@ -33,6 +33,7 @@ from tarn.errors import InvalidOption, SchemaMismatch, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
 from tarn.meta.schema import TableSchema, new_schema
 from tarn.options import BY_NAME, Options, validate_options
+from tarn.scan import changes
 from tarn.spark import bucket_expr
 from tarn.spark.source import WRITE_OPTIONS, check_options, table_path
 from tarn.spark.types import arrow_of
@@ -174,35 +175,37 @@ def check_static_rows(data: pa.Table, spec: dict, table_name: str) -> None:
 class WritePlan:
     """What tasks need to write (picklable; decided on the driver).
 
-    Every file of the write is named `<data-file.prefix><job>-...`: when the job fails, the
-    driver deletes them all, including those of tasks Spark killed before they could report."""
+    Every file of the write is named `<data-file.prefix or changelog-file.prefix><job token>...`:
+    when the job fails, the driver deletes them all, including those of tasks Spark killed
+    before they could report."""
 
     path: str
     overrides: dict  # per-write table options (write tuning)
     overwrite: Overwrite | None
     bucket_owned: bool
     created: bool
-    file_prefix: str  # e.g. data-spark-3f2a9c1e07b4-
+    job_token: str  # e.g. spark-3f2a9c1e07b4- (file names: data-spark-3f2a9c1e07b4-...)
     commit_user: str
 
-    def task_writer(self, table: tarn.Table, file_prefix: str) -> TableWriter:
+    def task_writer(self, table: tarn.Table, token: str) -> TableWriter:
         """A TableWriter for one task; it compacts only buckets it owns."""
         schema = table.schema()
-        raw = {**schema.options, **self.overrides, "data-file.prefix": file_prefix}
+        raw = {**schema.options, **self.overrides}
+        raw.update(job_prefixes(raw, token))
         if schema.primary_keys and not self.bucket_owned:
             raw["write-only"] = "true"  # other tasks may write the same buckets
         restore = (lambda: {}) if self.overwrite is not None else table._restore_lookup(schema)
         return TableWriter(table.file_io, table.root, table.name, schema, Options(raw), restore,
                            table.schema_by_id)
 
-    def prefix_of(self, batch_id: int | None) -> str:
-        return self.file_prefix if batch_id is None else f"{self.file_prefix}b{batch_id}-"
+    def token_of(self, batch_id: int | None) -> str:
+        return self.job_token if batch_id is None else f"{self.job_token}b{batch_id}-"
 
     def write_task(self, batches: Iterator[pa.RecordBatch], batch_id: int | None = None) -> list[CommitMessage]:
         """Write one task's rows; on failure delete what it wrote and re-raise."""
         table = tarn.load_table(self.path)
         schema = table.schema()
-        writer = self.task_writer(table, self.prefix_of(batch_id))
+        writer = self.task_writer(table, self.token_of(batch_id))
         static = self.overwrite.static if self.overwrite is not None else {}
         try:
             for batch in batches:
@@ -227,7 +230,7 @@ class WritePlan:
 
     def abort_marker(self, table: tarn.Table, batch_id: int | None) -> str:
         """`<table>/.tarn-spark/aborted-<prefix>`: written when the job (micro-batch) is aborted."""
-        return join(table.root, ".tarn-spark", "aborted-" + self.prefix_of(batch_id).rstrip("-"))
+        return join(table.root, ".tarn-spark", "aborted-" + self.token_of(batch_id).rstrip("-"))
 
     def commit(self, results: list, commit_identifier: int | None = None) -> None:
         table = tarn.load_table(self.path)
@@ -255,24 +258,38 @@ class WritePlan:
         table.file_io.write_bytes(self.abort_marker(table, batch_id), b"")
         messages = [m for r in results if r is not None for m in r.messages]
         abort(table.file_io, table.root, table.schema(), messages)
-        prefix = self.prefix_of(batch_id)
-        if sweep(table, prefix) and settle_seconds:
+        token = self.token_of(batch_id)
+        if sweep(table, token) and settle_seconds:
             time.sleep(settle_seconds)
-            sweep(table, prefix)
+            sweep(table, token)
         if self.created and table.latest_snapshot() is None:
             table.file_io.delete_dir(table.root)
 
 
-def sweep(table: tarn.Table, prefix: str) -> int:
-    """Delete uncommitted data files named `prefix...` under the table; how many there were."""
+def new_job_token() -> str:
+    return f"spark-{uuid.uuid4().hex[:12]}-"
+
+
+def job_prefixes(options: dict, token: str) -> dict[str, str]:
+    """The file-name prefixes of a Spark job's data and changelog files (job `token`)."""
+    return {"data-file.prefix": (options.get("data-file.prefix") or "data-") + token,
+            "changelog-file.prefix": (options.get("changelog-file.prefix") or "changelog-") + token}
+
+
+def sweep(table: tarn.Table, token: str) -> int:
+    """Delete the uncommitted data and changelog files of job `token` under the table; how
+    many there were."""
+    prefixes = tuple(job_prefixes(table.schema().options, token).values())
     candidates = [info.path for info in table.file_io.list_files(table.root, recursive=True)
-                  if info.path.rsplit("/", 1)[-1].startswith(prefix)]
+                  if info.path.rsplit("/", 1)[-1].startswith(prefixes)]
     if not candidates:
         return 0
     latest = table.latest_snapshot()
     live = set()
     if latest is not None:
-        live = {e.file.file_name for e in table._planner(table.schema()).live_entries(latest)}
+        planner = table._planner(table.schema())
+        live = {e.file.file_name for e in planner.live_entries(latest)}
+        live |= {f.meta.file_name for f in changes.added_files(planner, table.root, table.schema(), latest)}
     doomed = [p for p in candidates if p.rsplit("/", 1)[-1] not in live]
     for p in doomed:
         table.file_io.delete(p)
@@ -292,8 +309,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             table.file_io.delete_dir(table.root)
         raise
     owned = options.get("write.bucket-owned", "false").lower() == "true"
-    base = Options(table.schema().options).get("data-file.prefix") or "data-"
-    return WritePlan(path, overrides, spec, owned, created, f"{base}spark-{uuid.uuid4().hex[:12]}-",
+    return WritePlan(path, overrides, spec, owned, created, new_job_token(),
                      commit_user=str(uuid.uuid4()))
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from dataclasses import dataclass
 from functools import partial
 from typing import Iterator
@@ -30,7 +29,7 @@ from tarn.fs import FileIO, join
 from tarn.maintenance import expire, orphans, rollback, tags
 from tarn.maintenance.references import delete_paths
 from tarn.options import Options
-from tarn.spark.batch_write import TaskMessages, sweep
+from tarn.spark.batch_write import TaskMessages, job_prefixes, new_job_token, sweep
 from tarn.write.writer import TableWriter, abort
 
 COMPACT_FORMAT = "tarn_compact"
@@ -43,7 +42,7 @@ BUCKETS_SCHEMA = StructType([StructField("partition", BinaryType(), False),
 class CompactPlan:
     path: str
     full: bool
-    file_prefix: str  # names every file the job writes (see batch_write.WritePlan)
+    job_token: str  # in the name of every file the job writes (see batch_write.WritePlan)
 
 
 class CompactWriter(DataSourceArrowWriter):
@@ -58,7 +57,7 @@ class CompactWriter(DataSourceArrowWriter):
             return TaskMessages([])
         table = tarn.load_table(self.plan.path)
         schema = table.schema()
-        options = Options({**schema.options, "data-file.prefix": self.plan.file_prefix})
+        options = Options({**schema.options, **job_prefixes(schema.options, self.plan.job_token)})
         writer = TableWriter(table.file_io, table.root, table.name, schema, options,
                              table._restore_lookup(schema), table.schema_by_id)
         messages = writer.compact(sorted(buckets), self.plan.full)
@@ -68,7 +67,7 @@ class CompactWriter(DataSourceArrowWriter):
         return TaskMessages(messages)
 
     def marker(self, table: tarn.Table) -> str:
-        return join(table.root, ".tarn-spark", "aborted-" + self.plan.file_prefix.rstrip("-"))
+        return join(table.root, ".tarn-spark", "aborted-" + self.plan.job_token.rstrip("-"))
 
     def commit(self, messages: list) -> None:
         table = tarn.load_table(self.plan.path)
@@ -79,9 +78,9 @@ class CompactWriter(DataSourceArrowWriter):
         table.file_io.write_bytes(self.marker(table), b"")
         abort(table.file_io, table.root, table.schema(),
               [m for r in messages if r is not None for m in r.messages])
-        if sweep(table, self.plan.file_prefix):
+        if sweep(table, self.plan.job_token):
             time.sleep(3)  # a killed task may still be finishing a file
-            sweep(table, self.plan.file_prefix)
+            sweep(table, self.plan.job_token)
 
 
 class CompactSource(DataSource):
@@ -94,7 +93,7 @@ class CompactSource(DataSource):
     def writer(self, schema, overwrite):
         options = {k.lower(): v for k, v in dict(self.options).items()}
         return CompactWriter(CompactPlan(options["path"], options.get("full", "false") == "true",
-                                         options["file-prefix"]))
+                                         options["job-token"]))
 
 
 def bucket_sizes(table: tarn.Table, partition_filter: list[dict] | None) -> dict[tuple[bytes, int], int]:
@@ -135,8 +134,7 @@ def compact(spark, table_path: str, full: bool = False, partitions: list[dict] |
     tasks = min(len(sizes), parallelism or spark.sparkContext.defaultParallelism * 2)
     rows = spread(sizes, tasks)
     frame = spark.createDataFrame(rows, BUCKETS_SCHEMA).repartitionById(tasks, "task")
-    prefix = (table.options.get("data-file.prefix") or "data-") + f"spark-{uuid.uuid4().hex[:12]}-"
-    (frame.write.format(COMPACT_FORMAT).mode("append").option("file-prefix", prefix)
+    (frame.write.format(COMPACT_FORMAT).mode("append").option("job-token", new_job_token())
      .option("full", str(bool(full)).lower()).save(table.root))
     latest = table.latest_snapshot()
     return latest if latest is not None and latest.id != before else None

@@ -113,22 +113,24 @@ def test_bad_create_leaves_no_table(spark, path):
     assert not os.path.exists(os.path.join(path, "schema"))
 
 
-def test_failed_job_leaves_no_snapshot_and_no_files(spark, path):
-    """One task writes fine (and flushes files early), another hits a null key: the job fails,
-    the driver aborts, and neither the files nor the table created for the write remain."""
+@pytest.mark.parametrize("producer", ["none", "input"])
+def test_failed_job_leaves_no_snapshot_and_no_files(spark, path, producer):
+    """One task writes fine (and flushes data and changelog files early), another hits a null
+    key: the job fails, the driver aborts, and neither the files nor the table created for the
+    write remain."""
     good = spark.range(0, 30000, numPartitions=1).selectExpr("id", "'v' AS v")
     bad = spark.createDataFrame([(None, "boom")], "id long, v string")
     df = good.union(bad).repartition(2)
     with pytest.raises(PySparkException, match="null"):
         (df.write.format("tarn").mode("append").option("primary-key", "id").option("bucket", "2")
-         .option("write-buffer-size", "64 kb").save(path))
+         .option("changelog-producer", producer).option("write-buffer-size", "64 kb").save(path))
     assert files_under(os.path.dirname(path)) == []
     assert not os.path.exists(path)
 
 
 def test_failed_job_on_existing_table_keeps_it_unchanged(spark, path):
     spark.createDataFrame([("a", 1, "x")], DDL).write.format("tarn").mode("append") \
-        .option("primary-key", "dt,id").option("bucket", "2").save(path)
+        .option("primary-key", "dt,id").option("bucket", "2").option("changelog-producer", "input").save(path)
     before = files_under(path)
     good = spark.range(0, 5000, numPartitions=1).selectExpr("'a' AS dt", "id", "'v' AS v")
     bad = spark.createDataFrame([("a", None, "boom")], DDL)
