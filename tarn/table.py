@@ -107,11 +107,12 @@ class Table:
     def new_writer(self, ignore_previous_files: bool = False) -> TableWriter:
         """A writer for one commit: `write()` any number of batches, then `commit()` its messages.
         `ignore_previous_files` (INSERT OVERWRITE): start every bucket empty, as Java does, so
-        the writer never compacts files the overwrite removes."""
+        the writer never compacts files the overwrite removes, and write no changelog files (an
+        overwrite commits none)."""
         schema = self.schema()
         restore = (lambda: {}) if ignore_previous_files else self._restore_lookup(schema)
         return TableWriter(self.file_io, self.root, self.name, schema, Options(schema.options),
-                           restore, self.schema_by_id)
+                           restore, self.schema_by_id, produce_changelog=not ignore_previous_files)
 
     def _restore_lookup(self, schema: TableSchema, partition_filter: Predicate | None = None):
         """Live files per (partition, bucket) of the latest snapshot, read when first needed."""

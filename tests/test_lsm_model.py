@@ -96,6 +96,7 @@ AGG_FUNCTIONS = {
     "fields.fv.aggregate-function": "first_value", "fields.fnn.aggregate-function": "first_not_null_value",
 }
 NOT_RETRACTABLE = ("mx", "mn", "la", "ld", "ba", "bo", "fv", "fnn")
+LISTAGG_COLUMNS = ("la", "ld")
 GROUPS = {"fields.g1.sequence-group": "a,b", "fields.g2,g3.sequence-group": "c,d"}
 
 
@@ -123,6 +124,9 @@ class Policy:
     - `monotone_sequence`: `sequence.field` values never decrease per key (partial-update and
       aggregation merge out-of-order runs differently depending on grouping); deduplicate only
       keeps an add from sorting below an earlier retract (a dropped tombstone).
+    - `no_blank_lists`: listagg columns never hold a blank string (lookup tables: a compaction
+      consuming level 0 merges even a key's single row - Java's LookupChangelogMergeFunctionWrapper
+      has no ReducerMergeFunctionWrapper - and listagg turns a lone blank string into null).
     """
 
     kinds: tuple[str, ...] = ("+I", "+U", "-U", "-D")
@@ -135,6 +139,7 @@ class Policy:
     null_empty_groups: bool = False
     complete_after_delete: bool = False
     final_delete: bool = False
+    no_blank_lists: bool = False
 
 
 ANY = Policy()
@@ -197,6 +202,22 @@ ENGINE_CONFIGS = [
     EngineConfig("agg-seq", "agg",
                  {"merge-engine": "aggregation", **AGG_FUNCTIONS, "sequence.field": "sq"},
                  Policy(kinds=("+I", "+U"), deletes=False, monotone_sequence=True)),
+    # lookup tables: every level above 0 holds a key's full merged value (Java's
+    # LookupMergeFunction), read and compacted as Java does; same content as one merge
+    EngineConfig("agg-lookup", "agg",
+                 {"merge-engine": "aggregation", **AGG_FUNCTIONS, "changelog-producer": "lookup"},
+                 Policy(kinds=("+I", "+U"), deletes=False, no_blank_lists=True)),
+    EngineConfig("agg-retract-force-lookup", "agg",
+                 {"merge-engine": "aggregation", **AGG_FUNCTIONS, "force-lookup": "true",
+                  **{f"fields.{c}.ignore-retract": "true" for c in NOT_RETRACTABLE}},
+                 Policy(add_first=True, null_retract_columns=("pr", "lnn", "sq"), no_blank_lists=True)),
+    EngineConfig("partial-lookup", "partial",
+                 {"merge-engine": "partial-update", "ignore-delete": "true", "changelog-producer": "lookup"}),
+    EngineConfig("partial-groups-force-lookup", "partial",
+                 {"merge-engine": "partial-update", **GROUPS, "fields.d.aggregate-function": "sum",
+                  "force-lookup": "true"},
+                 Policy(add_first=True, null_retract_columns=("e", "sq", "d"), null_empty_groups=True)),
+    EngineConfig("dedup-seq-lookup", "plain", {"sequence.field": "sq", "changelog-producer": "lookup"}),
 ]
 
 
@@ -274,6 +295,9 @@ class Harness:
                 continue
             if retract and policy.add_first and not any(k not in RETRACT_KINDS for _, k in earlier):
                 kind, retract = "+I", False
+            if policy.no_blank_lists:
+                values.update({n: "a" for n in LISTAGG_COLUMNS
+                               if isinstance(values.get(n), str) and not values[n].strip()})
             if retract and policy.null_retracts:
                 values.update({n: None for n in names})
             if retract:

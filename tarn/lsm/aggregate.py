@@ -288,14 +288,15 @@ def merge_aggregate(table: pa.Table, spec) -> pa.Table:
         return table
     row_in_multi = np.repeat(multi, sizes)
     if multi.all():
-        return _merge_multi(table, sizes, spec)
-    merged = _merge_multi(table.filter(pa.array(row_in_multi)), sizes[multi], spec)
+        return merge_keys(table, sizes, spec)
+    merged = merge_keys(table.filter(pa.array(row_in_multi)), sizes[multi], spec)
     singles = table.filter(pa.array(~row_in_multi))
     order = np.where(multi, len(singles) + np.cumsum(multi) - 1, np.cumsum(~multi) - 1)
     return pa.concat_tables([singles, merged]).take(pa.array(order))
 
 
-def _merge_multi(rows: pa.Table, sizes: np.ndarray, spec) -> pa.Table:
+def merge_keys(rows: pa.Table, sizes: np.ndarray, spec) -> pa.Table:
+    """Aggregate every key of key-sorted `rows` (`sizes` rows each), single-row keys included."""
     options = _options(spec.options)
     remove_on_delete = bool(options.bool("aggregation.remove-record-on-delete"))
     aggs = {f.name: field_agg(f, options, spec.key_columns, spec.sequence_columns) for f in spec.fields}

@@ -7,8 +7,9 @@ key order, -U/-D before +U of the same key, each keeping its own `_SEQUENCE_NUMB
 - `full_compaction_changelog` (Java's FullChangelogMergeFunctionWrapper): compaction to the max
   level. before = the key's max-level row, after = the merged value (a single row passes through).
 - `lookup_changelog` (Java's LookupChangelogMergeFunctionWrapper): keys with level-0 rows. before
-  = the key's value above level 0 (rows of the unit above level 0 plus rows looked up in the
-  levels above the output, merged), after = the merge of all rows.
+  = the key's high-level row (its row at the smallest level above 0, among the unit's rows and
+  the rows looked up in the levels above the output: the full merged value of everything
+  older), after = that row merged with the key's level-0 rows (Java's LookupMergeFunction).
 - `first_row_changelog` (Java's FirstRowMergeFunctionWrapper): +I for keys never seen above
   level 0, nothing else.
 
@@ -30,9 +31,7 @@ from tarn.errors import SchemaMismatch
 from tarn.lsm.first_row import RETRACT_NOT_ACCEPTED
 from tarn.lsm.kv import (DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND, MergeSpec,
                          is_retract, key_changes)
-from tarn.lsm.merge import merge_multi_row_keys, merge_sorted, sort_indices
-
-LEVEL = "__tarn_level"  # the LSM level a row was read from
+from tarn.lsm.merge import LEVEL, high_level_rows, merge_lookup_sorted, merge_multi_row_keys, merge_sorted, sort_indices
 KEY_ID = "__tarn_key"  # the key's ordinal within one call (a key column, so merges keep it)
 
 
@@ -62,12 +61,11 @@ def lookup_changelog(rows: pa.Table, spec: MergeSpec, compare: tuple | None = No
     if not has_level0.all():
         rows = rows.filter(pa.array(np.repeat(has_level0, sizes)))
         rows, sizes = _by_key(rows.drop_columns([KEY_ID]), spec, sorted_already=True)
-        level0 = _levels(rows) == 0
     if rows.num_rows == 0:
         return _plain(rows)
-    key_spec = _with_key_id(spec)
-    after = merge_sorted(rows, key_spec)
-    before = merge_multi_row_keys(rows.filter(pa.array(~level0)), key_spec, merge_sorted)
+    picked = high_level_rows(rows, sizes)
+    before = rows.take(pa.array(picked[picked >= 0], type=pa.int64()))
+    after = merge_lookup_sorted(rows, _with_key_id(spec), every_key=True)
     return _diff(before, after, np.ones(len(sizes), dtype=bool), compare)
 
 

@@ -3,6 +3,10 @@
 Key-value tables carry the key columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND` and the value columns.
 Write flushes, compaction and merge-on-read all go through `merge_sorted` (a table sorted by
 key and sequence) or `merge_table` (sorts first).
+
+Lookup tables (`lookup_merge_applies`) merge as Java's LookupMergeFunction: every level above 0
+holds each key's full merged value, so of a key's rows only those at level 0 and the one at its
+smallest level above 0 are merged (`merge_lookup_sorted`; rows carry their level in `LEVEL`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn.errors import InvalidOption, SchemaMismatch
+from tarn.lsm.aggregate import merge_keys as merge_aggregate_keys  # every key, singles too
 from tarn.lsm.aggregate import merge_aggregate
 from tarn.lsm.first_row import merge_first_row
 from tarn.lsm.kv import (  # noqa: F401  (re-exported: the key-value vocabulary)
@@ -19,6 +24,10 @@ from tarn.lsm.kv import (  # noqa: F401  (re-exported: the key-value vocabulary)
     MergeSpec, _to_numpy_bool, drop_retracts, is_retract, key_changes,
 )
 from tarn.lsm.partial_update import DELETE_NOT_ACCEPTED, merge_partial_update, partial_update_rules
+from tarn.lsm.policy import needs_lookup
+from tarn.options import Options
+
+LEVEL = "__tarn_level"  # the LSM level a row was read from (a merge-time helper column)
 
 
 def sort_indices(table: pa.Table, spec: MergeSpec) -> pa.Array:
@@ -84,17 +93,33 @@ def merge_multi_row_keys(table: pa.Table, spec: MergeSpec, merge) -> pa.Table:
     `merge` sees only the keys with several rows. Output stays key-ordered."""
     if table.num_rows <= 1:
         return table
-    last_of_key = key_changes(table, spec.key_columns)
-    sizes = np.diff(np.concatenate([[-1], np.flatnonzero(last_of_key)]))
-    multi = sizes > 1
-    if not multi.any():
+    sizes = key_sizes(table, spec.key_columns)
+    return merge_chosen_keys(table, sizes, sizes > 1, lambda rows: merge(rows, spec))
+
+
+def key_sizes(table: pa.Table, key_columns) -> np.ndarray:
+    """Row count of each key run of a key-sorted table, in key order."""
+    if table.num_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.diff(np.concatenate([[-1], np.flatnonzero(key_changes(table, key_columns))])).astype(np.int64)
+
+
+def key_starts(sizes: np.ndarray) -> np.ndarray:
+    """Index of each key run's first row, from the runs' sizes."""
+    return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+
+
+def merge_chosen_keys(table: pa.Table, sizes: np.ndarray, chosen: np.ndarray, merge) -> pa.Table:
+    """`merge` (rows -> one row per key) runs on the `chosen` keys' rows; the other keys hold
+    one row each and pass through. Output stays key-ordered."""
+    if not chosen.any():
         return table
-    if multi.all():
-        return merge(table, spec)
-    row_in_multi = np.repeat(multi, sizes)
-    merged = merge(table.filter(pa.array(row_in_multi)), spec)
-    singles = table.filter(pa.array(~row_in_multi))
-    order = np.where(multi, len(singles) + np.cumsum(multi) - 1, np.cumsum(~multi) - 1)
+    if chosen.all():
+        return merge(table)
+    row_chosen = np.repeat(chosen, sizes)
+    merged = merge(table.filter(pa.array(row_chosen)))
+    singles = table.filter(pa.array(~row_chosen))
+    order = np.where(chosen, len(singles) + np.cumsum(chosen) - 1, np.cumsum(~chosen) - 1)
     return pa.concat_tables([singles, merged]).take(pa.array(order))
 
 
@@ -119,6 +144,75 @@ def _deduplicate(table: pa.Table, spec: MergeSpec) -> pa.Table:
 def merge_table(table: pa.Table, spec: MergeSpec) -> pa.Table:
     """Sort an unsorted key-value table and merge it."""
     return merge_sorted(table.take(sort_indices(table, spec)), spec)
+
+
+# ------------------------------------------------------------------ lookup tables
+
+
+def lookup_merge_applies(spec: MergeSpec) -> bool:
+    """Java wraps the merge function of tables that need lookup (changelog-producer=lookup,
+    deletion vectors, force-lookup) in LookupMergeFunction; first-row is never wrapped."""
+    if spec.engine == "first-row" or spec.options is None:
+        return False
+    options = spec.options if isinstance(spec.options, Options) else Options(dict(spec.options))
+    return needs_lookup(options)
+
+
+def high_level_rows(table: pa.Table, sizes: np.ndarray) -> np.ndarray:
+    """Java's pickHighLevel over a key-sorted table with a LEVEL column: per key, the row index
+    of its first row at its smallest level above 0 (-1: the key has no row above level 0)."""
+    n = table.num_rows
+    levels = table.column(LEVEL).to_numpy()
+    starts = key_starts(sizes)
+    above = np.where(levels > 0, levels, np.iinfo(np.int32).max).astype(np.int64)
+    lowest = np.repeat(np.minimum.reduceat(above, starts), sizes)
+    candidate = np.where((levels > 0) & (above == lowest), np.arange(n), n)
+    picked = np.minimum.reduceat(candidate, starts)
+    return np.where(picked < n, picked, -1)
+
+
+def merge_lookup_sorted(table: pa.Table, spec: MergeSpec, every_key: bool = False,
+                        inputs_up_to: int | None = None) -> pa.Table:
+    """Java's LookupMergeFunction over a table sorted by `sort_indices` with a LEVEL column:
+    of each key, its level-0 rows and its high-level row (`high_level_rows`) are merged, rows
+    of deeper levels ignored. `every_key=False` wraps it in ReducerMergeFunctionWrapper (a key
+    with one row passes through, as on read); `every_key=True` merges every key, single rows
+    included (compactions that consume level-0 files). `inputs_up_to`: rows above that level
+    were looked up, keys holding only such rows are dropped. Output keeps the LEVEL column."""
+    if spec.ignore_delete:
+        table = drop_retracts(table)
+    if table.num_rows == 0:
+        return table
+    sizes = key_sizes(table, spec.key_columns)
+    if inputs_up_to is not None:
+        has_input = np.logical_or.reduceat(table.column(LEVEL).to_numpy() <= inputs_up_to, key_starts(sizes))
+        if not has_input.all():
+            table = table.filter(pa.array(np.repeat(has_input, sizes)))
+            sizes = sizes[has_input]
+            if table.num_rows == 0:
+                return table
+    picked = high_level_rows(table, sizes)
+    keep = table.column(LEVEL).to_numpy() <= 0
+    keep[picked[picked >= 0]] = True
+    chosen = np.ones(len(sizes), dtype=bool) if every_key else sizes > 1
+    if not keep.all():
+        table = table.filter(pa.array(keep))
+        sizes = np.add.reduceat(keep.astype(np.int64), key_starts(sizes))  # every key keeps a row
+    return merge_chosen_keys(table, sizes, chosen, lambda rows: merge_every_key(rows, spec))
+
+
+def merge_every_key(table: pa.Table, spec: MergeSpec) -> pa.Table:
+    """The engine's merge function applied to every key, a key with a single row included
+    (no ReducerMergeFunctionWrapper): such a row comes out as the engine makes it (+I kind,
+    values through the field aggregators) rather than unchanged."""
+    if table.num_rows == 0:
+        return table
+    if spec.engine == "aggregation":
+        return merge_aggregate_keys(table.combine_chunks(), key_sizes(table, spec.key_columns), spec)
+    if spec.engine == "partial-update":
+        _refuse_lone_retracts(table, spec)
+        return merge_partial_update(table, spec)
+    return merge_sorted(table, spec)
 
 
 def newest_wins_applies(spec: MergeSpec) -> bool:

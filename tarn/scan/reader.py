@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
+import numpy as np
 import pyarrow as pa
 
 from tarn.codec.data_file import iter_data_file, read_data_file
 from tarn.fs import FileIO, join
 from tarn.lsm.intervals import partition_sections
 from tarn.lsm.partial_update import default_values, fill_default_values
-from tarn.lsm.merge import (SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, keys_in, merge_table,
-                             newest_wins_applies)
+from tarn.lsm.merge import (LEVEL, SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, keys_in,
+                             lookup_merge_applies, merge_lookup_sorted, merge_table, newest_wins_applies,
+                             sort_indices)
 from tarn.lsm.stream_merge import merge_streams
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
@@ -64,10 +66,18 @@ class FileReader:
         ext = meta.file_name.rsplit(".", 1)[-1].lower()
         return ext if ext in ("parquet", "orc", "avro") else self.file_format
 
-    def run_chunks(self, bucket_path: str, run_files: list[DataFileMeta], fields) -> Iterator[pa.Table]:
-        """A sorted run (files in key order) as a stream of key-sorted tables with system columns."""
+    def run_chunks(self, bucket_path: str, run_files: list[DataFileMeta], fields,
+                   with_level: bool = False) -> Iterator[pa.Table]:
+        """A sorted run (files in key order) as a stream of key-sorted tables with system columns;
+        `with_level`: plus a LEVEL column holding each row's file level."""
         for meta in run_files:
-            yield from self.iter(bucket_path, meta, fields, with_system=True)
+            for chunk in self.iter(bucket_path, meta, fields, with_system=True):
+                yield with_level_column(chunk, meta.level) if with_level else chunk
+
+
+def with_level_column(chunk: pa.Table, level: int) -> pa.Table:
+    """The chunk with a LEVEL column (the LSM level its rows were read from)."""
+    return chunk.append_column(LEVEL, pa.array(np.full(chunk.num_rows, level, dtype=np.int32)))
 
 
 class SplitReader:
@@ -125,16 +135,28 @@ class SplitReader:
         """Key-overlapping sections of the bucket: a section with one sorted run is read as is,
         others are merged by a streaming k-way merge (memory bounded per section)."""
         key_types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
+        lookup = self._lookup_merge
+        merge = self._merge_lookup if lookup else (lambda rows: merge_table(rows, self.merge_spec))
         for section in partition_sections(split.files, key_types):
             if len(section) == 1:
                 for meta in section[0].files:
                     yield drop_retracts(self.files.read(split.bucket_path, meta, self.value_fields, True))
                 continue
-            streams = [self.files.run_chunks(split.bucket_path, list(run.files), self.value_fields)
+            streams = [self.files.run_chunks(split.bucket_path, list(run.files), self.value_fields, lookup)
                        for run in oldest_first(section)]
-            for merged in merge_streams(streams, list(self.merge_spec.key_columns),
-                                        lambda rows: merge_table(rows, self.merge_spec)):
+            for merged in merge_streams(streams, list(self.merge_spec.key_columns), merge):
                 yield drop_retracts(merged)
+
+    @property
+    def _lookup_merge(self) -> bool:
+        """Java's LookupMergeFunction on read: a key's rows below its smallest level above 0 hold
+        nothing newer than that level's full merged value. For deduplicate the newest row wins
+        either way, so only the other engines pay for tracking levels."""
+        return self.merge_spec.engine != "deduplicate" and lookup_merge_applies(self.merge_spec)
+
+    def _merge_lookup(self, rows: pa.Table) -> pa.Table:
+        rows = rows.take(sort_indices(rows, self.merge_spec))
+        return merge_lookup_sorted(rows, self.merge_spec).drop_columns([LEVEL])
 
     def _read_newest_wins(self, split: Split) -> pa.Table | None:
         """Deduplicate without sorting: newest file first; an older file contributes only the

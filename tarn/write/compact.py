@@ -5,6 +5,14 @@ sections of several runs are rewritten (a streaming k-way merge through the merg
 memory stays bounded), a section that is one run keeps its large files and only changes their
 level ("upgrade"), small files are rewritten together with their neighbours.
 
+Lookup tables (`lookup_merge_applies`: changelog-producer=lookup, deletion vectors, force-lookup;
+not first-row) keep each key's full merged value at every level above 0, as Java's
+LookupMergeTreeCompactRewriter writes them: a rewrite consuming level-0 files merges each key's
+level-0 rows with its high-level row, found among the inputs or, failing that, looked up in the
+levels above the output (the first level holding the key); rows of deeper levels are ignored
+(`merge_lookup_sorted`). Level-0 files are then rewritten, not upgraded, below the max level
+(unless deduplicate without sequence fields, where the newest row is the merged value).
+
 With a changelog producer the compactor also writes changelog files (`changelog-*`, level = the
 output level, file source APPEND), computed in a second streaming pass over the unit's files
 (`tarn.lsm.changelog`): `full-compaction` when the unit goes to the max level, `lookup` when it
@@ -15,14 +23,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-import numpy as np
 import pyarrow as pa
 
 from tarn.fs import join
-from tarn.lsm.changelog import LEVEL, first_row_changelog, full_compaction_changelog, lookup_changelog
+from tarn.lsm.changelog import first_row_changelog, full_compaction_changelog, lookup_changelog
 from tarn.lsm.intervals import partition_sections
 from tarn.lsm.levels import SortedRun, key_order
-from tarn.lsm.merge import MergeSpec, drop_retracts, keys_in, merge_table
+from tarn.lsm.merge import (LEVEL, MergeSpec, drop_retracts, keys_in, lookup_merge_applies, merge_lookup_sorted,
+                            merge_table, newest_wins_applies, sort_indices)
 from tarn.lsm.policy import CompactUnit
 from tarn.lsm.stream_merge import merge_streams
 from tarn.meta.manifest import DataFileMeta
@@ -71,6 +79,11 @@ class BucketCompactor:
     def first_row(self) -> bool:
         return self.spec.engine == "first-row"
 
+    @property
+    def lookup(self) -> bool:
+        """Java's LookupMergeFunction: levels above 0 hold each key's full merged value."""
+        return lookup_merge_applies(self.spec)
+
     def run(self, unit: CompactUnit, drop_deletes: bool) -> CompactResult:
         result = CompactResult()
         try:
@@ -107,8 +120,18 @@ class BucketCompactor:
         if drop_deletes and (meta.delete_row_count is None or meta.delete_row_count > 0):
             self._rewrite([[SortedRun((meta,))]], level, drop_deletes, result)
             return
+        if self._rewrites_level0(meta, level):  # Java's CHANGELOG_WITH_REWRITE keeps deletes
+            self._rewrite([[SortedRun((meta,))]], level, False, result)
+            return
         result.before.append(meta)
         result.after.append(replace(meta, level=level))
+
+    def _rewrites_level0(self, meta: DataFileMeta, level: int) -> bool:
+        """Java's lookup upgrade strategy: a level-0 file going below the max level is merged
+        with the keys' high-level values, unless the newest row is the merged value anyway."""
+        if not self.lookup or meta.level != 0 or level >= self.num_levels - 1:
+            return False
+        return not (self.spec.engine == "deduplicate" and not self.spec.sequence_columns)
 
     def _rewrite(self, sections: list[list[SortedRun]], level: int, drop_deletes: bool,
                  result: CompactResult) -> None:
@@ -117,9 +140,16 @@ class BucketCompactor:
             return
         if len(runs) == 1 and len(runs[0].files) == 1 and runs[0].files[0].level == level and not drop_deletes:
             return
+        if self.lookup and not newest_wins_applies(self.spec):  # else the newest row is the full value
+            chunks = self._lookup_merged(runs, level, drop_deletes)
+        else:
+            chunks = self._merged(runs, level, drop_deletes)
+        result.before.extend(f for run in runs for f in run.files)
+        result.after.extend(self.writer.write_stream(chunks, level, FILE_SOURCE_COMPACT))
+
+    def _merged(self, runs: list[SortedRun], level: int, drop_deletes: bool):
         streams = [self.reader.run_chunks(self.bucket_path, list(run.files), self.fields)
                    for run in oldest_first(runs)]
-
         higher = self._higher_keys(level) if self.first_row else []
 
         def merge(rows):
@@ -129,9 +159,29 @@ class BucketCompactor:
                 merged = merged.filter(~keys_in(merged.select(list(self.key_names)), higher))
             return merged
 
-        chunks = merge_streams(streams, list(self.spec.key_columns), merge)
-        result.before.extend(f for run in runs for f in run.files)
-        result.after.extend(self.writer.write_stream(chunks, level, FILE_SOURCE_COMPACT))
+        return merge_streams(streams, list(self.spec.key_columns), merge)
+
+    def _lookup_merged(self, runs: list[SortedRun], level: int, drop_deletes: bool):
+        """Java's LookupMergeTreeCompactRewriter: with level-0 inputs (and an output above 0)
+        every key is merged from its level-0 rows and its high-level row, looked up in the
+        levels above the output when the inputs hold none; otherwise a key with several rows
+        keeps its high-level row merged alone, a single row passes through."""
+        level0 = [f for run in runs for f in run.files if f.level == 0]
+        consumes_level0 = level > 0 and bool(level0)
+        looked_up = self._runs_above(level, level0) if consumes_level0 else []
+        streams = [self.reader.run_chunks(self.bucket_path, files, self.fields, with_level=True)
+                   for _, files in looked_up]  # oldest first: deepest level first
+        streams += [self.reader.run_chunks(self.bucket_path, list(run.files), self.fields, with_level=True)
+                    for run in oldest_first(runs)]
+
+        def merge(rows):
+            rows = rows.take(sort_indices(rows, self.spec))
+            merged = merge_lookup_sorted(rows, self.spec, every_key=consumes_level0,
+                                         inputs_up_to=level if looked_up else None)
+            merged = merged.drop_columns([LEVEL])
+            return drop_retracts(merged) if drop_deletes else merged
+
+        return merge_streams(streams, list(self.spec.key_columns), merge)
 
 
     @property
@@ -175,8 +225,8 @@ class BucketCompactor:
         else:
             return []
         runs = self._level_runs(list(unit.files)) + looked_up
-        streams = [_tagged(self.reader.run_chunks(self.bucket_path, files, self.fields), level)
-                   for level, files in runs]
+        streams = [self.reader.run_chunks(self.bucket_path, files, self.fields, with_level=True)
+                   for _, files in runs]
         chunks = merge_streams(streams, list(self.spec.key_columns), diff)
         return self.changelog_writer.write_stream(chunks, unit.output_level, FILE_SOURCE_APPEND)
 
@@ -191,7 +241,8 @@ class BucketCompactor:
 
     def _runs_above(self, output_level: int, level0: list[DataFileMeta]) -> list[tuple[int, list]]:
         """The files of the levels above the output whose key range meets the level-0 files'
-        (where a lookup finds the old values of the keys the compaction changes)."""
+        (where a lookup finds the old values of the keys the compaction changes), deepest
+        level first."""
         order = key_order(self.key_types)
         low = min(order(m.min_key) for m in level0)
         high = max(order(m.max_key) for m in level0)
@@ -204,8 +255,3 @@ class BucketCompactor:
                 runs.append((level, sorted(hits, key=lambda m: order(m.min_key))))
         return runs
 
-
-def _tagged(chunks, level: int):
-    """Chunks of a run with the level they were read from (column LEVEL)."""
-    for chunk in chunks:
-        yield chunk.append_column(LEVEL, pa.array(np.full(chunk.num_rows, level, dtype=np.int32)))

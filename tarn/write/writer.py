@@ -93,8 +93,11 @@ class TableWriter:
     `write-only`. `prepare_commit()` flushes the rest and returns the commit messages."""
 
     def __init__(self, file_io: FileIO, root: str, name: str, schema: TableSchema, options: Options,
-                 restore: Restore, schemas=None):
+                 restore: Restore, schemas=None, produce_changelog: bool = True):
         self.file_io = file_io
+        # False for INSERT OVERWRITE writers: an overwrite commits no changelog (Java drops it
+        # at commit, pypaimon never writes it), so none is written that would stay behind.
+        self.produce_changelog = produce_changelog
         self.root = root
         self.name = name
         self.schema = schema
@@ -363,8 +366,11 @@ class TableWriter:
 
     @property
     def producer(self) -> str:
-        """`changelog-producer`: none, input, full-compaction or lookup."""
-        return self.options.changelog_producer if self.layout.is_key_value else "none"
+        """`changelog-producer`: none, input, full-compaction or lookup (none when this writer
+        produces no changelog)."""
+        if not self.layout.is_key_value or not self.produce_changelog:
+            return "none"
+        return self.options.changelog_producer
 
     def _changelog_compare(self) -> tuple | None:
         """The fields `changelog-producer.row-deduplicate` compares (None when it is off)."""
