@@ -119,9 +119,9 @@ class SplitReader:
                 yield data.select([f.name for f in self.read_fields]).cast(self.output_schema)
 
     def _merged(self, split: Split) -> Iterator[pa.Table]:
-        if split.raw_convertible:  # streamed in batches: bounded memory, reading overlaps the consumer
+        if split.raw_convertible:
             for meta in split.files:
-                yield from self.files.iter(split.bucket_path, meta, self.value_fields, with_system=False)
+                yield self.files.read(split.bucket_path, meta, self.value_fields, with_system=False)
             return
         if newest_wins_applies(self.merge_spec) and _disjoint(split.files):
             data = self._read_newest_wins(split)

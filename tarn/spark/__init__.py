@@ -2,6 +2,7 @@
 
     spark = tarn.spark.session()                      # or tarn.spark.register(existing_session)
     spark.read.format("tarn").load(path)
+    tarn.spark.read(spark, path)                      # Spark's own parquet scan where nothing needs merging
     df.write.format("tarn").mode("append").save(path)
     tarn.spark.write(df, path, mode="append")         # primary-key tables: one writer per bucket
     spark.readStream.format("tarn").load(path)
@@ -26,8 +27,9 @@ from tarn.spark.maintenance import (CompactSource, compact, create_tag, delete_o
                                     expire_snapshots, list_tags, remove_orphan_files, rollback_to)
 from tarn.spark.source import FORMAT, TarnDataSource, TarnDataSourceWithoutPushdown
 from tarn.spark.batch_write import by_bucket, write
+from tarn.spark.native_read import read
 
-__all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "write", "by_bucket", "compact", "expire_snapshots",
+__all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "read", "write", "by_bucket", "compact", "expire_snapshots",
            "create_tag", "delete_tag", "list_tags", "rollback_to", "remove_orphan_files", "delete_on_executors"]
 
 # What `session()` sets unless told otherwise: Arrow batches of 64k rows (Spark's 10k costs tarn's

@@ -150,8 +150,7 @@ class BatchReader(DataSourceReader):
         return [by_lower[f.name.lower()] for f in fields]
 
     def scan(self, table: tarn.Table):
-        from tarn.maintenance.time_travel import scan_at
-        return scan_at(table, self.target.snapshot, self.predicate, self.columns)
+        return self.target.scan(table, self.predicate, self.columns)
 
     def partitions(self) -> list[SplitGroup]:
         if self.target.system:

@@ -159,6 +159,7 @@ class ReadTarget:
     snapshot: Snapshot | None
     columns: tuple[str, ...] | None
     options: dict
+    schema_id: int | None = None  # the snapshot's schema with time travel, else the table's current one
 
     @classmethod
     def of(cls, raw_options, for_stream: bool = False) -> "ReadTarget":
@@ -169,15 +170,19 @@ class ReadTarget:
         columns = None
         if options.get("columns"):
             columns = tuple(c.strip() for c in options["columns"].split(",") if c.strip())
-        snapshot = None if (system or for_stream) else resolve_snapshot(table, travel_selector(options))
-        target = cls(path, system, snapshot, columns, options)
+        selector = travel_selector(options)
+        snapshot = None if (system or for_stream) else resolve_snapshot(table, selector)
+        schema_id = snapshot.schema_id if (snapshot is not None and selector is not None) else table.schema().id
+        target = cls(path, system, snapshot, columns, options, schema_id)
         target.check_columns(table)
         return target
 
     def table_schema(self, table: tarn.Table):
-        if self.snapshot is not None:
-            return table.schema_by_id(self.snapshot.schema_id)
-        return table.schema()
+        return table.schema_by_id(self.schema_id) if self.schema_id is not None else table.schema()
+
+    def scan(self, table: tarn.Table, predicate=None, columns: list[str] | None = None):
+        """The tarn Scan of the snapshot read, with the schema read."""
+        return table.scan_snapshot(self.snapshot, predicate, columns, self.table_schema(table))
 
     def check_columns(self, table: tarn.Table) -> None:
         if self.columns is None or self.system:
