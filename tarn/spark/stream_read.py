@@ -36,12 +36,13 @@ from pyspark.sql.types import StructType
 import tarn
 from tarn.errors import InvalidOption, SnapshotNotFound
 from tarn.lsm.policy import num_levels
-from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, UPDATE_AFTER, VALUE_KIND
+from tarn.lsm.merge import INSERT, UPDATE_AFTER, VALUE_KIND
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
 from tarn.scan import changes
+from tarn.scan.changes import KIND_NAMES
 from tarn.scan.planner import Split
 from tarn.scan.reader import FileReader
 from tarn.spark.batch_read import pack_splits
@@ -52,7 +53,6 @@ from tarn.store.consumers import ConsumerStore
 
 STREAM_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
                 "from-timestamp")
-KIND_NAMES = pa.array(sorted(ROW_KIND_NAMES, key=ROW_KIND_NAMES.get))
 BATCH_ROWS = 65536
 
 
