@@ -3,7 +3,7 @@
 from tarn.catalog import Catalog
 from tarn.commit.committer import Overwrite
 from tarn.errors import (
-    CommitConflict, CorruptFile, InvalidArgument, InvalidOption, SchemaEvolutionError, SchemaMismatch,
+    CommitConflict, CorruptFile, FileMissing, InvalidArgument, InvalidOption, SchemaEvolutionError, SchemaMismatch,
     SnapshotNotFound, TableAlreadyExists, TableNotFound, TarnError,
 )
 from tarn.meta.schema import (
@@ -16,7 +16,7 @@ from tarn.table import Scan, Table, load_table
 __all__ = [
     "Catalog", "Table", "Scan", "load_table", "col", "Overwrite",
     "TarnError", "InvalidArgument", "SchemaMismatch", "InvalidOption", "TableNotFound", "TableAlreadyExists",
-    "SnapshotNotFound", "CorruptFile", "CommitConflict", "SchemaEvolutionError",
+    "SnapshotNotFound", "CorruptFile", "FileMissing", "CommitConflict", "SchemaEvolutionError",
     "AddColumn", "DropColumn", "RenameColumn", "UpdateColumnType", "UpdateColumnComment",
     "UpdateColumnNullability", "SetOption", "RemoveOption", "UpdateComment",
 ]

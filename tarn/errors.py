@@ -29,6 +29,11 @@ class CorruptFile(TarnError):
     """A metadata or data file that cannot be parsed; the message names the file."""
 
 
+class FileMissing(TarnError, FileNotFoundError):
+    """A file the table needs is not there (deleted by expiry, rollback or by hand); the message
+    names it. Distinct from CorruptFile: the file is absent, not damaged."""
+
+
 class CommitConflict(TarnError):
     """A commit that cannot be applied on top of the latest snapshot."""
 

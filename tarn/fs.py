@@ -1,11 +1,13 @@
 """Storage: a thin FileIO over pyarrow.fs.
 
-Paths are plain strings joined with "/". The one operation a commit depends on is
-`write_if_absent`, the atomic "create this file only if it does not exist":
-- on a local file system it writes a hidden temp file and hard-links it into place (link fails
-  if the target exists, so exactly one writer wins);
-- on an object store the same contract maps to a conditional PUT (`If-None-Match: *`); a FileIO
-  for such a store overrides `write_if_absent` and nothing else changes.
+Paths are plain strings joined with "/". Every metadata file appears atomically:
+- `write_if_absent`, the atomic "create this file only if it does not exist" that commits rest
+  on: on a local file system a hidden temp file hard-linked into place (link fails if the target
+  exists, so exactly one writer wins); on an object store a conditional PUT
+  (`If-None-Match: *`);
+- `write_bytes`, create-or-replace: a temp file renamed over the target on a local file system,
+  a single PUT (atomic by nature) on an object store.
+A reader never sees a half-written file; a killed writer leaves at most a hidden temp file.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
-from tarn.errors import CorruptFile
+from tarn.errors import FileMissing
 
 
 def join(*parts: str) -> str:
@@ -47,13 +49,29 @@ class FileIO:
             with self.fs.open_input_stream(path) as stream:
                 return stream.read()
         except FileNotFoundError as exc:
-            raise CorruptFile(f"file not found: {path}") from exc
+            raise FileMissing(f"file not found: {path}") from exc
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        """Create or overwrite `path` (used for hints, tags, consumers: plain overwrites)."""
-        self.mkdirs(parent(path))
-        with self.fs.open_output_stream(path) as out:
-            out.write(data)
+        """Atomically create or replace `path`: readers see the old bytes or the new, never a
+        torn file (hints, consumers, manifests, replaced tags)."""
+        directory = parent(path)
+        self.mkdirs(directory)
+        if not self.is_local:
+            with self.fs.open_output_stream(path) as out:  # one PUT: atomic on object stores
+                out.write(data)
+            return
+        tmp = self._temp_path(path)
+        try:
+            with self.fs.open_output_stream(tmp) as out:
+                out.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            self.delete(tmp)
+            raise
+
+    @staticmethod
+    def _temp_path(path: str) -> str:
+        return join(parent(path), f".{basename(path)}.{uuid.uuid4()}.tmp")
 
     def write_if_absent(self, path: str, data: bytes) -> bool:
         """Atomically create `path` with `data`; False (and nothing written) if it exists."""
@@ -64,16 +82,16 @@ class FileIO:
                 return False
             self.write_bytes(path, data)
             return True
-        tmp = join(directory, f".{basename(path)}.{uuid.uuid4()}.tmp")
-        with self.fs.open_output_stream(tmp) as out:
-            out.write(data)
+        tmp = self._temp_path(path)
         try:
+            with self.fs.open_output_stream(tmp) as out:
+                out.write(data)
             os.link(tmp, path)
             return True
         except FileExistsError:
             return False
         finally:
-            os.unlink(tmp)
+            self.delete(tmp)
 
     def open_input_file(self, path: str):
         return self.fs.open_input_file(path)
@@ -91,7 +109,7 @@ class FileIO:
     def size(self, path: str) -> int:
         info = self.fs.get_file_info(path)
         if info.type == pafs.FileType.NotFound:
-            raise CorruptFile(f"file not found: {path}")
+            raise FileMissing(f"file not found: {path}")
         return info.size
 
     def list_dir(self, path: str) -> list[str]:

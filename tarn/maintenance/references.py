@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from tarn import partition as partitions
 from tarn import paths
-from tarn.errors import CorruptFile
+from tarn.errors import CorruptFile, FileMissing
 from tarn.fs import FileIO, join, parent
 from tarn.meta.manifest import ADD, DELETE, IndexManifestEntry, ManifestEntry, ManifestFileMeta
 from tarn.meta.snapshot import Snapshot
@@ -66,7 +66,7 @@ class TableFiles:
         if name not in self._lists:
             try:
                 self._lists[name] = self.manifests.read_manifest_list(name)
-            except CorruptFile:
+            except (CorruptFile, FileMissing):
                 if not missing_ok or self.file_io.exists(self.manifests.path(name)):
                     raise
                 return []
@@ -77,7 +77,7 @@ class TableFiles:
             try:
                 self._entries[name] = self.manifests.read_manifest(name)
                 self.manifest_reads += 1
-            except CorruptFile:
+            except (CorruptFile, FileMissing):
                 if not missing_ok or self.file_io.exists(self.manifests.path(name)):
                     raise
                 return []
@@ -89,7 +89,7 @@ class TableFiles:
         if name not in self._index:
             try:
                 self._index[name] = self.manifests.read_index_manifest(name)
-            except CorruptFile:
+            except (CorruptFile, FileMissing):
                 if not missing_ok or self.file_io.exists(self.manifests.path(name)):
                     raise
                 return []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from tarn import paths
-from tarn.errors import CorruptFile
+from tarn.errors import CorruptFile, FileMissing
 from tarn.fs import FileIO, join
 
 
@@ -33,7 +33,7 @@ class ConsumerStore:
         path = self.path(consumer_id)
         try:
             obj = json.loads(self.file_io.read_bytes(path))
-        except CorruptFile:
+        except (CorruptFile, FileMissing):
             return None
         except (ValueError, UnicodeDecodeError):
             return None  # half-written by a concurrent overwrite; Java retries and skips

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from tarn.errors import CommitConflict, CorruptFile, SchemaEvolutionError, TableAlreadyExists
+from tarn.errors import CommitConflict, CorruptFile, FileMissing, SchemaEvolutionError, TableAlreadyExists
 from tarn.fs import FileIO, join
 from tarn.meta.schema import SchemaChange, TableSchema, apply_changes
 
@@ -43,6 +43,8 @@ class SchemaStore:
         path = self.path(schema_id)
         try:
             data = self.file_io.read_bytes(path)
+        except FileMissing:
+            raise
         except OSError as e:
             raise CorruptFile(f"cannot read schema file {path}: {e}") from e
         schema = TableSchema.from_json(data, source=path)

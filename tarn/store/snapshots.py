@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tarn import paths
-from tarn.errors import CorruptFile, SnapshotNotFound
+from tarn.errors import CorruptFile, FileMissing, SnapshotNotFound
 from tarn.fs import FileIO, join
 from tarn.meta.snapshot import Snapshot
 
@@ -61,7 +61,7 @@ class SnapshotStore:
             return True
         try:
             on_disk = Snapshot.from_json(self.file_io.read_bytes(path), path)
-        except CorruptFile:
+        except (CorruptFile, FileMissing):
             return False
         return on_disk.uuid is not None and on_disk.uuid == snapshot.uuid
 
@@ -75,7 +75,7 @@ class SnapshotStore:
         path = join(self.dir, name)
         try:
             text = self.file_io.read_bytes(path).decode().strip()
-        except (CorruptFile, OSError, UnicodeDecodeError):
+        except (FileMissing, OSError, UnicodeDecodeError):
             return None
         return int(text) if text.isdigit() else None
 

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 
 from tarn import paths
-from tarn.errors import CorruptFile, SnapshotNotFound
+from tarn.errors import CorruptFile, FileMissing, SnapshotNotFound
 from tarn.fs import FileIO, join
 from tarn.meta.snapshot import Snapshot
 
@@ -143,7 +143,7 @@ class TagStore:
         path = self.path(name)
         try:
             data = self.file_io.read_bytes(path)
-        except CorruptFile:
+        except FileMissing:
             return None  # not found (deleted meanwhile)
         return parse_tag(name, data, path)
 
