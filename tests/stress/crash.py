@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 import tarn
 from tarn import fs as tarn_fs
@@ -128,6 +129,43 @@ def install_hooks(killer: Killer) -> None:
             return os.link(src, dst, *args, **kwargs)
 
     tarn_fs.os = OsProxy()
+    tarn_fs.local_file_io = lambda: FileIO(_killing_local_fs(killer))
+
+
+METADATA_DIRS = ("/snapshot/", "/tag/", "/schema/", "/consumer/", "/manifest/")
+
+
+def _killing_local_fs(killer: Killer):
+    """A local file system whose metadata output streams offer a kill point halfway through
+    each write: a non-atomic writer would leave a torn file there."""
+
+    class TornStream:
+        def __init__(self, stream, path):
+            self.stream, self.path = stream, path
+
+        def write(self, data):
+            half = len(data) // 2
+            if half:
+                self.stream.write(data[:half])
+                self.stream.flush()
+                killer.point(f"mid-write {_short_path(self.path)}")
+            return self.stream.write(data[half:]) + half
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.stream.close()
+
+        def __getattr__(self, name):
+            return getattr(self.stream, name)
+
+    class KillingLocalFileSystem(pafs.LocalFileSystem):
+        def open_output_stream(self, path, *args, **kwargs):
+            stream = super().open_output_stream(path, *args, **kwargs)
+            return TornStream(stream, path) if any(d in path for d in METADATA_DIRS) else stream
+
+    return KillingLocalFileSystem()
 
 
 def child_main(warehouse: Warehouse | str, ident: str, op: str, mode: str, seed: int, first_batch: int,

@@ -86,7 +86,7 @@ class Warehouse:
 
 
 def open_catalog(warehouse: "Warehouse | str") -> tarn.Catalog:
-    return warehouse.catalog() if isinstance(warehouse, Warehouse) else open_catalog(warehouse)
+    return warehouse.catalog() if isinstance(warehouse, Warehouse) else tarn.Catalog(warehouse)
 
 
 def create_table(warehouse: Warehouse | str, scenario: Scenario) -> tarn.Table:
@@ -333,9 +333,7 @@ def verify(warehouse: Warehouse | str, scenario: Scenario, results: list, compac
         problems += [f"compactor: {e}" for e in compactor["errors"]]
     acked = [r for r in records if r["ok"]]
     failed = [r for r in records if not r["ok"]]
-    for r in failed:
-        if not r["conflict"]:
-            problems.append(f"writer {r['writer']} commit {r['commit']} ({r['op']}) raised: {r['error']}")
+    problems += _grouped_errors([r for r in failed if not r["conflict"]])
     figures.update(attempted=len(records), acked=len(acked), conflicts=sum(r["conflict"] for r in failed),
                    errors=sum(not r["conflict"] for r in failed), lost_races=stats["lost_races"],
                    snapshot_attempts=stats["attempts"], compactions=stats["compactions"],
@@ -362,6 +360,17 @@ def verify(warehouse: Warehouse | str, scenario: Scenario, results: list, compac
     else:
         _judge_append(latest, acked, failed, figures, problems)
         _judge_append_history(back, problems)
+
+
+def _grouped_errors(records: list) -> list[str]:
+    """One line per kind of error (exception type and where it was raised), with a count
+    and the first occurrence."""
+    groups: dict[str, list] = {}
+    for r in records:
+        kind = r["error"].split(":", 1)[0] + " @ " + r["error"].rsplit("|", 1)[-1].strip()
+        groups.setdefault(kind, []).append(r)
+    return [f"{len(rs)} write(s) raised {kind}; first: writer {rs[0]['writer']} commit {rs[0]['commit']} "
+            f"({rs[0]['op']}): {rs[0]['error'][:400]}" for kind, rs in groups.items()]
 
 
 def _judge_append(latest: pa.Table, acked: list, failed: list, figures: dict, problems: list) -> None:
