@@ -1,6 +1,7 @@
 """Stress tests (issue 9): short versions run by default, long ones with TARN_STRESS=long.
 
-`pytest -m "not stress"` leaves them out of a fast loop."""
+Every test here carries the `stress` marker (pyproject.toml): `pytest -m "not stress"` leaves
+them out of a fast loop."""
 
 import os
 
@@ -9,10 +10,6 @@ import pytest
 from tests.stress.workload import Warehouse
 
 LONG = os.environ.get("TARN_STRESS", "").lower() == "long"
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "stress: concurrency and crash harness (issue 9); slow")
 
 
 @pytest.fixture

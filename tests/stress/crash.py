@@ -6,7 +6,9 @@ Two ways to pick the point:
   rename/link that publishes a temp file) and SIGKILLs itself at the N-th call inside the
   operation, N uniform over the calls one run of the operation makes (measured by a first,
   uninterrupted run);
-- `timer`: the parent SIGKILLs the child a random delay after it is ready, wherever it is.
+- `timer`: the parent SIGKILLs the child a random delay after it is ready, wherever it is;
+- `at:<text>`: the first kill point whose description contains <text>
+  (e.g. `at:mid-write tag/`, `at:before delete snapshot/snapshot-`): a deterministic repro.
 
 The child writes a line to an unbuffered log before and after every step (`W+ b`, `W= b`,
 `R+ b`, `R= b`, `K <where>`), so the parent knows which batches were acknowledged, which
@@ -76,17 +78,19 @@ def batch_rows(b: int) -> set[tuple]:
 class Killer:
     """SIGKILLs this process at the `target`-th storage call made while `armed`."""
 
-    def __init__(self, log_fd: int):
+    def __init__(self, log_fd: int, label: str | None = None):
         self.log_fd = log_fd
         self.armed = False
         self.count = 0
         self.target: int | None = None
+        self.label = label  # kill at the first point whose description contains it
 
     def point(self, where: str) -> None:
         if not self.armed:
             return
         self.count += 1
-        if self.target is not None and self.count >= self.target:
+        due = self.target is not None and self.count >= self.target
+        if due or (self.label is not None and self.label in where):
             log(self.log_fd, f"K {where}")
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -129,7 +133,15 @@ def install_hooks(killer: Killer) -> None:
             return os.link(src, dst, *args, **kwargs)
 
     tarn_fs.os = OsProxy()
-    tarn_fs.local_file_io = lambda: FileIO(_killing_local_fs(killer))
+    killing_fs = _killing_local_fs(killer)
+    original_init = FileIO.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        if type(self.fs) is pafs.LocalFileSystem:
+            object.__setattr__(self, "fs", killing_fs)
+
+    FileIO.__init__ = init
 
 
 METADATA_DIRS = ("/snapshot/", "/tag/", "/schema/", "/consumer/", "/manifest/")
@@ -172,12 +184,13 @@ def child_main(warehouse: Warehouse | str, ident: str, op: str, mode: str, seed:
                rollback_tag: str | None, log_path: str) -> None:
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     logging.getLogger("tarn").addHandler(logging.NullHandler())
-    killer = Killer(fd)
+    killer = Killer(fd, mode[len("at:"):] if mode.startswith("at:") else None)
     install_hooks(killer)
     rng = random.Random(seed)
     try:
         table = open_catalog(warehouse).load_table(ident)
-        log(fd, "ready")
+        log(fd, "ready torn-writes" if isinstance(table.file_io.fs, pafs.LocalFileSystem)
+            and type(table.file_io.fs) is not pafs.LocalFileSystem else "ready")
         deadline = time.monotonic() + 120
         b = first_batch
         while time.monotonic() < deadline:
@@ -185,6 +198,9 @@ def child_main(warehouse: Warehouse | str, ident: str, op: str, mode: str, seed:
             if mode == "hook" and killer.target is None:
                 killer.target = killer.count + rng.randint(1, max(killer.count, 1))
             b += 1
+            if killer.label is not None and b - first_batch >= 6:
+                log(fd, f"E kill point '{killer.label}' never reached in 6 runs of {op}")
+                os._exit(3)
         log(fd, "E child was never killed")
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
         frames = traceback.extract_tb(exc.__traceback__)
@@ -214,6 +230,8 @@ def step(table, op: str, b: int, killer: Killer, fd: int, rollback_tag: str | No
     before = table.latest_snapshot()
     table.write(batch(b))
     log(fd, f"W= {b}")
+    if op == "rollback_to":
+        table.create_tag(f"x{b}")  # a tag the rollback must remove with its snapshot
     killer.armed = True
     if op == "compact":
         table.compact(full=True)
@@ -243,6 +261,7 @@ class ChildLog:
     killed_at: str | None = None
     error: str | None = None
     ready: bool = False
+    torn_writes: bool = False  # the child's local file system had the mid-write kill points
 
     @classmethod
     def parse(cls, text: str) -> "ChildLog":
@@ -258,6 +277,7 @@ class ChildLog:
                 out.error = rest
             elif tag == "ready":
                 out.ready = True
+                out.torn_writes = rest == "torn-writes"
         return out
 
 
@@ -267,6 +287,7 @@ class Trial:
     number: int
     mode: str
     killed_at: str | None = None
+    torn_writes: bool = False
     in_flight_landed: int = 0
     in_flight_absent: int = 0
     acked: int = 0
@@ -303,6 +324,15 @@ class CrashRun:
         b = self.next_batch
         self.next_batch += 1
         return b
+
+    def run_at(self, label: str) -> Trial:
+        """One trial killing at the first kill point described by `label`."""
+        table = self.new_table()
+        for _ in range(4):  # enough snapshots for expiry and rollback to have work
+            table.write(batch(self.take_batch()))
+        trial = self.trial(context(), table, 0, f"at:{label}", random.Random(self.seed))
+        self.trials.append(trial)
+        return trial
 
     def run(self, trials: int) -> list[Trial]:
         ctx = context()
@@ -351,6 +381,7 @@ class CrashRun:
         with open(log_path) as f:
             child_log = ChildLog.parse(f.read())
         trial.killed_at = child_log.killed_at or ("timer" if mode == "timer" else None)
+        trial.torn_writes = child_log.torn_writes
         if child_log.error:
             trial.problems.append(f"{self.op} raised in the child (no crash yet): {child_log.error}")
         self.judge(trial, before, content_before, child_log)
@@ -461,6 +492,7 @@ def figures(trials: list[Trial]) -> dict:
     broken = [t for t in trials if t.problems]
     return {"trials": len(trials), "broken": len(broken),
             "hook": sum(t.mode == "hook" for t in trials), "timer": sum(t.mode == "timer" for t in trials),
+            "torn_write_points": sum(t.torn_writes for t in trials),
             "acked_batches": sum(t.acked for t in trials),
             "in_flight_landed": sum(t.in_flight_landed for t in trials),
             "in_flight_absent": sum(t.in_flight_absent for t in trials),

@@ -3,6 +3,8 @@ rollback_to (issue 9, item 12). After each kill the table opens, what was readab
 same, no metadata file is empty or torn, orphan removal leaves only referenced files, and the
 next write works. 2-3 trials per operation by default, 50 with TARN_STRESS=long."""
 
+import zlib
+
 import pytest
 
 from tests.stress import crash
@@ -15,10 +17,34 @@ TRIALS = 50 if LONG else 3
 
 @pytest.mark.parametrize("op", crash.OPS)
 def test_kill_during(local_warehouse, tmp_path, op):
-    trials = crash.run_op(local_warehouse, op, TRIALS, str(tmp_path / "work"), seed=hash(op) % 1000)
+    trials = crash.run_op(local_warehouse, op, TRIALS, str(tmp_path / "work"), seed=zlib.crc32(op.encode()))
     print(crash.summary(op, trials))
     broken = [t for t in trials if t.problems]
     report = "\n".join(f"trial {t.number} ({t.mode}, killed {t.killed_at}): {p}"
                        for t in broken for p in t.problems[:8])
     assert not broken, crash.summary(op, trials) + "\n" + report
     assert len(trials) == TRIALS
+    assert all(t.torn_writes for t in trials), "the mid-write kill points were not installed"
+
+
+# Kill points that broke tables before the issue-9 fixes: the file being written or deleted
+# when the process died (see crash.py for how points are described).
+KILL_POINTS = [
+    ("create_tag", "mid-write tag/"),                    # torn / 0-byte tag file
+    ("create_tag", "before rename tag/"),                # temp file left in tag/
+    ("write", "mid-write snapshot/.LATEST"),             # torn LATEST hint (non-atomic before)
+    ("write", "before link snapshot/snapshot-"),         # snapshot file not yet published
+    ("commit", "mid-write manifest/"),                   # half a manifest written
+    ("compact", "after write_if_absent snapshot/"),      # COMPACT landed, hint not yet moved
+    ("expire_snapshots", "before delete snapshot/snapshot-"),  # data gone, snapshot file left
+    ("expire_snapshots", "after write_bytes snapshot/EARLIEST"),
+    ("rollback_to", "before delete snapshot/snapshot-"),
+    ("rollback_to", "after delete tag/"),
+]
+
+
+@pytest.mark.parametrize("op,label", KILL_POINTS, ids=[f"{op}-{label}" for op, label in KILL_POINTS])
+def test_kill_at(local_warehouse, tmp_path, op, label):
+    trial = crash.CrashRun(local_warehouse, op, str(tmp_path / "work")).run_at(label)
+    assert trial.killed_at and label in trial.killed_at, f"killed at {trial.killed_at!r}: {trial.problems}"
+    assert not trial.problems, f"{op} killed at '{trial.killed_at}':\n" + "\n".join(trial.problems)
