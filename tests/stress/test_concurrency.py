@@ -6,26 +6,9 @@ import pytest
 
 from tests.stress import workload
 from tests.stress.conftest import LONG
-from tests.stress.workload import Scenario
 
 pytestmark = pytest.mark.stress
-
-SHORT = [
-    Scenario("append", writers=4, commits=8),
-    Scenario("append", writers=8, commits=6, expiry=True),
-    Scenario("pk", writers=4, commits=8, compactor=True),
-    Scenario("pk", writers=4, commits=8, compactor=True, expiry=True),
-    Scenario("pk-partitioned", writers=4, commits=8, compactor=True, expiry=True),
-]
-LONG_RUNS = [
-    Scenario("append", writers=4, commits=50),
-    Scenario("append", writers=8, commits=50, expiry=True),
-    Scenario("pk", writers=4, commits=40),
-    Scenario("pk", writers=8, commits=30, compactor=True),
-    Scenario("pk", writers=8, commits=30, compactor=True, expiry=True),
-    Scenario("pk-partitioned", writers=4, commits=40, compactor=True),
-    Scenario("pk-partitioned", writers=8, commits=30, compactor=True, expiry=True),
-]
+SCENARIOS = workload.LONG_SCENARIOS if LONG else workload.SHORT_SCENARIOS
 
 
 def check(outcome: workload.Outcome) -> None:
@@ -34,6 +17,6 @@ def check(outcome: workload.Outcome) -> None:
     assert outcome.figures["acked"] > 0, outcome.summary()
 
 
-@pytest.mark.parametrize("scenario", LONG_RUNS if LONG else SHORT, ids=lambda s: s.name)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_concurrent_writers(local_warehouse, tmp_path, scenario):
     check(workload.run(local_warehouse, scenario, str(tmp_path / "work")))

@@ -89,6 +89,24 @@ def open_catalog(warehouse: "Warehouse | str") -> tarn.Catalog:
     return warehouse.catalog() if isinstance(warehouse, Warehouse) else tarn.Catalog(warehouse)
 
 
+SHORT_SCENARIOS = [
+    Scenario("append", writers=4, commits=8),
+    Scenario("append", writers=8, commits=6, expiry=True),
+    Scenario("pk", writers=4, commits=8, compactor=True),
+    Scenario("pk", writers=4, commits=8, compactor=True, expiry=True),
+    Scenario("pk-partitioned", writers=4, commits=8, compactor=True, expiry=True),
+]
+LONG_SCENARIOS = [
+    Scenario("append", writers=4, commits=50),
+    Scenario("append", writers=8, commits=50, expiry=True),  # the expired-id-reuse workload
+    Scenario("pk", writers=4, commits=40),
+    Scenario("pk", writers=8, commits=30, compactor=True),
+    Scenario("pk", writers=8, commits=30, compactor=True, expiry=True),
+    Scenario("pk-partitioned", writers=4, commits=40, compactor=True),
+    Scenario("pk-partitioned", writers=8, commits=30, compactor=True, expiry=True),
+]
+
+
 def create_table(warehouse: Warehouse | str, scenario: Scenario) -> tarn.Table:
     catalog = open_catalog(warehouse)
     if scenario.primary_key:
