@@ -83,6 +83,16 @@ def continuity_problems(back: Readback) -> list[str]:
     return problems
 
 
+def tags_beyond_latest(back: Readback) -> list[str]:
+    """Tags on snapshot ids past the latest snapshot: only an interrupted rollback leaves
+    them, and the next commit reuses the id for a different snapshot (two snapshots, one id)."""
+    if back.latest_id is None:
+        return []
+    return [f"tag {name} is on snapshot {sid}, past the latest snapshot {back.latest_id}: "
+            f"the next commit reuses id {sid}" for name, (sid, _) in sorted(back.tags.items())
+            if sid > back.latest_id]
+
+
 def _short(items: list, limit: int = 12) -> str:
     if len(items) <= limit:
         return str(items)

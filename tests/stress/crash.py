@@ -418,6 +418,7 @@ class CrashRun:
         after = checks.read_everything(table)
         problems += after.unreadable()
         problems += checks.continuity_problems(after)
+        problems += checks.tags_beyond_latest(after)
         self.judge_history(before, after, problems)
         latest = after.snapshots.get(after.latest_id)
         if latest is None:

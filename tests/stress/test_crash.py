@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from tests.stress import crash
+from tests.stress import checks, crash
 from tests.stress.conftest import LONG
 
 pytestmark = pytest.mark.stress
@@ -40,6 +40,7 @@ KILL_POINTS = [
     ("expire_snapshots", "after write_bytes snapshot/EARLIEST"),
     ("rollback_to", "before delete snapshot/snapshot-"),
     ("rollback_to", "after delete tag/"),
+    ("rollback_to", "after delete snapshot/snapshot-"),  # tag left on a snapshot id to be reused
 ]
 
 
@@ -48,3 +49,16 @@ def test_kill_at(local_warehouse, tmp_path, op, label):
     trial = crash.CrashRun(local_warehouse, op, str(tmp_path / "work")).run_at(label)
     assert trial.killed_at and label in trial.killed_at, f"killed at {trial.killed_at!r}: {trial.problems}"
     assert not trial.problems, f"{op} killed at '{trial.killed_at}':\n" + "\n".join(trial.problems)
+
+
+def test_tag_left_by_interrupted_rollback_keeps_its_files(local_warehouse, tmp_path):
+    """A rollback killed after deleting snapshot N+1 but before the tags on it leaves tag x
+    on the old N+1; the next commit makes a new N+1 and a new tag lands on it. Orphan removal
+    must not then delete the files tag x still reads (tags told apart by id alone)."""
+    run = crash.CrashRun(local_warehouse, "rollback_to", str(tmp_path / "work"))
+    run.run_at("after delete snapshot/snapshot-")  # the trial's next write reuses the id
+    table = local_warehouse.catalog().load_table(run.ident)
+    table.create_tag("after")
+    checks.remove_orphans_now(table)
+    back = checks.read_everything(table)
+    assert not back.errors, "\n".join(back.unreadable())
