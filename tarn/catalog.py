@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tarn.errors import InvalidOption, TableAlreadyExists, TableNotFound, TarnError
+from tarn.errors import InvalidArgument, InvalidOption, SchemaMismatch, TableAlreadyExists, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
 from tarn.meta.schema import new_schema
 from tarn.lsm.aggregate import validate_aggregation
@@ -22,22 +22,31 @@ DEFAULT_DATABASE = "default"
 
 
 class Catalog:
-    def __init__(self, warehouse: str):
-        self.file_io, self.warehouse = file_io_for(warehouse)
+    """`warehouse`: a local path, `s3://bucket/path` or a path inside `filesystem` (a pyarrow
+    or fsspec filesystem); `storage_options` (`s3.endpoint`, ...) and `lock` as in
+    docs/object-stores.md."""
+
+    def __init__(self, warehouse: str, storage_options: dict | None = None, *, filesystem=None, lock=None):
+        self.file_io, self.warehouse = file_io_for(warehouse, storage_options, filesystem, lock)
         self.file_io.mkdirs(self.warehouse)
 
     # ------------------------------------------------------------------ identifiers
 
     @staticmethod
     def split_identifier(identifier: str) -> tuple[str, str]:
+        if not isinstance(identifier, str):
+            raise InvalidArgument(f"table identifier must be a string 'database.table', got {identifier!r}")
         parts = identifier.split(".")
         if len(parts) == 1:
-            return DEFAULT_DATABASE, parts[0]
-        if len(parts) != 2 or not all(parts):
-            raise TarnError(f"table identifier '{identifier}' must be 'database.table'")
+            parts = [DEFAULT_DATABASE, parts[0]]
+        if len(parts) != 2:
+            raise InvalidArgument(f"table identifier '{identifier}' must be 'database.table'")
+        check_name("database", parts[0])
+        check_name("table", parts[1])
         return parts[0], parts[1]
 
     def database_path(self, database: str) -> str:
+        check_name("database", database)
         return join(self.warehouse, database + DB_SUFFIX)
 
     def table_path(self, identifier: str) -> str:
@@ -74,7 +83,14 @@ class Catalog:
             if ignore_if_exists:
                 return self.load_table(identifier)
             raise TableAlreadyExists(f"table {identifier} already exists at {path}")
+        leftovers = [d for d in ("snapshot", "manifest") if self.file_io.list_dir(join(path, d))]
+        if leftovers:
+            raise TableAlreadyExists(f"table {identifier}: {path} holds {' and '.join(leftovers)} files but no "
+                                     "schema file; refusing to create a table over existing data "
+                                     "(restore the schema files or drop the table)")
         table_schema = new_schema(schema, partition_keys or (), primary_key or (), options, comment)
+        if not table_schema.fields:
+            raise SchemaMismatch(f"table {identifier}: a table needs at least one column")
         field_names = [f.name for f in table_schema.fields]
         validate_options(dict(table_schema.options), identifier, field_names)
         check_creatable(table_schema, identifier)
@@ -97,6 +113,16 @@ class Catalog:
                 return
             raise TableNotFound(f"table {identifier} does not exist")
         self.file_io.delete_dir(self.table_path(identifier))
+
+
+def check_name(kind: str, name) -> None:
+    """Database and table names stay inside the warehouse: not empty, no path separators,
+    not '.' or '..', no leading or trailing blanks, no '$' (Paimon's system-table separator)."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgument(f"{kind} name must not be empty (got {name!r})")
+    if name != name.strip() or name in (".", "..") or any(c in name for c in "/\\\0$"):
+        raise InvalidArgument(f"{kind} name {name!r} is not allowed: names must not contain '/', '\\', "
+                              "'$' or NUL, be '.' or '..', or start or end with blanks")
 
 
 def check_creatable(schema, identifier: str) -> None:

@@ -44,3 +44,9 @@ class SchemaEvolutionError(TarnError):
 
 class InvalidArgument(TarnError):
     """A bad argument to a table operation (a numeric, blank or taken tag name, ...)."""
+
+
+class OutcomeUnknown(TarnError):
+    """A create-if-absent (a commit) whose outcome the store could not tell: the request timed
+    out or failed with a server error and the file could not be read back. The file may exist:
+    whoever wrote it must not delete what it references. The message names the file."""

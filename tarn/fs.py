@@ -3,22 +3,35 @@
 Paths are plain strings joined with "/". Every metadata file appears atomically:
 - `write_if_absent`, the atomic "create this file only if it does not exist" that commits rest
   on: on a local file system a hidden temp file hard-linked into place (link fails if the target
-  exists, so exactly one writer wins); on an object store a conditional PUT
-  (`If-None-Match: *`);
+  exists, so exactly one writer wins); on S3 a conditional PUT (`If-None-Match: *`, tarn/s3.py);
+  on any other store check-then-write under the `lock` the user configures (without one it
+  fails: a plain check-then-write would lose commits);
 - `write_bytes`, create-or-replace: a temp file renamed over the target on a local file system,
   a single PUT (atomic by nature) on an object store.
 A reader never sees a half-written file; a killed writer leaves at most a hidden temp file.
+
+The warehouse may be a local path, `s3://bucket/path` (settings from `storage_options` and the
+environment, tarn/s3.py), any URI pyarrow understands, or a path inside a ready
+`pyarrow.fs.FileSystem` or fsspec filesystem (`filesystem=`). A FileIO pickles (Spark ships
+tables to executors); the S3 client is rebuilt lazily in each process.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import uuid
 from dataclasses import dataclass
+from typing import Callable, ContextManager
 
 import pyarrow.fs as pafs
 
-from tarn.errors import FileMissing
+from tarn import s3
+from tarn.errors import FileMissing, InvalidOption, TarnError
+
+Lock = Callable[[str], ContextManager]  # lock(path) -> a context manager held around a create
 
 
 def join(*parts: str) -> str:
@@ -36,13 +49,28 @@ def basename(path: str) -> str:
 
 @dataclass
 class FileIO:
-    """File operations over one pyarrow FileSystem."""
+    """File operations over one pyarrow FileSystem.
+
+    `conditional` creates objects only if absent (S3); `lock` (a callable `lock(path)` returning
+    a context manager, which must span every process writing the table) makes check-then-write
+    safe on stores that have neither an atomic link nor a conditional PUT."""
 
     fs: pafs.FileSystem
+    conditional: s3.ConditionalPut | None = None
+    lock: Lock | None = None
 
     @property
     def is_local(self) -> bool:
         return isinstance(self.fs, pafs.LocalFileSystem)
+
+    @property
+    def is_s3(self) -> bool:
+        return isinstance(self.fs, pafs.S3FileSystem)
+
+    @property
+    def store(self) -> str:
+        """The store's name for messages: local, s3, py::fsspec+memory, ..."""
+        return self.fs.type_name
 
     def read_bytes(self, path: str) -> bytes:
         try:
@@ -54,12 +82,12 @@ class FileIO:
     def write_bytes(self, path: str, data: bytes) -> None:
         """Atomically create or replace `path`: readers see the old bytes or the new, never a
         torn file (hints, consumers, manifests, replaced tags)."""
-        directory = parent(path)
-        self.mkdirs(directory)
         if not self.is_local:
+            self._mkdirs_for(path)
             with self.fs.open_output_stream(path) as out:  # one PUT: atomic on object stores
                 out.write(data)
             return
+        self.mkdirs(parent(path))
         tmp = self._temp_path(path)
         try:
             with self.fs.open_output_stream(tmp) as out:
@@ -73,15 +101,33 @@ class FileIO:
     def _temp_path(path: str) -> str:
         return join(parent(path), f".{basename(path)}.{uuid.uuid4()}.tmp")
 
+    def _mkdirs_for(self, path: str) -> None:
+        """Directories a file needs (none on S3: keys need no parents, and markers cost requests)."""
+        if not self.is_s3:
+            self.mkdirs(parent(path))
+
     def write_if_absent(self, path: str, data: bytes) -> bool:
-        """Atomically create `path` with `data`; False (and nothing written) if it exists."""
-        directory = parent(path)
-        self.mkdirs(directory)
-        if not self.is_local:
+        """Atomically create `path` with `data`; False (and nothing written) if it exists.
+
+        Exactly one of racing writers gets True. On S3 an answer lost to a timeout or a server
+        error is settled by reading the object back (our bytes: True); if even that fails,
+        `OutcomeUnknown` is raised: the file may exist."""
+        if self.is_local:
+            return self._link_if_absent(path, data)
+        if self.conditional is not None:
+            return self.conditional.put_if_absent(path, data)
+        if self.lock is None:
+            raise TarnError(f"cannot create {path} atomically on the '{self.store}' store: it has no "
+                            "conditional create; configure a lock shared by every writer "
+                            "(Catalog(..., lock=...) / load_table(..., lock=...)), see docs/object-stores.md")
+        with self.lock(path):
             if self.exists(path):
                 return False
             self.write_bytes(path, data)
             return True
+
+    def _link_if_absent(self, path: str, data: bytes) -> bool:
+        self.mkdirs(parent(path))
         tmp = self._temp_path(path)
         try:
             with self.fs.open_output_stream(tmp) as out:
@@ -97,7 +143,7 @@ class FileIO:
         return self.fs.open_input_file(path)
 
     def open_output_stream(self, path: str):
-        self.mkdirs(parent(path))
+        self._mkdirs_for(path)
         return self.fs.open_output_stream(path)
 
     def exists(self, path: str) -> bool:
@@ -140,14 +186,62 @@ class FileIO:
             self.fs.create_dir(path, recursive=True)
 
 
+@dataclass(frozen=True)
+class FileLock:
+    """A `lock` for writers on one machine: `lock(path)` holds an exclusive flock on a file
+    under `directory` named by the path's hash (picklable, so it reaches Spark executors of a
+    local master; writers on several machines need a lock service instead)."""
+
+    directory: str
+
+    @contextlib.contextmanager
+    def __call__(self, path: str):
+        os.makedirs(self.directory, exist_ok=True)
+        name = hashlib.sha1(path.encode()).hexdigest() + ".lock"
+        with open(os.path.join(self.directory, name), "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def local_file_io() -> FileIO:
     return FileIO(pafs.LocalFileSystem())
 
 
-def file_io_for(uri: str) -> tuple[FileIO, str]:
-    """FileIO and path inside it for a local path or a URI pyarrow understands (s3://, ...)."""
-    if "://" not in uri or uri.startswith("file://"):
+def file_io_for(uri: str, storage_options: dict | None = None, filesystem=None,
+                lock: Lock | None = None) -> tuple[FileIO, str]:
+    """FileIO and path inside it for `uri`: a local path, `s3://bucket/path` (s3a://, s3n://),
+    another URI pyarrow understands, or a path inside `filesystem` (a pyarrow FileSystem or an
+    fsspec filesystem). `storage_options` are the S3 settings of tarn/s3.py."""
+    if filesystem is not None:
+        return _given(uri, filesystem, storage_options, lock)
+    scheme = uri.split("://", 1)[0].lower() if "://" in uri else "file"
+    if scheme in s3.SCHEMES:
+        config = s3.S3Config.resolve(storage_options)
+        return FileIO(config.filesystem(), s3.ConditionalPut(config), lock), s3.split_uri(uri)
+    if s3.check_options(storage_options) and scheme != "file":
+        raise InvalidOption(f"storage options {sorted(storage_options)} apply to s3:// paths, not '{uri}' "
+                            "(pass a ready filesystem= for other stores)")
+    if scheme == "file":
         local = uri[len("file://"):] if uri.startswith("file://") else uri
-        return local_file_io(), os.path.abspath(local)
+        return FileIO(pafs.LocalFileSystem(), lock=lock), os.path.abspath(local)
     fs, path = pafs.FileSystem.from_uri(uri)
-    return FileIO(fs), path
+    return FileIO(fs, lock=lock), path
+
+
+def _given(uri: str, filesystem, storage_options: dict | None, lock: Lock | None) -> tuple[FileIO, str]:
+    """A FileIO over a ready filesystem; `uri` is a path inside it (a scheme is dropped)."""
+    if not isinstance(filesystem, pafs.FileSystem):
+        if not hasattr(filesystem, "protocol"):
+            raise TarnError(f"filesystem= for '{uri}' must be a pyarrow.fs.FileSystem or an fsspec "
+                            f"filesystem, got {type(filesystem).__name__}")
+        filesystem = pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
+    path = uri.split("://", 1)[1] if "://" in uri else uri
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        return FileIO(filesystem, lock=lock), os.path.abspath(path)
+    if isinstance(filesystem, pafs.S3FileSystem):
+        conditional = s3.ConditionalPut(s3.S3Config.of_filesystem(filesystem, storage_options))
+        return FileIO(filesystem, conditional, lock), path.rstrip("/")
+    return FileIO(filesystem, lock=lock), path.rstrip("/")

@@ -335,9 +335,10 @@ class Scan:
         return self.to_arrow().num_rows
 
 
-def load_table(path: str) -> Table:
-    """Open the table stored at `path` (a local path or a pyarrow-supported URI)."""
-    file_io, root = file_io_for(path)
+def load_table(path: str, storage_options: dict | None = None, *, filesystem=None, lock=None) -> Table:
+    """Open the table stored at `path`: a local path, `s3://bucket/path`, another pyarrow URI,
+    or a path inside `filesystem` (storage options and lock: docs/object-stores.md)."""
+    file_io, root = file_io_for(path, storage_options, filesystem, lock)
     return Table(file_io, root)
 
 

@@ -1,0 +1,215 @@
+"""S3 (and S3-compatible stores): configuration, the pyarrow filesystem, and the conditional PUT.
+
+Settings come from `storage_options` (keys below, Paimon/pyiceberg-style) laid over the
+environment of the process that opens the table (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION / AWS_DEFAULT_REGION). Data and listing go
+through pyarrow's S3FileSystem; the one operation it lacks, "create this object only if it does
+not exist", is a boto3 `put_object(IfNoneMatch="*")` (S3 answers 412 to every writer but the
+first). The boto3 client is made lazily, once per process: a `ConditionalPut` pickles as its
+settings, so it crosses to Spark executors.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+
+from tarn.errors import FileMissing, InvalidOption, OutcomeUnknown, TarnError
+
+SCHEMES = ("s3", "s3a", "s3n")
+OPTIONS = {
+    "s3.endpoint": "endpoint URL of an S3-compatible store, e.g. http://127.0.0.1:9000 (env AWS_ENDPOINT_URL)",
+    "s3.access-key": "access key id (env AWS_ACCESS_KEY_ID)",
+    "s3.secret-key": "secret access key (env AWS_SECRET_ACCESS_KEY)",
+    "s3.session-token": "session token of temporary credentials (env AWS_SESSION_TOKEN)",
+    "s3.region": "region (env AWS_REGION, AWS_DEFAULT_REGION; default us-east-1)",
+    "s3.path-style-access": "true: bucket in the path, not the host name (default: true with an endpoint)",
+}
+ENV = {"s3.endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+       "s3.access-key": ("AWS_ACCESS_KEY_ID",),
+       "s3.secret-key": ("AWS_SECRET_ACCESS_KEY",),
+       "s3.session-token": ("AWS_SESSION_TOKEN",),
+       "s3.region": ("AWS_REGION", "AWS_DEFAULT_REGION")}
+CONFLICT_RETRIES = 5  # 409 ConditionalRequestConflict: another conditional write of the key is in flight
+UNCERTAIN_RETRIES = 3  # timeouts, 5xx: the PUT may or may not have landed
+
+
+def check_options(options: dict) -> dict[str, str]:
+    """`storage_options` as plain strings; unknown keys fail, listing the known ones."""
+    plain = {str(k).lower(): str(v) for k, v in (options or {}).items() if v is not None}
+    unknown = sorted(k for k in plain if k not in OPTIONS)
+    if unknown:
+        raise InvalidOption(f"unknown storage option(s) {unknown}; known: {sorted(OPTIONS)}")
+    return plain
+
+
+@dataclass(frozen=True)
+class S3Config:
+    """Resolved settings of one S3 store (explicit options over the environment)."""
+
+    endpoint: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+    region: str = "us-east-1"
+    path_style: bool = False
+
+    @classmethod
+    def resolve(cls, options: dict | None = None) -> "S3Config":
+        given = check_options(options or {})
+        value = {key: given.get(key) or next((os.environ[e] for e in ENV[key] if os.environ.get(e)), None)
+                 for key in ENV}
+        style = given.get("s3.path-style-access")
+        path_style = value["s3.endpoint"] is not None if style is None else style.lower() == "true"
+        return cls(value["s3.endpoint"], value["s3.access-key"], value["s3.secret-key"],
+                   value["s3.session-token"], value["s3.region"] or "us-east-1", path_style)
+
+    @classmethod
+    def of_filesystem(cls, fs: pafs.S3FileSystem, options: dict | None = None) -> "S3Config":
+        """Settings of a ready S3FileSystem (its own, where pyarrow exposes them), options first."""
+        try:
+            kwargs = fs.__reduce__()[1][0]
+        except (AttributeError, IndexError, TypeError):  # pragma: no cover - pyarrow internals moved
+            kwargs = {}
+        resolved = cls.resolve(options)
+        endpoint = kwargs.get("endpoint_override") or None
+        if endpoint and "://" not in endpoint:
+            endpoint = f"{kwargs.get('scheme') or 'https'}://{endpoint}"
+        return cls(resolved.endpoint or endpoint, resolved.access_key or kwargs.get("access_key") or None,
+                   resolved.secret_key or kwargs.get("secret_key") or None,
+                   resolved.session_token or kwargs.get("session_token") or None,
+                   fs.region or resolved.region,
+                   resolved.path_style or (endpoint is not None and not kwargs.get("force_virtual_addressing")))
+
+    def filesystem(self) -> pafs.S3FileSystem:
+        kwargs = {"region": self.region, "access_key": self.access_key, "secret_key": self.secret_key,
+                  "session_token": self.session_token, "force_virtual_addressing": not self.path_style}
+        if self.endpoint:
+            url = urlparse(self.endpoint if "://" in self.endpoint else f"https://{self.endpoint}")
+            kwargs.update(endpoint_override=url.netloc + url.path.rstrip("/"), scheme=url.scheme)
+        return pafs.S3FileSystem(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+def split_uri(uri: str) -> str:
+    """`s3://bucket/key` (or s3a://, s3n://) -> `bucket/key`, the path pyarrow's S3FileSystem takes."""
+    url = urlparse(uri)
+    if url.scheme not in SCHEMES or not url.netloc:
+        raise TarnError(f"'{uri}' is not an s3://bucket/path URI")
+    return (url.netloc + url.path).rstrip("/")
+
+
+@dataclass
+class ConditionalPut:
+    """`put_if_absent(path, data)` on S3 with `If-None-Match: *`; pickles without its client."""
+
+    config: S3Config
+    _client: object = field(default=None, repr=False, compare=False)
+    _pid: int = field(default=0, repr=False, compare=False)
+
+    def __getstate__(self):
+        return {"config": self.config, "_client": None, "_pid": 0}
+
+    def client(self):
+        if self._client is None or self._pid != os.getpid():
+            self._client, self._pid = make_client(self.config), os.getpid()
+        return self._client
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        """Create object `path` (bucket/key) with `data`; False if it exists. Exactly one of
+        racing writers gets True. Raises OutcomeUnknown if S3 cannot tell us (see `_settle`)."""
+        bucket, _, key = path.partition("/")
+        uncertain = False
+        conflicts = failures = 0
+        while True:
+            try:
+                self.client().put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+                return True
+            except Exception as exc:  # noqa: BLE001 - classified below, re-raised if unknown
+                kind = classify(exc)
+                if kind == "exists":
+                    # after an uncertain attempt the object found may be our own
+                    return uncertain and self._same(bucket, key, data, path, exc)
+                if kind == "conflict" and conflicts < CONFLICT_RETRIES:
+                    conflicts += 1
+                    time.sleep(0.05 * 2 ** conflicts)
+                    continue
+                if kind == "conflict":  # another writer keeps the key busy: it wins
+                    return uncertain and self._same(bucket, key, data, path, exc)
+                if kind == "uncertain" and failures < UNCERTAIN_RETRIES:
+                    failures += 1
+                    uncertain = True
+                    landed = self._settle(bucket, key, data)
+                    if landed is not None:
+                        return landed
+                    time.sleep(0.1 * 2 ** failures)
+                    continue
+                if kind == "uncertain":
+                    raise OutcomeUnknown(f"conditional PUT of s3://{path}: no answer after "
+                                         f"{failures + 1} attempts ({exc}); the file may or may not exist") from exc
+                raise TarnError(f"conditional PUT of s3://{path} failed: {exc}") from exc
+
+    def _settle(self, bucket: str, key: str, data: bytes) -> bool | None:
+        """After an uncertain PUT: True if the object holds our bytes, False if other bytes,
+        None if it is absent (then the PUT may be retried: If-None-Match keeps it single)."""
+        try:
+            return self._read(bucket, key) == data
+        except FileMissing:
+            return None
+
+    def _same(self, bucket: str, key: str, data: bytes, path: str, cause: Exception) -> bool:
+        try:
+            return self._read(bucket, key) == data
+        except FileMissing:
+            raise OutcomeUnknown(f"conditional PUT of s3://{path}: refused ({cause}) yet the "
+                                 "object is absent") from cause
+
+    def _read(self, bucket: str, key: str) -> bytes:
+        try:
+            return self.client().get_object(Bucket=bucket, Key=key)["Body"].read()
+        except Exception as exc:  # noqa: BLE001
+            if classify(exc) == "missing":
+                raise FileMissing(f"file not found: s3://{bucket}/{key}") from exc
+            raise OutcomeUnknown(f"conditional PUT of s3://{bucket}/{key}: could not read the object "
+                                 f"back to settle an uncertain write ({exc}); it may or may not exist") from exc
+
+
+def make_client(config: S3Config):
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError as exc:
+        raise TarnError("atomic commits on S3 need boto3 (conditional PUT): pip install 'tarn[s3]'") from exc
+    style = "path" if config.path_style else "auto"
+    settings = Config(s3={"addressing_style": style}, retries={"max_attempts": 1, "mode": "standard"},
+                      connect_timeout=10, read_timeout=30)
+    return boto3.session.Session().client(
+        "s3", endpoint_url=config.endpoint, region_name=config.region, aws_access_key_id=config.access_key,
+        aws_secret_access_key=config.secret_key, aws_session_token=config.session_token, config=settings)
+
+
+def classify(exc: Exception) -> str:
+    """'exists' (412), 'conflict' (409), 'missing' (404), 'uncertain' (timeouts, connection
+    errors, 5xx, throttling) or 'error' (anything else: credentials, no bucket, ...)."""
+    from botocore import exceptions as bx
+
+    if isinstance(exc, bx.ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        code = exc.response.get("Error", {}).get("Code", "")
+        if status == 412 or code == "PreconditionFailed":
+            return "exists"
+        if status == 409 or code == "ConditionalRequestConflict":
+            return "conflict"
+        if status == 404 or code in ("NoSuchKey", "404"):
+            return "missing"
+        if status >= 500 or status == 429 or code in ("SlowDown", "RequestTimeout", "Throttling"):
+            return "uncertain"
+        return "error"
+    if isinstance(exc, bx.EndpointConnectionError):
+        return "error"  # never connected: nothing was sent
+    if isinstance(exc, (bx.ConnectionError, bx.HTTPClientError)):
+        return "uncertain"  # ReadTimeout, EndpointConnectionError, ConnectionClosedError, ...
+    return "error"
