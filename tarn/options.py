@@ -905,6 +905,58 @@ def check_value(opt: Opt, value: str) -> None:
 # validation at table creation
 
 
+# Value ranges (inclusive) of numeric and size options where another value is nonsense: a
+# negative retry count fails every write, a zero target file size writes a file per row.
+RANGES: Mapping[str, tuple[int | None, int | None]] = MappingProxyType({
+    "commit.max-retries": (0, None),
+    "target-file-size": (1, None),
+    "target-file-row-num": (1, None),
+    "write-buffer-size": (1, None),
+    "page-size": (1, None),
+    "file.block-size": (1, None),
+    "file.compression.zstd-level": (-131072, 22),
+    "manifest.target-file-size": (1, None),
+    "manifest.merge-min-count": (1, None),
+    "manifest.full-compaction-threshold-size": (0, None),
+    "num-sorted-run.compaction-trigger": (1, None),
+    "num-sorted-run.stop-trigger": (1, None),
+    "num-levels": (2, None),
+    "compaction.max-size-amplification-percent": (0, None),
+    "compaction.size-ratio": (0, None),
+    "compaction.min.file-num": (1, None),
+    "compaction.offpeak.start.hour": (-1, 23),
+    "compaction.offpeak.end.hour": (-1, 23),
+    "full-compaction.delta-commits": (1, None),
+    "changelog.num-retained.min": (1, None),
+    "changelog.num-retained.max": (1, None),
+    "tag.num-retained-max": (1, None),
+    "read.batch-size": (1, None),
+    "write.batch-size": (1, None),
+    "source.split.target-size": (1, None),
+    "source.split.open-file-cost": (0, None),
+    "scan.max-splits-per-task": (1, None),
+    "sort-spill-threshold": (2, None),
+    "local-sort.max-num-file-handles": (2, None),
+    "lookup.cache-max-memory-size": (0, None),
+    "lookup.cache-max-disk-size": (0, None),
+    "dynamic-bucket.target-row-num": (1, None),
+    "dynamic-bucket.initial-buckets": (1, None),
+    "cross-partition-upsert.bootstrap-parallelism": (1, None),
+})
+
+
+def _check_range(key: str, opt: Opt, value: str) -> None:
+    """Raise ValueError when a numeric or size option lies outside RANGES."""
+    if key not in RANGES:
+        return
+    number = parse_memory_size(value) if opt.kind is MEMORY else int(value.strip())
+    low, high = RANGES[key]
+    if low is not None and number < low:
+        raise ValueError(f"must be at least {low}" + (" byte(s)" if opt.kind is MEMORY else ""))
+    if high is not None and number > high:
+        raise ValueError(f"must be at most {high}")
+
+
 def validate_options(options: Mapping[str, str], table_name: str, field_names: Iterable[str] = ()) -> None:
     """Raise InvalidOption for an unknown key, a value Paimon would not parse, or a per-column key
     naming a column the table does not have (checked only when `field_names` is given)."""
@@ -923,6 +975,7 @@ def _check_one(found: _Match, key: str, value: str, options: Mapping[str, str], 
         raise InvalidOption(f"table '{table_name}': option '{key}' must be a string, got {type(value).__name__}")
     try:
         check_value(found.opt, value)
+        _check_range(key, found.opt, value)
     except ValueError as e:
         raise InvalidOption(f"table '{table_name}': option '{key}' has invalid value '{value}': {e}") from None
     if key == "bucket" and not (int(value) in (-1, -2) or int(value) > 0):

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from tarn import maintenance, partition, system_tables
 from tarn.maintenance import expire, orphans, rollback, tags, time_travel
 from tarn.commit.committer import Committer, Overwrite
-from tarn.errors import InvalidOption, SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
+from tarn.errors import FileMissing, InvalidOption, SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
 from tarn.fs import FileIO, file_io_for, join
 from tarn.meta.schema import TableSchema, apply_changes
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
@@ -26,7 +26,7 @@ from tarn.store.snapshots import SnapshotStore
 from tarn.types import arrow_schema
 from tarn.write.conform import to_arrow_table
 from tarn.write.message import CommitMessage
-from tarn.write.writer import TableWriter, abort, merge_spec_of
+from tarn.write.writer import TableWriter, abort, merge_spec_of, message_dir
 
 
 class Table:
@@ -39,6 +39,7 @@ class Table:
         self.schema_store = SchemaStore(file_io, self.root)
         self.snapshot_store = SnapshotStore(file_io, self.root, self.name)
         self._schemas_by_id: dict[int, TableSchema] = {}
+        self.last_maintenance_errors: list[Exception] = []
         if self.schema_store.latest() is None:
             raise TableNotFound(f"no Paimon table at {self.root} (no schema/schema-N file)")
 
@@ -102,7 +103,8 @@ class Table:
         schema = schema or self.schema()
         planner = self._planner(schema)
         return Committer(self.name, schema, Options(schema.options), self.snapshot_store,
-                         planner.manifests, planner)
+                         planner.manifests, planner,
+                         data_path=lambda message, name: join(message_dir(self.root, schema, message), name))
 
     def new_writer(self, ignore_previous_files: bool = False) -> TableWriter:
         """A writer for one commit: `write()` any number of batches, then `commit()` its messages.
@@ -127,15 +129,24 @@ class Table:
     def commit(self, messages: list[CommitMessage], commit_user: str | None = None,
                commit_identifier: int = BATCH_COMMIT_IDENTIFIER, overwrite: Overwrite | None = None,
                watermark: int | None = None) -> Snapshot | None:
-        """Commit writer messages as one snapshot. On failure the messages' files are deleted."""
+        """Commit writer messages (an APPEND or OVERWRITE snapshot, then a COMPACT one for their
+        compaction part). On failure the files no snapshot references are deleted; a compaction
+        part that fails after the data landed is dropped and the data commit stands. Maintenance
+        after the commit (tags, expiry) never turns a landed commit into an error: its failures
+        are logged and kept in `last_maintenance_errors`."""
         schema = self.schema()
+        committer = self.committer(schema)
         try:
-            snapshot = self.committer(schema).commit(messages, commit_user or str(uuid.uuid4()),
-                                                     commit_identifier, overwrite, watermark)
+            snapshot = committer.commit(messages, commit_user or str(uuid.uuid4()),
+                                        commit_identifier, overwrite, watermark)
         except BaseException:
-            abort(self.file_io, self.root, schema, messages)
+            if not committer.outcome_unknown:
+                abort(self.file_io, self.root, schema, messages, keep=committer.landed_files)
             raise
-        maintenance.after_commit(self)  # tag creation/expiry, snapshot expiry (not write-only)
+        if committer.dropped_compaction is not None:
+            abort(self.file_io, self.root, schema, [m.compact_part() for m in messages],
+                  keep=committer.landed_files)
+        self.last_maintenance_errors = maintenance.after_commit(self)
         return snapshot
 
     # ------------------------------------------------------------------ writes
@@ -208,7 +219,9 @@ class Table:
         at a time (falling back to the closest earlier tag once those snapshots expired).
         Time travel reads with the schema of the snapshot it lands on."""
         if snapshot_id is None and tag is None and as_of_timestamp_ms is None:
-            return self.scan_snapshot(self.latest_snapshot(), filter, columns, self.schema())
+            scan = self.scan_snapshot(self.latest_snapshot(), filter, columns, self.schema())
+            scan.follows_latest = True
+            return scan
         snapshot = time_travel.resolve(self, snapshot_id, tag, as_of_timestamp_ms)
         return self.scan_snapshot(snapshot, filter, columns)
 
@@ -296,10 +309,35 @@ class Scan:
     columns: list[str] | None = None
     _splits: list[Split] | None = field(default=None, repr=False)
 
+    follows_latest: bool = False  # a scan of "the latest snapshot", not of a pinned one
+
     def plan(self) -> list[Split]:
         if self._splits is None:
-            self._splits = self.table._planner(self.schema).plan(self.snapshot, self.filter)
+            self._splits = self._retrying(
+                lambda: self.table._planner(self.schema).plan(self.snapshot, self.filter))
         return self._splits
+
+    def _retrying(self, read):
+        """Run `read`; when a scan of the latest snapshot finds a file gone because expiry
+        removed its snapshot meanwhile, move to the new latest snapshot and read again."""
+        for _ in range(5):
+            try:
+                return read()
+            except (FileMissing, SnapshotNotFound):
+                if not self._move_to_latest():
+                    raise
+        return read()
+
+    def _move_to_latest(self) -> bool:
+        """Re-pin a latest-snapshot scan after its snapshot expired; False if nothing changed."""
+        if not self.follows_latest:
+            return False
+        latest = self.table.latest_snapshot()
+        if latest is None or (self.snapshot is not None and latest.id == self.snapshot.id
+                              and self.table.snapshot_store.exists(latest.id)):
+            return False
+        self.snapshot, self._splits = latest, None
+        return True
 
     def reader(self) -> SplitReader:
         schema = self.schema
@@ -322,6 +360,9 @@ class Scan:
                 yield from table.to_batches()
 
     def to_arrow(self) -> pa.Table:
+        return self._retrying(self._read_all)
+
+    def _read_all(self) -> pa.Table:
         reader = self.reader()
         tables = [reader.read(split) for split in self.plan()]
         if not tables:

@@ -354,7 +354,7 @@ def test_failed_commit_leaves_no_changelog_file(catalog, monkeypatch):
     def refuse(self, snapshot):
         raise OSError("storage unavailable")
 
-    monkeypatch.setattr(SnapshotStore, "publish", refuse)
+    monkeypatch.setattr(SnapshotStore, "create", refuse)
     with pytest.raises(OSError):
         t.write(rows([1, 2]))
     assert bucket_files(t) == before

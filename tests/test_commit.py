@@ -116,7 +116,7 @@ def test_failed_write_leaves_table_unchanged(catalog, monkeypatch):
     def boom(self, snapshot):
         raise OSError("disk full")
 
-    monkeypatch.setattr(snapshots_module.SnapshotStore, "publish", boom)
+    monkeypatch.setattr(snapshots_module.SnapshotStore, "create", boom)
     with pytest.raises(OSError):
         t.write(orders_rows(["d1", "d2"], [2, 3]))
     monkeypatch.undo()
@@ -129,10 +129,10 @@ def test_uncertain_publish_settled_by_uuid(catalog):
     t.write(orders_rows(["d1"], [1]))
     snap = t.latest_snapshot()
     # publishing the very same snapshot again counts as success (same uuid)...
-    assert t.snapshot_store.publish(snap)
+    assert t.snapshot_store.create(snap)
     # ...a different snapshot with the same id does not
     other = Snapshot.from_json(snap.to_json()).replace(uuid="another")
-    assert not t.snapshot_store.publish(other)
+    assert not t.snapshot_store.create(other)
 
 
 def test_bad_input_commits_nothing(catalog):

@@ -22,7 +22,7 @@ from tarn.codec.data_file import (
     read_data_file,
     write_data_file,
 )
-from tarn.errors import CorruptFile, InvalidOption, SchemaMismatch
+from tarn.errors import CorruptFile, FileMissing, InvalidOption, SchemaMismatch
 from tarn.fs import local_file_io
 from tarn.types import (
     ARRAY, BIGINT, BINARY, BOOLEAN, BYTES, CHAR, DATE, DECIMAL, DOUBLE, FLOAT, INT, MAP, MULTISET,
@@ -312,7 +312,7 @@ def test_overflowing_cast_is_refused(tmp_path, file_io):
 def test_missing_and_corrupt_files(tmp_path, file_io):
     for file_format in ("parquet", "orc", "avro"):
         missing = str(tmp_path / f"missing.{file_format}")
-        with pytest.raises(CorruptFile, match=f"missing.{file_format}"):
+        with pytest.raises(FileMissing, match=f"missing.{file_format}"):
             read_data_file(file_io, missing, file_format)
         garbage = tmp_path / f"garbage.{file_format}"
         garbage.write_bytes(b"not a data file at all")

@@ -4,6 +4,7 @@ import pyarrow as pa
 import pytest
 
 from tarn.errors import (
+    FileMissing,
     CommitConflict, CorruptFile, InvalidOption, SchemaEvolutionError, SchemaMismatch, TableAlreadyExists,
 )
 from tarn.fs import local_file_io
@@ -355,7 +356,7 @@ def test_store_create_latest_commit(tmp_path):
 
 def test_store_errors_name_file(tmp_path):
     store = SchemaStore(local_file_io(), str(tmp_path / "t"))
-    with pytest.raises(CorruptFile, match="schema-4"):
+    with pytest.raises(FileMissing, match="schema-4"):  # absent, not corrupt
         store.get(4)
     (tmp_path / "t" / "schema").mkdir(parents=True)
     (tmp_path / "t" / "schema" / "schema-0").write_text("{broken")

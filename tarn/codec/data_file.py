@@ -28,7 +28,7 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 import tarn.codec.avro as avro_container  # installs the `zstandard` Avro codec
-from tarn.errors import CorruptFile, InvalidOption, SchemaMismatch, TarnError
+from tarn.errors import CorruptFile, FileMissing, InvalidOption, SchemaMismatch, TarnError
 from tarn.types import FIELD_ID_KEY, DataField, DataType, INT, to_arrow_type
 
 FORMATS = ("parquet", "orc", "avro")
@@ -447,7 +447,7 @@ def read_data_file(file_io, path: str, file_format: str, fields: list[DataField]
     try:
         source = file_io.open_input_file(path)
     except FileNotFoundError as exc:
-        raise CorruptFile(f"data file not found: {path}") from exc
+        raise FileMissing(f"data file not found: {path}") from exc
     reader = {"parquet": _read_parquet, "orc": _read_orc, "avro": _read_avro}[fmt]
     try:
         with source:
@@ -477,7 +477,7 @@ def iter_data_file(file_io, path: str, file_format: str, fields: list[DataField]
     try:
         source = file_io.open_input_file(path)
     except FileNotFoundError as exc:
-        raise CorruptFile(f"data file not found: {path}") from exc
+        raise FileMissing(f"data file not found: {path}") from exc
     with source:
         try:
             parquet_file = pq.ParquetFile(source, coerce_int96_timestamp_unit="ns")

@@ -8,12 +8,15 @@ stays behind, and readers never see it (the snapshot file is the only commit poi
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from tarn.errors import CommitConflict, TarnError
+from tarn import paths
+from tarn.errors import CommitConflict, FileMissing, SnapshotNotFound, TarnError
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import ManifestEntry, ManifestFileMeta
 from tarn.meta.schema import TableSchema
@@ -24,6 +27,7 @@ from tarn.store.snapshots import SnapshotStore
 from tarn.write.message import CommitMessage
 
 ADD, DELETE = 0, 1
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,17 @@ class Overwrite:
     dynamic: bool = False
 
 
+@dataclass(frozen=True)
+class CommitRequest:
+    """Who commits and how: the same for every attempt and both parts of one commit."""
+
+    commit_user: str
+    commit_identifier: int = snap.BATCH_COMMIT_IDENTIFIER
+    overwrite: Overwrite | None = None
+    watermark: int | None = None
+    properties: dict | None = None
+
+
 @dataclass
 class Committer:
     table_name: str
@@ -43,6 +58,12 @@ class Committer:
     snapshots: SnapshotStore
     manifests: ManifestStore
     planner: Planner
+    data_path: Callable[[CommitMessage, str], str] = lambda message, name: name
+
+    def __post_init__(self):
+        self.landed_files: set[str] = set()  # files referenced by snapshots this committer made
+        self.outcome_unknown = False  # a snapshot write failed in a way that may have landed
+        self.dropped_compaction: BaseException | None = None
 
     def commit(self, messages: list[CommitMessage], commit_user: str,
                commit_identifier: int = snap.BATCH_COMMIT_IDENTIFIER,
@@ -51,7 +72,13 @@ class Committer:
         """Commit the messages: new files as one APPEND (or OVERWRITE) snapshot, then compaction
         changes as one COMPACT snapshot, as Java Paimon does. Returns the last snapshot made;
         None when there is nothing to commit or this streaming (commit_user,
-        commit_identifier) has already landed."""
+        commit_identifier) has already landed.
+
+        Once the APPEND part has landed the data is committed: a COMPACT part that then fails
+        (a concurrent compaction removed an input, retries ran out, an I/O error) is dropped,
+        recorded in `dropped_compaction`, and the APPEND snapshot is returned. `landed_files`
+        names every file a landed snapshot of this call references, so a caller cleaning up
+        after a failure deletes only files no snapshot references."""
         messages = [m for m in messages if not m.is_empty]
         if not messages and overwrite is None:
             return None
@@ -66,26 +93,41 @@ class Committer:
         appends = [m for m in appends if not m.is_empty]
         compactions = [m.compact_part() for m in messages]
         compactions = [m for m in compactions if not m.is_empty]
+        request = CommitRequest(commit_user, commit_identifier, overwrite, watermark, properties)
         result = None
         if appends or overwrite is not None:
-            result = self._commit_with_retry(appends, commit_user, commit_identifier, overwrite,
-                                             watermark, properties)
+            result = self._commit_with_retry(appends, request)
+            if result is not None:
+                self.landed_files |= _added_names(appends)
         if compactions:
-            result = self._commit_with_retry(compactions, commit_user, commit_identifier, None,
-                                             watermark, properties) or result
+            compact_request = replace(request, overwrite=None)
+            if not appends and overwrite is None:  # a compaction job: its failure is the caller's
+                result = self._commit_with_retry(compactions, compact_request)
+                self.landed_files |= _added_names(compactions)
+                return result
+            try:
+                result = self._commit_with_retry(compactions, compact_request) or result
+                self.landed_files |= _added_names(compactions)
+            except Exception as exc:  # the data stands; only the compaction is given up
+                self.dropped_compaction = exc
+                log.warning("table %s: compaction dropped after its data commit landed: %s",
+                            self.table_name, exc)
         return result
 
-    def _commit_with_retry(self, messages, commit_user, commit_identifier, overwrite, watermark,
-                           properties) -> Snapshot | None:
+    def _commit_with_retry(self, messages, request: "CommitRequest") -> Snapshot | None:
         retries = self.options.int("commit.max-retries")
         previous_latest = None
         for attempt in range(retries + 1):
             latest = self.snapshots.latest()
-            landed = self._landed_since(previous_latest, latest, commit_user, commit_identifier)
+            landed = self._landed_since(previous_latest, latest, request)
             if landed is not None:
                 return landed
-            result = self._try_once(latest, messages, commit_user, commit_identifier, overwrite,
-                                    watermark, properties)
+            try:
+                result = self._try_once(latest, messages, request)
+            except FileMissing as exc:  # expiry removed what this attempt read: start over
+                log.info("table %s: commit attempt %d re-reads the latest snapshot (%s)",
+                         self.table_name, attempt + 1, exc)
+                result = None
             if result is not None:
                 return result
             previous_latest = latest
@@ -95,12 +137,11 @@ class Committer:
 
     # ------------------------------------------------------------------ one attempt
 
-    def _try_once(self, latest, messages, commit_user, commit_identifier, overwrite, watermark,
-                  properties) -> Snapshot | None:
+    def _try_once(self, latest, messages, request: "CommitRequest") -> Snapshot | None:
         delta = self._delta_entries(messages)
         kind = snap.COMPACT if self._only_compaction(messages) else snap.APPEND
-        if overwrite is not None:
-            delta = self._overwrite_deletes(latest, delta, overwrite) + delta
+        if request.overwrite is not None:
+            delta = self._overwrite_deletes(latest, delta, request.overwrite) + delta
             kind = snap.OVERWRITE
         elif any(e.kind == DELETE for e in delta) and kind == snap.APPEND:
             kind = snap.OVERWRITE
@@ -109,15 +150,87 @@ class Committer:
         changelog = self._changelog_entries(messages)
         written: list[str] = []
         try:
-            new_snapshot = self._write_snapshot(latest, delta, kind, commit_user, commit_identifier,
-                                                watermark, properties, written, changelog)
-            if self.snapshots.publish(new_snapshot):
+            new_snapshot = self._write_snapshot(latest, delta, kind, request, written, changelog)
+            if self._publish(new_snapshot, latest, messages):
                 return new_snapshot
         except BaseException:
-            self._delete(written)
+            if not self.outcome_unknown:
+                self._delete(written)
             raise
         self._delete(written)
         return None
+
+    def _publish(self, snapshot: Snapshot, base: Snapshot | None, messages) -> bool:
+        """Create the snapshot file; True when it landed on top of the table.
+
+        A create that succeeded behind the latest snapshot (its id had been committed by
+        another writer and then expired) is taken back and reported as a lost race."""
+        try:
+            created = self.snapshots.create(snapshot)
+        except Exception:  # the bare raise inside re-raises this error
+            created = self._settle_uncertain_create(snapshot)
+        if not created:
+            return False
+        if self._landed_behind(snapshot, base, messages):
+            self.snapshots.withdraw(snapshot)
+            self._check_files_still_there(messages)
+            return False
+        self.snapshots.write_hint(paths.LATEST, snapshot.id)
+        return True
+
+    def _settle_uncertain_create(self, snapshot: Snapshot) -> bool:
+        """The create raised: did the snapshot land anyway? Absent: re-raise (nothing landed,
+        cleaning up is safe); another writer's: a lost race; unreadable: the outcome is unknown
+        and every file is kept."""
+        try:
+            on_disk = self.snapshots.find(snapshot.id)
+        except Exception:
+            self.outcome_unknown = True
+            raise
+        if on_disk is None:
+            raise
+        return on_disk.uuid == snapshot.uuid
+
+    def _landed_behind(self, snapshot: Snapshot, base: Snapshot | None, messages) -> bool:
+        """Did `snapshot` land behind the table's latest snapshot (or on a rolled-back base)?
+
+        Expiry writes the EARLIEST hint, then deletes snapshot files in ascending order. So
+        while our base exists, nobody held our id before us. Otherwise a snapshot after ours
+        either descends from ours (it references our files) or was there first; and with none
+        after ours, a base that expiry did not remove was rolled back under us."""
+        if base is not None and self.snapshots.exists(base.id):
+            return False
+        later = [i for i in self.snapshots.list_ids() if i > snapshot.id]
+        if later:
+            names = _added_names(messages)
+            if not names:  # nothing of ours to look for: trust the EARLIEST hint
+                earliest_hint = self.snapshots.earliest_hint()
+                return earliest_hint is not None and earliest_hint > snapshot.id
+            try:
+                referenced = self._referenced_names(self.snapshots.get(later[0]))
+            except (FileMissing, SnapshotNotFound):
+                return True  # the successor is being expired: it is older than ours
+            return not (names & referenced)
+        if base is None:
+            return False
+        earliest_hint = self.snapshots.earliest_hint()
+        return earliest_hint is None or earliest_hint <= base.id
+
+    def _referenced_names(self, snapshot: Snapshot) -> set[str]:
+        names = set()
+        for meta in self.planner.manifest_metas(snapshot):
+            names.update(e.file.file_name for e in self.manifests.read_manifest(meta.file_name))
+        return names
+
+    def _check_files_still_there(self, messages) -> None:
+        """After taking back a snapshot that landed behind: an expiry may have deleted files
+        only it referenced (its changelog); then this commit cannot be retried."""
+        missing = [m.file_name for msg in messages
+                   for m in [*msg.new_files, *msg.compact_after, *msg.changelog_files, *msg.compact_changelog_files]
+                   if not self.snapshots.file_io.exists(self.data_path(msg, m.file_name))]
+        if missing:
+            raise CommitConflict(f"table {self.table_name}: the commit landed behind the latest snapshot and "
+                                 f"concurrent expiry removed its file(s) {missing[:3]}; nothing was committed")
 
     def _delta_entries(self, messages: list[CommitMessage]) -> list[ManifestEntry]:
         entries = []
@@ -162,8 +275,8 @@ class Committer:
                     f"table {self.table_name}: file {e.file.file_name} (bucket {e.bucket}) was already "
                     "removed by a concurrent commit; this commit cannot be applied")
 
-    def _write_snapshot(self, latest, delta, kind, commit_user, commit_identifier, watermark,
-                        properties, written: list[str], changelog: list[ManifestEntry]) -> Snapshot:
+    def _write_snapshot(self, latest, delta, kind, request: "CommitRequest", written: list[str],
+                        changelog: list[ManifestEntry]) -> Snapshot:
         schema_id = self.schema.id
         previous = self.planner.manifest_metas(latest) if latest else []
         base = self.manifests.merge_manifests(previous, schema_id) if previous else []
@@ -184,6 +297,7 @@ class Committer:
             changelog_count = sum(e.file.row_count for e in changelog)
         delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in delta)
         previous_total = (latest.total_record_count or 0) if latest else 0
+        watermark = request.watermark
         if latest is not None and latest.watermark is not None:
             watermark = latest.watermark if watermark is None else max(watermark, latest.watermark)
         return Snapshot(
@@ -192,11 +306,11 @@ class Committer:
             delta_manifest_list=delta_list, delta_manifest_list_size=delta_size,
             changelog_manifest_list=changelog_list, changelog_manifest_list_size=changelog_size,
             index_manifest=latest.index_manifest if latest else None,
-            commit_user=commit_user, commit_identifier=commit_identifier, commit_kind=kind,
+            commit_user=request.commit_user, commit_identifier=request.commit_identifier, commit_kind=kind,
             time_millis=int(time.time() * 1000), total_record_count=previous_total + delta_count,
             delta_record_count=delta_count, changelog_record_count=changelog_count, watermark=watermark,
             statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
-            properties=properties or None, next_row_id=(latest.next_row_id or 0) if latest else 0,
+            properties=request.properties or None, next_row_id=(latest.next_row_id or 0) if latest else 0,
         )
 
     def _delete(self, names: list[str]) -> None:
@@ -205,14 +319,15 @@ class Committer:
 
     # ------------------------------------------------------------------ idempotence
 
-    def _landed_since(self, previous_latest, latest, commit_user, commit_identifier) -> Snapshot | None:
+    def _landed_since(self, previous_latest, latest, request: "CommitRequest") -> Snapshot | None:
         """After an attempt that lost a race or failed uncertainly: did it land after all?
         (a snapshot since then with our commit user and identifier)."""
-        if previous_latest is None or latest is None:
+        if previous_latest is None or latest is None or not self.outcome_unknown:
             return None
         for sid in range(previous_latest.id + 1, latest.id + 1):
-            s = self.snapshots.get(sid)
-            if s.commit_user == commit_user and s.commit_identifier == commit_identifier:
+            s = self.snapshots.find(sid)
+            if s is not None and s.commit_user == request.commit_user \
+                    and s.commit_identifier == request.commit_identifier:
                 return s
         return None
 
@@ -228,6 +343,12 @@ class Committer:
                 return s
             sid -= 1
         return None
+
+
+def _added_names(messages: list[CommitMessage]) -> set[str]:
+    """Names of the files these messages add (data, compaction outputs, changelog)."""
+    return {m.file_name for msg in messages
+            for m in [*msg.new_files, *msg.compact_after, *msg.changelog_files, *msg.compact_changelog_files]}
 
 
 def _same_partition_value(actual, wanted) -> bool:

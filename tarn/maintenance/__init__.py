@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -17,16 +18,38 @@ from tarn.store.consumers import ConsumerStore
 if TYPE_CHECKING:
     from tarn.table import Table
 
+log = logging.getLogger(__name__)
 
-def after_commit(table: "Table") -> None:
-    """Post-commit maintenance, in Paimon's order (TableCommitImpl.maintain)."""
-    options = table.options
+
+def after_commit(table: "Table") -> list[Exception]:
+    """Post-commit maintenance, in Paimon's order (TableCommitImpl.maintain).
+
+    The commit has landed: a failing step (a concurrent expiry, an unreadable tag file) is
+    logged and returned, never raised, so a caller never retries (duplicates) a landed write.
+    Each step runs even if an earlier one failed."""
+    try:
+        options = table.options
+    except Exception as exc:
+        return _failed("reading the table options", table, exc)
     if options.bool("write-only"):
-        return
-    auto_create_tags(table)
+        return []
+    steps = [("automatic tag creation", lambda: auto_create_tags(table))]
     if options.bool("tag.time-expire-enabled"):
-        expire_tags(table, dt.datetime.now())
+        steps.append(("tag expiry", lambda: expire_tags(table, dt.datetime.now())))
     consumer_ttl = options.duration_ms("consumer.expiration-time")
     if consumer_ttl is not None:
-        ConsumerStore(table.file_io, table.root).expire(int(time.time() * 1000) - consumer_ttl)
-    expire_snapshots(table)
+        cutoff = int(time.time() * 1000) - consumer_ttl
+        steps.append(("consumer expiry", lambda: ConsumerStore(table.file_io, table.root).expire(cutoff)))
+    steps.append(("snapshot expiry", lambda: expire_snapshots(table)))
+    errors = []
+    for what, step in steps:
+        try:
+            step()
+        except Exception as exc:
+            errors.extend(_failed(what, table, exc))
+    return errors
+
+
+def _failed(what: str, table: "Table", exc: Exception) -> list[Exception]:
+    log.warning("table %s: %s after commit failed (the commit stands): %s", table.name, what, exc)
+    return [exc]

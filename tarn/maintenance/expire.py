@@ -13,9 +13,11 @@ read yet. Expiring `[earliest, end)` keeps snapshot `end` and deletes:
   snapshots that neither snapshot `end` nor a tag overlapping the expired range refers to.
 
 Each manifest is read at most once per run. `plan_expire` works all that out (an
-`ExpirePlan` of paths, nothing changed); `execute_expire` deletes: data files first (through a
-given `delete`, so tarn.spark can spread them over executors), then metadata, then the snapshot
-files, then the EARLIEST hint, so an interrupted run leaves only orphans behind.
+`ExpirePlan` of paths, nothing changed); `execute_expire` writes the EARLIEST hint, deletes the
+snapshot files in ascending order, then metadata, then data files (through a given `delete`, so
+tarn.spark can spread them over executors): an interrupted run leaves only unreferenced files
+(orphans), never a listed snapshot whose files are gone. Committers rely on the order: a
+snapshot is deleted only after every older one, and after the hint names a later one.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from tarn import paths
-from tarn.errors import InvalidOption
+from tarn.errors import FileMissing, InvalidOption, SnapshotNotFound
 from tarn.maintenance.references import FileKey, TableFiles, delete_empty_dirs, delete_paths
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
@@ -74,10 +76,10 @@ def check_retention_options(options: Mapping[str, str], table_name: str) -> None
 
 @dataclass(frozen=True)
 class ExpirePlan:
-    """What one expiry run deletes, in order: `data_paths` (data and changelog files with their
-    extra files: the many), then `index_paths` (index and deletion-vector files) with
-    `metadata_paths` (manifest lists, manifests, index manifests, statistics), then the
-    snapshot files `snapshot_ids`, then the EARLIEST hint `earliest_hint` (None: leave it)."""
+    """What one expiry run changes, in order: the EARLIEST hint `earliest_hint` (None: leave
+    it), the snapshot files `snapshot_ids`, `index_paths` (index and deletion-vector files) with
+    `metadata_paths` (manifest lists, manifests, index manifests, statistics), then
+    `data_paths` (data and changelog files with their extra files: the many)."""
 
     snapshot_ids: tuple[int, ...] = ()
     data_paths: tuple[str, ...] = ()
@@ -98,7 +100,13 @@ def expire_snapshots(table: "Table", retain_min: int | None = None, retain_max: 
     Unset arguments come from the table options; `older_than_ms` (epoch millis) replaces
     `now - snapshot.time-retained`.
     """
-    plan = plan_expire(table, retain_min, retain_max, older_than_ms, max_deletes, now_ms)
+    for attempt in range(3):
+        try:
+            plan = plan_expire(table, retain_min, retain_max, older_than_ms, max_deletes, now_ms)
+            break
+        except (FileMissing, SnapshotNotFound):  # a concurrent expiry or rollback went first
+            if attempt == 2:
+                raise
     return execute_expire(table, plan)
 
 
@@ -176,15 +184,15 @@ def execute_expire(table: "Table", plan: ExpirePlan, delete: Deleter | None = No
     if delete is None:
         delete = partial(delete_paths, table.file_io)
     store = table.snapshot_store
+    if plan.earliest_hint is not None:  # first: a committer checks it to detect a reused id
+        store.write_hint(paths.EARLIEST, plan.earliest_hint)
+    for snapshot_id in sorted(plan.snapshot_ids):  # ascending: the base of a newer commit goes first
+        store.delete(snapshot_id)
+    delete_paths(table.file_io, [*plan.index_paths, *plan.metadata_paths])
     if plan.data_paths:
         delete(list(plan.data_paths))
         if plan.clean_empty_dirs:
             delete_empty_dirs(table.file_io, table.root, plan.data_paths)
-    delete_paths(table.file_io, [*plan.index_paths, *plan.metadata_paths])
-    for snapshot_id in plan.snapshot_ids:
-        store.delete(snapshot_id)
-    if plan.earliest_hint is not None:
-        store.write_hint(paths.EARLIEST, plan.earliest_hint)
     return len(plan.snapshot_ids)
 
 

@@ -9,6 +9,7 @@ with the tag: the previous tag and the nearer of the next tag and the earliest s
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 import zoneinfo
 from collections.abc import Callable
@@ -16,11 +17,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from tarn.errors import InvalidArgument, InvalidOption, SnapshotNotFound
+from tarn.errors import CorruptFile, InvalidArgument, InvalidOption, SnapshotNotFound
 from tarn.maintenance.references import TableFiles, delete_empty_dirs, delete_paths
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options, parse_duration_ms
 from tarn.store.tags import Tag, TagStore
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from tarn.table import Table
@@ -98,12 +101,13 @@ def create_tag(table: "Table", name: str, snapshot_id: int | None = None, time_r
                                    "the table has no snapshot yet")
     else:
         snapshot = find_snapshot(table, int(snapshot_id))
-    if store.exists(name):
-        if ignore_if_exists:
-            return store.get(name)
-        raise InvalidArgument(f"table {table.name}: tag '{name}' already exists "
-                              f"(snapshot {store.get(name).snapshot.id})")
-    return store.write(name, snapshot, dt.datetime.now() if retained else None, retained)
+    tag = store.write(name, snapshot, dt.datetime.now() if retained else None, retained, create=True)
+    if tag is not None:
+        return tag
+    if ignore_if_exists:
+        return store.get(name)
+    raise InvalidArgument(f"table {table.name}: tag '{name}' already exists "
+                          f"(snapshot {store.get(name).snapshot.id})")
 
 
 def replace_tag(table: "Table", name: str, snapshot_id: int | None = None, time_retained=None) -> Tag:
@@ -124,9 +128,8 @@ def rename_tag(table: "Table", name: str, new_name: str) -> None:
     store = tag_store(table)
     if not store.exists(name):
         raise SnapshotNotFound(f"table {table.name}: tag '{name}' does not exist (tags: {store.names()})")
-    if store.exists(new_name):
+    if store.exists(new_name) or not store.rename(name, new_name):
         raise InvalidArgument(f"table {table.name}: tag '{new_name}' already exists")
-    store.rename(name, new_name)
 
 
 def list_tags(table: "Table") -> list[Tag]:
@@ -153,7 +156,14 @@ def delete_tag(table: "Table", name: str) -> None:
 def plan_delete_tag(table: "Table", name: str) -> TagDeletePlan:
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument(f"table {table.name}: tag name must not be blank (got {name!r})")
-    tag = tag_store(table).get(name)
+    store = tag_store(table)
+    try:
+        tag = store.get(name)
+    except CorruptFile:  # an unreadable tag file (another engine's crash): drop just the file;
+        if not store.exists(name):  # remove_orphan_files frees what it alone kept
+            raise
+        log.warning("table %s: tag '%s' is unreadable; deleting only its file", table.name, name)
+        return TagDeletePlan((name,))
     return plan_delete_tags(table, [name], tag.snapshot)
 
 
@@ -376,7 +386,7 @@ def _periodic_tags(table: "Table", options: Options, mode: str) -> list[str]:
             this_tag = next_tag
         name = period.tag_name(this_tag)
         if not store.exists(name):
-            create_tag(table, name, snapshot.id)
+            create_tag(table, name, snapshot.id, ignore_if_exists=True)
             created.append(name)
         next_tag = this_tag + period.period
         _trim_auto_tags(table, period, options.int("tag.num-retained-max"))
@@ -403,7 +413,7 @@ def _batch_tag(table: "Table", options: Options) -> list[str]:
     existing = store.find(name)
     if existing is not None:
         delete_tags_of_snapshot(table, [name], existing.snapshot)
-    create_tag(table, name, snapshot.id)
+    create_tag(table, name, snapshot.id, ignore_if_exists=True)
     _trim_all_tags(table, options.int("tag.num-retained-max"))
     return [name]
 

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn.errors import SchemaMismatch
+from tarn.errors import InvalidArgument, SchemaMismatch
 
 _COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
@@ -30,6 +30,12 @@ class Predicate:
 
     def __invert__(self) -> "Predicate":
         return Not(self)
+
+    def __bool__(self):
+        raise InvalidArgument(
+            f"the truth value of a predicate ({self!r}) is ambiguous: combine predicates with "
+            "& (and), | (or) and ~ (not), not with the Python keywords 'and', 'or', 'not'; write "
+            "a range as (col('x') > 1) & (col('x') < 5), not 1 < col('x') < 5")
 
 
 @dataclass(frozen=True)

@@ -49,21 +49,38 @@ class SnapshotStore:
         latest_id = self.latest_id()
         return None if latest_id is None else self.get(latest_id)
 
-    def publish(self, snapshot: Snapshot) -> bool:
+    def find(self, snapshot_id: int) -> Snapshot | None:
+        """The snapshot with this id, or None if its file is absent (expired, never made)."""
+        path = self.path(snapshot_id)
+        try:
+            return Snapshot.from_json(self.file_io.read_bytes(path), path)
+        except FileMissing:
+            return None
+
+    def create(self, snapshot: Snapshot) -> bool:
         """Create `snapshot-<id>` only if absent. True if our snapshot is the one on disk.
 
         A create that reports "exists" is settled by re-reading the file: if it holds our
-        snapshot (same uuid), an earlier uncertain attempt of ours already landed.
+        snapshot (same uuid), an earlier uncertain attempt of ours already landed. The LATEST
+        hint is the committer's to write, once it knows the snapshot is on top.
         """
         path = self.path(snapshot.id)
         if self.file_io.write_if_absent(path, snapshot.to_json().encode()):
-            self.write_hint(paths.LATEST, snapshot.id)
             return True
         try:
             on_disk = Snapshot.from_json(self.file_io.read_bytes(path), path)
         except (CorruptFile, FileMissing):
             return False
         return on_disk.uuid is not None and on_disk.uuid == snapshot.uuid
+
+    def withdraw(self, snapshot: Snapshot) -> None:
+        """Delete our own snapshot file again (it landed behind the latest snapshot)."""
+        on_disk = self.find(snapshot.id)
+        if on_disk is not None and on_disk.uuid == snapshot.uuid:
+            self.delete(snapshot.id)
+
+    def earliest_hint(self) -> int | None:
+        return self._read_hint(paths.EARLIEST)
 
     def write_hint(self, name: str, snapshot_id: int) -> None:
         try:

@@ -167,19 +167,27 @@ class TagStore:
         return [by_id[i] for i in sorted(by_id)]
 
     def write(self, name: str, snapshot: Snapshot, create_time: dt.datetime | None = None,
-              time_retained: dt.timedelta | None = None) -> Tag:
+              time_retained: dt.timedelta | None = None, create: bool = False) -> Tag | None:
+        """Write the tag file atomically (readers never see a torn one). `create`: only if no
+        tag of that name exists (None when one does: another writer created it first)."""
         text = tag_json(snapshot, create_time, time_retained)
-        self.file_io.write_bytes(self.path(name), text.encode())
+        if create:
+            if not self.file_io.write_if_absent(self.path(name), text.encode()):
+                return None
+        else:
+            self.file_io.write_bytes(self.path(name), text.encode())
         return parse_tag(name, text, self.path(name))
 
     def delete(self, name: str) -> None:
         self.file_io.delete(self.path(name))
 
-    def rename(self, name: str, new_name: str) -> None:
-        """Move the tag file to the new name, bytes unchanged."""
+    def rename(self, name: str, new_name: str) -> bool:
+        """Move the tag file to the new name, bytes unchanged; False if the new name was taken."""
         data = self.file_io.read_bytes(self.path(name))
-        self.file_io.write_bytes(self.path(new_name), data)
+        if not self.file_io.write_if_absent(self.path(new_name), data):
+            return False
         self.file_io.delete(self.path(name))
+        return True
 
     def modification_time_ms(self, name: str) -> int | None:
         info = self.file_io.fs.get_file_info(self.path(name))

@@ -421,15 +421,23 @@ def _kind_code(text: str, table_name: str) -> int:
     return ROW_KIND_NAMES[text]
 
 
-def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[CommitMessage]) -> None:
-    """Delete every data file the messages added (the commit did not happen)."""
-    default_name = schema.options.get("partition.default-name")
+def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[CommitMessage],
+          keep: set[str] = frozenset()) -> None:
+    """Delete the files the messages added that no snapshot references: never a compaction
+    input (an upgraded file keeps its name), never a name in `keep` (files of a part of the
+    commit that did land)."""
     for message in messages:
-        values = partition.from_bytes(schema, message.partition)
-        directory = partition.bucket_path(root, schema, default_name, values, message.bucket)
+        directory = message_dir(root, schema, message)
         new = {m.file_name for m in message.new_files}
-        kept = {m.file_name for m in message.compact_before} - new  # upgraded live files stay
+        kept = ({m.file_name for m in message.compact_before} - new) | set(keep)
         for meta in [*message.new_files, *message.compact_after, *message.changelog_files,
                      *message.compact_changelog_files]:
             if meta.file_name not in kept:
                 file_io.delete(join(directory, meta.file_name))
+
+
+def message_dir(root: str, schema: TableSchema, message: CommitMessage) -> str:
+    """The bucket directory holding the files of a commit message."""
+    values = partition.from_bytes(schema, message.partition)
+    return partition.bucket_path(root, schema, schema.options.get("partition.default-name"), values,
+                                 message.bucket)
