@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from tarn import paths
-from tarn.errors import CommitConflict, FileMissing, SnapshotNotFound, TarnError
+from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound, TarnError
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import ManifestEntry, ManifestFileMeta
 from tarn.meta.schema import TableSchema
@@ -116,12 +116,8 @@ class Committer:
 
     def _commit_with_retry(self, messages, request: "CommitRequest") -> Snapshot | None:
         retries = self.options.int("commit.max-retries")
-        previous_latest = None
         for attempt in range(retries + 1):
             latest = self.snapshots.latest()
-            landed = self._landed_since(previous_latest, latest, request)
-            if landed is not None:
-                return landed
             try:
                 result = self._try_once(latest, messages, request)
             except FileMissing as exc:  # expiry removed what this attempt read: start over
@@ -130,7 +126,6 @@ class Committer:
                 result = None
             if result is not None:
                 return result
-            previous_latest = latest
             time.sleep(min(0.01 * 2 ** attempt, 10) * (1 + random.random() * 0.2))
         raise CommitConflict(f"table {self.table_name}: commit failed after {retries + 1} attempts "
                              "because other writers kept committing first")
@@ -167,6 +162,9 @@ class Committer:
         another writer and then expired) is taken back and reported as a lost race."""
         try:
             created = self.snapshots.create(snapshot)
+        except OutcomeUnknown:  # the store could not tell whether the file was created
+            self.outcome_unknown = True
+            raise
         except Exception:  # the bare raise inside re-raises this error
             created = self._settle_uncertain_create(snapshot)
         if not created:
@@ -318,18 +316,6 @@ class Committer:
             self.manifests.delete(name)
 
     # ------------------------------------------------------------------ idempotence
-
-    def _landed_since(self, previous_latest, latest, request: "CommitRequest") -> Snapshot | None:
-        """After an attempt that lost a race or failed uncertainly: did it land after all?
-        (a snapshot since then with our commit user and identifier)."""
-        if previous_latest is None or latest is None or not self.outcome_unknown:
-            return None
-        for sid in range(previous_latest.id + 1, latest.id + 1):
-            s = self.snapshots.find(sid)
-            if s is not None and s.commit_user == request.commit_user \
-                    and s.commit_identifier == request.commit_identifier:
-                return s
-        return None
 
     def latest_of_user(self, latest: Snapshot, commit_user: str) -> Snapshot | None:
         earliest = self.snapshots.earliest_id() or 1

@@ -6,8 +6,8 @@ referred to. Rolling back to a tag whose snapshot has expired re-creates that sn
 from the tag and makes it the earliest snapshot.
 
 Everything is read and checked first; nothing changes on disk when the target is missing.
-Metadata goes first (LATEST hint, snapshot files newest first, tag files), then files, so an
-interrupted rollback leaves only orphans behind.
+Metadata goes first (tag files, LATEST hint, snapshot files newest first), then files, so an
+interrupted rollback leaves only orphans behind, and never a tag whose files are gone.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RollbackPlan:
-    """What a rollback to `target` changes, in order: the LATEST hint, the snapshot files
-    `removed_ids` (newest first), the tag files `removed_tags`, the target's snapshot file when
+    """What a rollback to `target` changes, in order: the tag files `removed_tags`, the LATEST
+    hint, the snapshot files `removed_ids` (newest first), the target's snapshot file when
     `restore`, then the data files `data_paths`, then `metadata_paths`."""
 
     target: Snapshot
@@ -113,11 +113,11 @@ def execute_rollback(table: "Table", plan: RollbackPlan,
     snapshots = table.snapshot_store
     tags = TagStore(table.file_io, table.root, table.name)
     target = plan.target
+    for name in plan.removed_tags:  # first: a tag never outlives the snapshots it shares files with
+        tags.delete(name)
     snapshots.write_hint(paths.LATEST, target.id)
     for snapshot_id in plan.removed_ids:
         snapshots.delete(snapshot_id)
-    for name in plan.removed_tags:
-        tags.delete(name)
     if plan.restore:
         table.file_io.write_if_absent(snapshots.path(target.id), target.to_json().encode())
         snapshots.write_hint(paths.EARLIEST, target.id)
