@@ -101,19 +101,28 @@ class Sum(Agg):
 
 
 class Product(Agg):
+    """Java's FieldProductAgg: integers wrap (no overflow check); a null accumulator takes the
+    value, retracted or not."""
+
     retractable = True
 
     def agg(self, acc, value):
         if acc is None or value is None:
             return value if acc is None else acc
-        return _check_int(acc * value, self.bits) if self.bits else acc * value
+        return _wrap_int(acc * value, self.bits) if self.bits else acc * value
 
     def retract(self, acc, value):
         if acc is None or value is None:
-            return acc
+            return value if acc is None else acc
         if value == 0:
             raise Refused("product retraction divides by zero")
-        return _check_int(_java_div(acc, value), self.bits) if self.bits else acc / value
+        return _wrap_int(_java_div(acc, value), self.bits) if self.bits else acc / value
+
+
+def _wrap_int(value: int, bits: int) -> int:
+    """Two's complement wrap-around to `bits` bits, as Java's int arithmetic does."""
+    half = 1 << (bits - 1)
+    return (value + half) % (1 << bits) - half
 
 
 class Max(Agg):

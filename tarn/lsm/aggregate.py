@@ -495,58 +495,42 @@ def _product(column, agg, runs, retract):
         return _product_in_order(column, agg, runs, retract)
     dtype = _numpy_type(agg.type)
     values = np.where(used, column.fill_null(1).to_numpy(zero_copy_only=False).astype(dtype), 1).astype(dtype)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # int64 products wrap modulo 2**64, as Java's long does
         product = np.multiply.reduceat(values, runs.starts)
-    if agg.type.root in INTEGER_ROOTS:
-        _check_product(values, product, agg, runs)
-    return pa.array(product, mask=~np.logical_or.reduceat(used, runs.starts))
+    return pa.array(_wrap(product, agg.type), mask=~np.logical_or.reduceat(used, runs.starts))
 
 
-def _check_product(values: np.ndarray, product: np.ndarray, agg: FieldAgg, runs: Runs) -> None:
-    """Java multiplies with overflow checks at every step. Integer running products only grow
-    in magnitude until a zero, so the product of the factors before a run's first zero is the
-    largest one: check that."""
-    zero_seen = np.maximum.accumulate(np.where(values == 0, np.arange(len(values)), -1))
-    after_zero = zero_seen >= np.repeat(runs.starts, runs.sizes)
-    factors = np.where(after_zero, 1, values)
-    with np.errstate(over="ignore"):
-        exact = np.multiply.reduceat(factors, runs.starts)
-        approx = np.multiply.reduceat(factors.astype(np.float64), runs.starts)
-    limit = _INT_RANGE[agg.type.root]
-    bad = ~np.isclose(exact.astype(np.float64), approx, rtol=1e-9, atol=0) | (exact < -limit) | (exact > limit - 1)
-    if bad.any():
-        raise TarnError(f"column '{agg.name}': product overflows {agg.type}")
+def _wrap(values: np.ndarray, t: DataType) -> np.ndarray:
+    """Java's integer arithmetic: keep the low bits of the type's width (two's complement)."""
+    if t.root not in ("TINYINT", "SMALLINT", "INT"):
+        return values
+    return values.astype({"TINYINT": np.int8, "SMALLINT": np.int16, "INT": np.int32}[t.root]).astype(np.int64)
 
 
 def _product_in_order(column, agg, runs, retract):
-    """The product fold row by row in order (division truncates), one vectorised step per
-    position within a run."""
+    """The product fold row by row in order, one vectorised step per position within a run,
+    as Java's FieldProductAgg: a null accumulator takes the next value (retracted or not),
+    integers multiply and divide (truncating) with wrapping arithmetic, division by zero fails."""
     dtype = _numpy_type(agg.type)
     integer = agg.type.root in INTEGER_ROOTS
     values = column.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype)
     used = (~runs.retract | retract) & _valid(column)
     acc = np.zeros(runs.count, dtype=dtype)
     has = np.zeros(runs.count, dtype=bool)
-    limit = _INT_RANGE.get(agg.type.root, 0)
     for step in range(int(runs.sizes.max())):
         run = np.flatnonzero(runs.sizes > step)
         row = runs.starts[run] + step
         x, use, back = values[row], used[row], retract[row]
         a = acc[run]
-        start = use & ~back & ~has[run]
+        start = use & ~has[run]
         mul = use & ~back & has[run]
         div = use & back & has[run]
         with np.errstate(all="ignore"):
             if integer:
                 if (div & (x == 0)).any():
                     raise TarnError(f"column '{agg.name}': product retraction divides by zero")
-                product = a * x
-                if (mul & (~np.isclose(product.astype(np.float64), a.astype(np.float64) * x, rtol=1e-9, atol=0)
-                           | (product < -limit) | (product > limit - 1))).any():
-                    raise TarnError(f"column '{agg.name}': product overflows {agg.type}")
-                quotient = _truncating_divide(a, np.where(x == 0, 1, x))
-                if (div & (((a == -limit) & (x == -1)) | (quotient < -limit) | (quotient > limit - 1))).any():
-                    raise TarnError(f"column '{agg.name}': product overflows {agg.type}")
+                product = _wrap(a * x, agg.type)
+                quotient = _wrap(_truncating_divide(a, np.where(x == 0, 1, x)), agg.type)
             else:
                 product, quotient = a * x, a / x
         acc[run] = np.where(start, x, np.where(mul, product, np.where(div, quotient, a)))
@@ -555,9 +539,10 @@ def _product_in_order(column, agg, runs, retract):
 
 
 def _truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Java integer division: rounds toward zero."""
-    q = np.floor_divide(a, b)
-    return q + ((q * b != a) & ((a < 0) != (b < 0)))
+    """Java integer division: rounds toward zero; Long.MIN_VALUE / -1 wraps to itself."""
+    with np.errstate(all="ignore"):
+        q = np.floor_divide(a, b)
+        return q + ((q * b != a) & ((a < 0) != (b < 0)))
 
 
 def _product_decimal(column, agg, runs, retract):
