@@ -7,12 +7,7 @@ import pyarrow as pa
 from tarn.errors import InvalidArgument, InvalidOption, SchemaMismatch, TableAlreadyExists, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
 from tarn.meta.schema import new_schema
-from tarn.lsm.aggregate import validate_aggregation
-from tarn.lsm.first_row import validate_first_row
-from tarn.lsm.partial_update import validate_partial_update
-from tarn.maintenance.expire import check_retention_options
-from tarn.maintenance.tags import check_tag_options
-from tarn.options import Options, validate_options
+from tarn.validate import validate_table
 from tarn.store.schemas import SchemaStore
 from tarn.table import Table
 from tarn.types import DataField
@@ -91,9 +86,7 @@ class Catalog:
         table_schema = new_schema(schema, partition_keys or (), primary_key or (), options, comment)
         if not table_schema.fields:
             raise SchemaMismatch(f"table {identifier}: a table needs at least one column")
-        field_names = [f.name for f in table_schema.fields]
-        validate_options(dict(table_schema.options), identifier, field_names)
-        check_creatable(table_schema, identifier)
+        validate_table(table_schema, identifier)
         self.file_io.mkdirs(self.database_path(self.split_identifier(identifier)[0]))
         SchemaStore(self.file_io, path).create(table_schema)
         return Table(self.file_io, path, identifier)
@@ -123,52 +116,3 @@ def check_name(kind: str, name) -> None:
     if name != name.strip() or name in (".", "..") or any(c in name for c in "/\\\0$"):
         raise InvalidArgument(f"{kind} name {name!r} is not allowed: names must not contain '/', '\\', "
                               "'$' or NUL, be '.' or '..', or start or end with blanks")
-
-
-def check_creatable(schema, identifier: str) -> None:
-    """Table-level rules tarn enforces at creation (beyond option validation)."""
-    options = Options(schema.options)
-    bucket = options.int("bucket")
-    if schema.primary_keys and bucket <= 0:
-        raise TarnError(f"table {identifier}: primary-key tables need a fixed 'bucket' > 0 in tarn "
-                        f"(got bucket={bucket}; dynamic and postpone bucket modes are not supported yet)")
-    file_format = (options.get("file.format") or "parquet").lower()
-    if file_format not in ("parquet", "orc", "avro"):
-        raise InvalidOption(f"table {identifier}: option 'file.format'='{file_format}' is a Paimon format "
-                            "tarn cannot write yet (use parquet, orc or avro)")
-    if not schema.primary_keys and bucket > 0 and not options.get("bucket-key"):
-        raise TarnError(f"table {identifier}: an append table with bucket={bucket} needs 'bucket-key'")
-    for key in schema.partition_keys:
-        root = schema.field(key).type.root
-        if root in ("ARRAY", "MAP", "MULTISET", "ROW"):
-            raise TarnError(f"table {identifier}: partition column '{key}' has type {root}, "
-                            "which cannot be encoded as a partition value")
-    check_merge_engine(schema, options, identifier)
-    check_retention_options(schema.options, identifier)
-    check_tag_options(options, identifier)
-
-
-def check_merge_engine(schema, options: Options, identifier: str) -> None:
-    """Engine/option combinations Paimon rejects, named by field and option."""
-    engine = options.get("merge-engine") or "deduplicate"
-    for name in options.list("sequence.field"):
-        if name not in schema.field_names:
-            raise InvalidOption(f"table {identifier}: option 'sequence.field' names unknown column '{name}'")
-    if not schema.primary_keys:
-        if engine != "deduplicate" or options.get("sequence.field"):
-            raise InvalidOption(f"table {identifier}: 'merge-engine' and 'sequence.field' need a primary key")
-        return
-    padding = [p.strip().lower() for p in options.list("sequence.auto-padding")]
-    unknown = [p for p in padding if p not in ("row-kind-flag", "second-to-micro", "millis-to-micro")]
-    if unknown:
-        raise InvalidOption(f"table {identifier}: option 'sequence.auto-padding' has unknown mode(s) {unknown} "
-                            "(row-kind-flag, second-to-micro, millis-to-micro)")
-    if padding and not options.list("sequence.field"):
-        raise InvalidOption(f"table {identifier}: option 'sequence.auto-padding' needs 'sequence.field'")
-    fields, keys = list(schema.fields), list(schema.primary_keys)
-    if engine == "aggregation":
-        validate_aggregation(fields, keys, options, identifier)
-    elif engine == "partial-update":
-        validate_partial_update(fields, keys, options, identifier)
-    elif engine == "first-row":
-        validate_first_row(fields, keys, options, identifier)

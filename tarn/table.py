@@ -16,7 +16,7 @@ from tarn.errors import FileMissing, InvalidOption, SchemaMismatch, SnapshotNotF
 from tarn.fs import FileIO, file_io_for, join
 from tarn.meta.schema import TableSchema, apply_changes
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
-from tarn.options import BY_NAME, Options, validate_options
+from tarn.options import BY_NAME, Options
 from tarn.scan.planner import Planner, Split
 from tarn.scan.predicate import Predicate, check_columns
 from tarn.scan.reader import SplitReader
@@ -24,6 +24,7 @@ from tarn.store.manifests import ManifestStore
 from tarn.store.schemas import SchemaStore
 from tarn.store.snapshots import SnapshotStore
 from tarn.types import arrow_schema
+from tarn.validate import validate_change
 from tarn.write.conform import to_arrow_table
 from tarn.write.message import CommitMessage
 from tarn.write.writer import TableWriter, abort, merge_spec_of, message_dir
@@ -82,9 +83,7 @@ class Table:
         immutable (`bucket-key`, `merge-engine`, `sequence.field`, ...) cannot change."""
         before = self.schema()
         after = apply_changes(before, changes)
-        validate_options(dict(after.options), self.name, after.field_names)
-        expire.check_retention_options(after.options, self.name)
-        tags.check_tag_options(Options(after.options), self.name)
+        validate_change(before, after, self.name)
         for key in set(before.options) | set(after.options):
             if before.options.get(key) != after.options.get(key) and _is_immutable(key):
                 raise InvalidOption(f"table {self.name}: option '{key}' cannot be changed after creation")

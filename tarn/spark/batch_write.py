@@ -27,16 +27,16 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 import tarn
-from tarn.catalog import check_creatable
 from tarn.commit.committer import Overwrite
 from tarn.errors import InvalidOption, SchemaMismatch, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
 from tarn.meta.schema import TableSchema, new_schema
-from tarn.options import BY_NAME, Options, validate_options
+from tarn.options import BY_NAME, Options
 from tarn.scan import changes
 from tarn.spark import bucket_expr
 from tarn.spark.source import WRITE_OPTIONS, check_options, table_path
 from tarn.spark.types import arrow_of
+from tarn.validate import validate_table
 from tarn.store.schemas import SchemaStore
 from tarn.write.conform import conform
 from tarn.write.message import CommitMessage
@@ -80,8 +80,7 @@ def create_table(path: str, data_schema: pa.Schema, primary_key: list[str], part
                  options: dict[str, str]) -> tarn.Table:
     """Create the table at `path` from an Arrow schema (as Catalog.create_table does)."""
     schema = new_schema(data_schema, partition, primary_key, options)
-    validate_options(dict(schema.options), path, schema.field_names)
-    check_creatable(schema, path)
+    validate_table(schema, path)
     file_io, root = file_io_for(path)
     file_io.mkdirs(root)
     SchemaStore(file_io, root).create(schema)

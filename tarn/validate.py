@@ -1,0 +1,109 @@
+"""One validation path for a table schema and its options: creation (catalog, Spark) and
+`Table.alter` run the same checks, so nothing `alter` accepts can make the next write fail.
+
+Tables written by other engines are not validated when they load: tarn reads whatever a
+table carries; only what tarn itself creates or changes goes through here.
+"""
+
+from __future__ import annotations
+
+from tarn.errors import InvalidOption, TarnError
+from tarn.lsm.aggregate import validate_aggregation
+from tarn.lsm.first_row import validate_first_row
+from tarn.lsm.partial_update import validate_partial_update
+from tarn.maintenance.expire import check_retention_options
+from tarn.maintenance.tags import check_tag_options
+from tarn.meta.schema import TableSchema
+from tarn.options import Options, validate_options
+
+
+def validate_table(schema: TableSchema, identifier: str) -> None:
+    """Raise a TarnError naming the table, column and option when tarn cannot create or write
+    a table with this schema: unknown or invalid options, engine/type combinations Paimon
+    rejects, unwritable formats and bucket modes."""
+    problems = table_problems(schema, identifier)
+    if problems:
+        raise problems[0]
+
+
+def validate_change(before: TableSchema, after: TableSchema, identifier: str) -> None:
+    """The checks of `validate_table` on an altered schema. A problem the table already had (a
+    table another engine made with options tarn cannot write) does not block other changes."""
+    known = {str(p) for p in table_problems(before, identifier)}
+    new = [p for p in table_problems(after, identifier) if str(p) not in known]
+    if new:
+        raise new[0]
+
+
+def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
+    """Every problem the checks find, each check run on its own."""
+    options = Options(schema.options)
+    checks = [
+        lambda: validate_options(dict(schema.options), identifier, schema.field_names),
+        lambda: _check_bucket(schema, options, identifier),
+        lambda: _check_format(options, identifier),
+        lambda: _check_partition_types(schema, identifier),
+        lambda: check_merge_engine(schema, options, identifier),
+        lambda: check_retention_options(schema.options, identifier),
+        lambda: check_tag_options(options, identifier),
+    ]
+    problems = []
+    for check in checks:
+        try:
+            check()
+        except TarnError as problem:
+            problems.append(problem)
+    return problems
+
+
+def _check_bucket(schema: TableSchema, options: Options, identifier: str) -> None:
+    try:
+        bucket = options.int("bucket")
+    except ValueError as exc:
+        raise InvalidOption(f"table {identifier}: option 'bucket': {exc}") from None
+    if schema.primary_keys and bucket <= 0:
+        raise TarnError(f"table {identifier}: primary-key tables need a fixed 'bucket' > 0 in tarn "
+                        f"(got bucket={bucket}; dynamic and postpone bucket modes are not supported yet)")
+    if not schema.primary_keys and bucket > 0 and not options.get("bucket-key"):
+        raise TarnError(f"table {identifier}: an append table with bucket={bucket} needs 'bucket-key'")
+
+
+def _check_format(options: Options, identifier: str) -> None:
+    file_format = (options.get("file.format") or "parquet").lower()
+    if file_format not in ("parquet", "orc", "avro"):
+        raise InvalidOption(f"table {identifier}: option 'file.format'='{file_format}' is a Paimon format "
+                            "tarn cannot write yet (use parquet, orc or avro)")
+
+
+def _check_partition_types(schema: TableSchema, identifier: str) -> None:
+    for key in schema.partition_keys:
+        root = schema.field(key).type.root
+        if root in ("ARRAY", "MAP", "MULTISET", "ROW"):
+            raise TarnError(f"table {identifier}: partition column '{key}' has type {root}, "
+                            "which cannot be encoded as a partition value")
+
+
+def check_merge_engine(schema, options: Options, identifier: str) -> None:
+    """Engine/option combinations Paimon rejects, named by field and option."""
+    engine = options.get("merge-engine") or "deduplicate"
+    for name in options.list("sequence.field"):
+        if name not in schema.field_names:
+            raise InvalidOption(f"table {identifier}: option 'sequence.field' names unknown column '{name}'")
+    if not schema.primary_keys:
+        if engine != "deduplicate" or options.get("sequence.field"):
+            raise InvalidOption(f"table {identifier}: 'merge-engine' and 'sequence.field' need a primary key")
+        return
+    padding = [p.strip().lower() for p in options.list("sequence.auto-padding")]
+    unknown = [p for p in padding if p not in ("row-kind-flag", "second-to-micro", "millis-to-micro")]
+    if unknown:
+        raise InvalidOption(f"table {identifier}: option 'sequence.auto-padding' has unknown mode(s) {unknown} "
+                            "(row-kind-flag, second-to-micro, millis-to-micro)")
+    if padding and not options.list("sequence.field"):
+        raise InvalidOption(f"table {identifier}: option 'sequence.auto-padding' needs 'sequence.field'")
+    fields, keys = list(schema.fields), list(schema.primary_keys)
+    if engine == "aggregation":
+        validate_aggregation(fields, keys, options, identifier)
+    elif engine == "partial-update":
+        validate_partial_update(fields, keys, options, identifier)
+    elif engine == "first-row":
+        validate_first_row(fields, keys, options, identifier)
