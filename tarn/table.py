@@ -27,7 +27,7 @@ from tarn.types import arrow_schema
 from tarn.validate import validate_change
 from tarn.write.conform import to_arrow_table
 from tarn.write.message import CommitMessage
-from tarn.write.writer import TableWriter, abort, merge_spec_of, message_dir
+from tarn.write.writer import Restored, TableWriter, abort, merge_spec_of, message_dir
 
 
 class Table:
@@ -117,11 +117,12 @@ class Table:
 
     def _restore_lookup(self, schema: TableSchema, partition_filter: Predicate | None = None):
         """Live files per (partition, bucket) of the latest snapshot, read when first needed."""
-        def restore() -> dict:
-            files: dict = {}
+        def restore() -> Restored:
+            restored = Restored()
             for e in self._planner(schema).live_entries(self.latest_snapshot(), partition_filter):
-                files.setdefault((e.partition, e.bucket), []).append(e.file)
-            return files
+                restored.files.setdefault((e.partition, e.bucket), []).append(e.file)
+                restored.total_buckets.setdefault(e.partition, set()).add(e.total_buckets)
+            return restored
 
         return restore
 

@@ -53,3 +53,30 @@ def test_alter_of_a_table_tarn_cannot_write_still_evolves(catalog):
     assert "extra" in t.schema().field_names
     with pytest.raises(tarn.InvalidOption, match="file.format"):  # new problems are still refused
         t.alter(SetOption("file.format", "csv"))
+
+
+def test_changed_bucket_count_refuses_writes_until_rescaled(catalog):
+    t = catalog.create_table("db.rescale", schema=SCHEMA, primary_key=["k"], options={"bucket": "1"})
+    keys = list(range(10))
+    t.write(pa.table({"k": keys, "v": ["a"] * 10, "n": keys}))
+    t.alter(SetOption("bucket", "4"))
+    before = t.latest_snapshot().id
+    with pytest.raises(tarn.TarnError, match="bucket=1.*Rescale"):
+        t.write(pa.table({"k": keys, "v": ["b"] * 10, "n": keys}))
+    assert t.latest_snapshot().id == before
+    t.overwrite(t.scan().to_arrow())  # rescale: every file now has 4 buckets
+    t.write(pa.table({"k": keys, "v": ["b"] * 10, "n": keys}))
+    rows = t.scan().to_arrow()
+    assert rows.num_rows == 10 and set(rows.column("v").to_pylist()) == {"b"}
+
+
+def test_changed_bucket_count_checks_each_partition(catalog):
+    schema = pa.schema([("dt", pa.string()), ("k", pa.int64()), ("v", pa.string())])
+    t = catalog.create_table("db.parts", schema=schema, primary_key=["dt", "k"], partition_keys=["dt"],
+                             options={"bucket": "1"})
+    t.write(pa.table({"dt": ["d1"], "k": [1], "v": ["a"]}))
+    t.alter(SetOption("bucket", "2"))
+    t.write(pa.table({"dt": ["d2"], "k": [1], "v": ["a"]}))  # a new partition takes the new count
+    with pytest.raises(tarn.TarnError, match="dt.*d1"):
+        t.write(pa.table({"dt": ["d1"], "k": [1], "v": ["b"]}))
+    assert t.scan().to_arrow().num_rows == 2

@@ -33,7 +33,16 @@ from tarn.write.message import CommitMessage
 
 
 
-Restore = Callable[[], dict]  # () -> {(partition bytes, bucket): [live DataFileMeta]}
+@dataclass
+class Restored:
+    """What a writer starts from: the live files per (partition, bucket) of the latest
+    snapshot, and the `totalBuckets` those files were written with, per partition."""
+
+    files: dict = field(default_factory=dict)  # (partition bytes, bucket) -> [DataFileMeta]
+    total_buckets: dict = field(default_factory=dict)  # partition bytes -> {totalBuckets}
+
+
+Restore = Callable[[], "Restored | dict"]  # a bare dict: files only
 
 
 @dataclass
@@ -110,7 +119,7 @@ class TableWriter:
         self.buffered_bytes = 0
         self.buffer_limit = options.memory_bytes("write-buffer-size")
         self.states: dict[tuple[bytes, int], BucketState] = {}
-        self._restored: dict | None = None
+        self._restored: Restored | None = None
         self._check_writable()
 
     def _check_writable(self) -> None:
@@ -258,9 +267,27 @@ class TableWriter:
     # ------------------------------------------------------------------ bucket state
 
     def _restored_files(self) -> dict:
+        return self._restored_state().files
+
+    def _restored_state(self) -> Restored:
         if self._restored is None:
-            self._restored = self.restore()
+            restored = self.restore()
+            self._restored = restored if isinstance(restored, Restored) else Restored(dict(restored))
         return self._restored
+
+    def _check_bucket_count(self, partition_bytes: bytes, values) -> None:
+        """Java refuses to write files whose totalBuckets differs from the files already in the
+        partition: keys would land in other buckets than their older versions."""
+        if self.num_buckets <= 0 or not self.layout.is_key_value:
+            return
+        others = self._restored_state().total_buckets.get(partition_bytes, set()) - {self.num_buckets}
+        if others:
+            where = f"partition {dict(zip(self.schema.partition_keys, values))} of " if self.schema.partition_keys else ""
+            raise TarnError(
+                f"table {self.name}: {where}the table holds files written with bucket={sorted(others)[0]} but "
+                f"the table's 'bucket' option is now {self.num_buckets}; writing would leave duplicate keys. "
+                "Rescale by overwriting the data (table.overwrite(table.scan().to_arrow())) so every file "
+                "has the new bucket count, or set 'bucket' back")
 
     def _state(self, partition_values: tuple, bucket: int) -> BucketState:
         partition_bytes = partition.to_bytes(self.schema, partition_values)
@@ -271,6 +298,7 @@ class TableWriter:
         state = self.states.get(key)
         if state is None:
             values = partition_values if partition_values is not None else partition.from_bytes(self.schema, partition_bytes)
+            self._check_bucket_count(partition_bytes, values)
             files = list(self._restored_files().get(key, []))
             next_sequence = max((f.max_sequence_number for f in files), default=-1) + 1
             path = partition.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
