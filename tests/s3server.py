@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -44,13 +45,15 @@ class S3Server:
     @classmethod
     def start(cls, timeout: float = 30.0) -> "S3Server":
         port = free_port()
+        log = tempfile.TemporaryFile()  # the request log: a pipe nobody reads would fill and block the server
         process = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(port)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                   stdout=subprocess.DEVNULL, stderr=log)
         server = cls(process, f"http://127.0.0.1:{port}")
         deadline = time.monotonic() + timeout
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"moto server exited: {process.stderr.read().decode()[-2000:]}")
+                log.seek(0)
+                raise RuntimeError(f"moto server exited: {log.read().decode()[-2000:]}")
             try:
                 socket.create_connection(("127.0.0.1", port), 0.2).close()
                 break
