@@ -1,90 +1,153 @@
-"""The rows one snapshot added, with their row kind: an embedded incremental read.
+"""What a stream reads from one snapshot: the single streaming-scan definition.
 
-A table with a `changelog-producer` reads the changelog files the snapshot recorded
-(`changelogManifestList`, for any commit kind: input changelog on APPEND, compaction changelog on
-COMPACT); a table without one reads the data files APPEND and OVERWRITE snapshots added (its
-delta manifest list). The result has a string column `_ROW_KIND` ('+I', '-U', '+U', '-D') before
-the table's columns, in the snapshot's schema. Batch reads (`Table.scan`) never read changelog
-files.
+Used by `Table.changes` and by the Spark streaming source alike, following Java's stream scan:
+- a primary-key table with a `changelog-producer` reads the changelog files the snapshot
+  recorded (`changelogManifestList`, any commit kind: input changelog on APPEND, compaction
+  changelog on COMPACT; an OVERWRITE records none);
+- otherwise an APPEND snapshot yields the data files it added; a COMPACT snapshot nothing; an
+  OVERWRITE snapshot nothing, unless `streaming-read-overwrite`: then the rows of the files it
+  removed as `-D`, followed by the rows of the files it added;
+- the first, full read of a stream (`full_scan_levels`) skips the levels whose changes are
+  still to come as changelog: level 0 for `lookup`, all but the top level for
+  `full-compaction`.
+Rows carry their row kind ('+I', '-U', '+U', '-D'); append tables' rows are all '+I'. Batch
+reads (`Table.scan`) never read changelog files.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import partition
-from tarn.lsm.kv import ROW_KIND_NAMES, VALUE_KIND
+from tarn.lsm.kv import DELETE as DELETE_KIND
+from tarn.lsm.kv import INSERT, ROW_KIND_NAMES, UPDATE_AFTER, VALUE_KIND
+from tarn.lsm.policy import num_levels
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
-from tarn.scan.planner import Planner
+from tarn.scan.planner import Planner, Split
 from tarn.scan.reader import FileReader
 from tarn.types import arrow_schema
 
 ROW_KIND = "_ROW_KIND"
 KIND_NAMES = pa.array(sorted(ROW_KIND_NAMES, key=ROW_KIND_NAMES.get))  # index = kind code
-ADD = 0
+ADD, DELETE = 0, 1
 
 
 @dataclass(frozen=True)
 class AddedFile:
-    """A data or changelog file a snapshot added, and the directory it lives in."""
+    """A data or changelog file a stream reads, and the directory it lives in. `removed`: a file
+    an OVERWRITE took away, whose rows the stream retracts (-D)."""
 
     bucket_path: str
     meta: DataFileMeta
+    removed: bool = False
 
 
-def added_files(planner: Planner, root: str, schema: TableSchema, snapshot: Snapshot) -> list[AddedFile]:
-    """The files whose rows make up the changes of `snapshot`."""
+def stream_files(planner: Planner, root: str, schema: TableSchema, snapshot: Snapshot,
+                 read_overwrite: bool | None = None) -> list[AddedFile]:
+    """The files whose rows a stream reads from `snapshot` (see the module docstring);
+    `read_overwrite` defaults to the table's `streaming-read-overwrite`."""
     options = Options(schema.options)
+    if read_overwrite is None:
+        read_overwrite = options.bool("streaming-read-overwrite")
     if options.changelog_producer != "none" and schema.primary_keys:
-        manifest_list = snapshot.changelog_manifest_list
-    elif snapshot.commit_kind in (snap.APPEND, snap.OVERWRITE):
-        manifest_list = snapshot.delta_manifest_list
-    else:
-        manifest_list = None
+        return _files_of(planner, root, schema, snapshot.changelog_manifest_list, removed=False)
+    if snapshot.commit_kind == snap.APPEND:
+        return _files_of(planner, root, schema, snapshot.delta_manifest_list, removed=False)
+    if snapshot.commit_kind == snap.OVERWRITE and read_overwrite:
+        return (_files_of(planner, root, schema, snapshot.delta_manifest_list, removed=True)
+                + _files_of(planner, root, schema, snapshot.delta_manifest_list, removed=False))
+    return []
+
+
+def committed_files(planner: Planner, root: str, schema: TableSchema, snapshot: Snapshot) -> list[AddedFile]:
+    """Every file `snapshot`'s delta or changelog added, whatever a stream would read of it."""
+    listing = snapshot.changelog_manifest_list if snapshot.changelog_manifest_list else None
+    files = _files_of(planner, root, schema, snapshot.delta_manifest_list, removed=False)
+    return files + (_files_of(planner, root, schema, listing, removed=False) if listing else [])
+
+
+def _files_of(planner: Planner, root: str, schema: TableSchema, manifest_list: str | None,
+              removed: bool) -> list[AddedFile]:
+    """ADD (or, when `removed`, DELETE) entries of a manifest list, with their directories."""
     if not manifest_list:
         return []
-    default_name = options.get("partition.default-name")
+    default_name = Options(schema.options).get("partition.default-name")
+    wanted = DELETE if removed else ADD
     files = []
     for meta in planner.manifests.read_manifest_list(manifest_list):
         for entry in planner.manifests.read_manifest(meta.file_name):
-            if entry.kind != ADD:
+            if entry.kind != wanted:
                 continue
             values = planner.partition_values(entry.partition)
             files.append(AddedFile(partition.bucket_path(root, schema, default_name, values, entry.bucket),
-                                   entry.file))
+                                   entry.file, removed))
     return files
 
 
-def read_changes(reader: FileReader, schema: TableSchema, files: list[AddedFile]) -> pa.Table:
-    """The files' rows with a `_ROW_KIND` column first (all '+I' for append tables)."""
-    fields = list(schema.fields)
+def file_rows(reader: FileReader, schema: TableSchema, f: AddedFile, fields) -> tuple[pa.Table, pa.Array]:
+    """One file's rows (columns `fields`) and their row-kind codes: stored kinds for primary-key
+    files, +I for append files; a removed file's live rows (+I/+U) as -D."""
     key_value = bool(schema.primary_keys)
+    data = reader.read(f.bucket_path, f.meta, fields, with_system=key_value)
+    if key_value:
+        kinds = data.column(VALUE_KIND).combine_chunks().cast(pa.int8())
+        data = data.select([x.name for x in fields])
+    else:
+        kinds = pa.array(np.zeros(data.num_rows, dtype=np.int8))
+    if f.removed:
+        live = pc.or_(pc.equal(kinds, INSERT), pc.equal(kinds, UPDATE_AFTER))
+        data = data.filter(live)
+        kinds = pa.array(np.full(data.num_rows, DELETE_KIND, dtype=np.int8))
+    return data, kinds
+
+
+def read_changes(reader: FileReader, schema: TableSchema, files: list[AddedFile]) -> pa.Table:
+    """The files' rows with a `_ROW_KIND` column first."""
+    fields = list(schema.fields)
     output = pa.schema([pa.field(ROW_KIND, pa.string(), nullable=False), *arrow_schema(fields)])
     parts = []
     for f in files:
-        data = reader.read(f.bucket_path, f.meta, fields, with_system=key_value)
-        if key_value:
-            kinds = pc.take(KIND_NAMES, data.column(VALUE_KIND).cast(pa.int32()))
-            data = data.select([x.name for x in fields])
-        else:
-            kinds = pa.repeat(pa.scalar("+I"), data.num_rows)
-        parts.append(data.add_column(0, ROW_KIND, kinds).cast(output))
+        data, kinds = file_rows(reader, schema, f, fields)
+        parts.append(data.add_column(0, ROW_KIND, pc.take(KIND_NAMES, kinds.cast(pa.int32()))).cast(output))
     if not parts:
         return output.empty_table()
     return pa.concat_tables(parts)
 
 
 def snapshot_changes(table, snapshot_id: int) -> pa.Table:
-    """`Table.changes`: the rows snapshot `snapshot_id` of `table` added."""
+    """`Table.changes`: the rows a stream reads from snapshot `snapshot_id` of `table`."""
     snapshot = table.snapshot(snapshot_id)
     schema = table.schema_by_id(snapshot.schema_id)
-    files = added_files(table._planner(schema), table.root, schema, snapshot)
+    files = stream_files(table._planner(schema), table.root, schema, snapshot,
+                         Options(table.schema().options).bool("streaming-read-overwrite"))
     reader = FileReader(table.file_io, schema, table.schema_by_id, Options(schema.options))
     return read_changes(reader, schema, files)
+
+
+def full_scan_levels(schema: TableSchema) -> Callable[[int], bool]:
+    """Which levels the first, full read of a stream takes (as Java's stream scan): with the
+    lookup producer not level 0 (its rows reach the changelog when compacted), with
+    full-compaction only the top level; everything otherwise."""
+    options = Options(schema.options)
+    producer = options.changelog_producer if schema.primary_keys else "none"
+    if producer == "lookup":
+        return lambda level: level > 0
+    if producer == "full-compaction":
+        top = num_levels(options) - 1
+        return lambda level: level == top
+    return lambda level: True
+
+
+def keep_levels(splits: list[Split], wanted: Callable[[int], bool]) -> list[Split]:
+    """The splits with only the files of the wanted levels (empty splits dropped)."""
+    kept = [replace(s, files=[f for f in s.files if wanted(f.level)]) for s in splits]
+    return [s for s in kept if s.files]

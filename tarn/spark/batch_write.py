@@ -288,7 +288,7 @@ def sweep(table: tarn.Table, token: str) -> int:
     if latest is not None:
         planner = table._planner(table.schema())
         live = {e.file.file_name for e in planner.live_entries(latest)}
-        live |= {f.meta.file_name for f in changes.added_files(planner, table.root, table.schema(), latest)}
+        live |= {f.meta.file_name for f in changes.committed_files(planner, table.root, table.schema(), latest)}
     doomed = [p for p in candidates if p.rsplit("/", 1)[-1] not in live]
     for p in doomed:
         table.file_io.delete(p)

@@ -7,7 +7,8 @@ data files its APPEND commit added (or, for tables with a `changelog-producer`, 
 files it recorded, and the first full read leaves out levels whose changelog is still to
 come: level 0 for `lookup`, all but the top level for `full-compaction`); COMPACT snapshots
 of tables without a producer add no rows, OVERWRITE snapshots are skipped unless
-`streaming-read-overwrite`. Rows of primary-key tables carry their row kind: with
+`streaming-read-overwrite` (then their removed rows come as -D before the rows they added):
+the streaming-scan rules live in tarn/scan/changes.py. Rows of primary-key tables carry their row kind: with
 `read.changelog` it is shown in a `rowkind` column (+I, -U, +U, -D), without it only +I and +U
 rows are emitted (an upsert stream).
 
@@ -23,8 +24,8 @@ tarn/spark/stream_limits.py.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -35,18 +36,16 @@ from pyspark.sql.types import StructType
 
 import tarn
 from tarn.errors import InvalidOption, SnapshotNotFound
-from tarn.lsm.policy import num_levels
-from tarn.lsm.merge import INSERT, UPDATE_AFTER, VALUE_KIND
+from tarn.lsm.merge import INSERT, UPDATE_AFTER
 from tarn.meta import snapshot as snap
-from tarn.meta.manifest import DataFileMeta
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
 from tarn.scan import changes
-from tarn.scan.changes import KIND_NAMES
+from tarn.scan.changes import KIND_NAMES, AddedFile, full_scan_levels, keep_levels
 from tarn.scan.planner import Split
 from tarn.scan.reader import FileReader
 from tarn.spark.batch_read import pack_splits
-from tarn.spark.source import READ_OPTIONS, ROW_KIND_COLUMN, check_options, load, table_path
+from tarn.spark.source import READ_OPTIONS, ROW_KIND_COLUMN, check_options, load, storage_of, table_path
 from tarn.spark.stream_limits import Cost, StreamLimits, applies
 from tarn.spark.types import arrow_target, fit_batch
 from tarn.store.consumers import ConsumerStore
@@ -57,20 +56,12 @@ BATCH_ROWS = 65536
 
 
 @dataclass
-class DeltaFile:
-    """A data or changelog file one snapshot added."""
-
-    bucket_path: str
-    meta: DataFileMeta
-
-
-@dataclass
 class StreamPart(InputPartition):
     """One task of a micro-batch: splits of a full snapshot read and/or added files."""
 
     snapshot: Snapshot | None = None  # the snapshot `full` reads
     full: list[Split] = field(default_factory=list)
-    files: list[DeltaFile] = field(default_factory=list)
+    files: list[AddedFile] = field(default_factory=list)
 
 
 def offset(next_snapshot: int, full: bool = False) -> dict:
@@ -118,37 +109,14 @@ def _required_long(options: dict, key: str, mode: str) -> int:
         raise InvalidOption(f"option '{key}'='{options[key]}' is not an integer") from None
 
 
-def added_files(table: tarn.Table, snapshot: Snapshot, options: Options) -> list[DeltaFile]:
-    """The files whose rows a streaming read of `snapshot` emits: its changelog files for
-    tables with a changelog producer, else the data files an APPEND (or, with
-    `streaming-read-overwrite`, an OVERWRITE) commit added (tarn.scan.changes)."""
+def stream_files(table: tarn.Table, snapshot: Snapshot, options: Options) -> list[AddedFile]:
+    """The files a streaming read of `snapshot` reads (tarn.scan.changes.stream_files)."""
     schema = table.schema()
-    produces = bool(schema.primary_keys) and Options(schema.options).changelog_producer != "none"
-    if not produces and snapshot.commit_kind == snap.OVERWRITE and not options.bool("streaming-read-overwrite"):
-        return []
-    return [DeltaFile(f.bucket_path, f.meta)
-            for f in changes.added_files(table._planner(schema), table.root, schema, snapshot)]
+    return changes.stream_files(table._planner(schema), table.root, schema, snapshot,
+                                options.bool("streaming-read-overwrite"))
 
 
-def full_scan_levels(schema) -> Callable[[int], bool]:
-    """Which levels the first, full read of a stream takes (as Java's stream scan): with the
-    lookup producer not level 0 (its rows reach the changelog when compacted), with
-    full-compaction only the top level; everything otherwise."""
-    producer = Options(schema.options).changelog_producer if schema.primary_keys else "none"
-    if producer == "lookup":
-        return lambda level: level > 0
-    if producer == "full-compaction":
-        top = num_levels(Options(schema.options)) - 1
-        return lambda level: level == top
-    return lambda level: True
-
-
-def keep_levels(splits: list[Split], wanted: Callable[[int], bool]) -> list[Split]:
-    kept = [replace(s, files=[f for f in s.files if wanted(f.level)]) for s in splits]
-    return [s for s in kept if s.files]
-
-
-def pack_files(files: list[DeltaFile], target_size: int, open_cost: int) -> list[list[DeltaFile]]:
+def pack_files(files: list[AddedFile], target_size: int, open_cost: int) -> list[list[AddedFile]]:
     groups, current, weight = [], [], 0
     for f in files:
         cost = max(f.meta.file_size, open_cost)
@@ -168,6 +136,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, path: str, options: dict[str, str], schema: StructType):
         self.path = path
         self.options = options
+        self.storage = storage_of(options)
         self.schema = schema
         self.arrow_schema = arrow_target(schema)
         self.row_kind = options.get("read.changelog", "false").lower() == "true"
@@ -181,7 +150,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         path = table_path(options)
         check_options(options, READ_OPTIONS, f"table {path}")
         reader = cls(path, options, schema)
-        start_offset(load(path), options)  # a bad start position fails before the query runs
+        start_offset(load(path, storage_of(options)), options)  # a bad start position fails before the query runs
         return reader
 
     def table_options(self, table: tarn.Table) -> Options:
@@ -191,7 +160,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ------------------------------------------------------------------ offsets
 
     def initialOffset(self) -> dict:
-        table = load(self.path)
+        table = load(self.path, self.storage)
         start = start_offset(table, self.options)
         consumer = self.options.get("consumer-id")
         if consumer:  # from now on expiry keeps what this consumer has not read
@@ -203,7 +172,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # the checkpoint): the consumer has read everything before `start` (commit() comes
         # one batch later, and never for the last batch of an availableNow run).
         self._record(start["next"])
-        latest = load(self.path).snapshot_store.latest_id() or 0
+        latest = load(self.path, self.storage).snapshot_store.latest_id() or 0
         if self.stop_at is not None:
             latest = min(latest, self.stop_at)
         limited = self.limits.bounded and applies(limit)
@@ -213,7 +182,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return start
         if not limited:
             return self._advance(offset(latest + 1))
-        table = load(self.path)
+        table = load(self.path, self.storage)
         pending = range(start["next"], latest + 1)
         costs = [self._cost(table, s) for s in pending]
         waiting = sum(costs, Cost())
@@ -238,7 +207,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self.costs[snapshot_id]
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.stop_at = load(self.path).snapshot_store.latest_id() or 0
+        self.stop_at = load(self.path, self.storage).snapshot_store.latest_id() or 0
 
     def commit(self, end: dict) -> None:
         self._record(end["next"])
@@ -248,7 +217,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         consumer = self.options.get("consumer-id")
         if not consumer:
             return
-        table = load(self.path)
+        table = load(self.path, self.storage)
         store = ConsumerStore(table.file_io, table.root)
         if (store.next_snapshot(consumer) or 0) < next_snapshot:
             store.write(consumer, next_snapshot)
@@ -256,7 +225,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ------------------------------------------------------------------ planning and reading
 
     def partitions(self, start: dict, end: dict) -> list[StreamPart]:
-        table = load(self.path)
+        table = load(self.path, self.storage)
         options = self.table_options(table)
         target = options.memory_bytes("source.split.target-size")
         open_cost = options.memory_bytes("source.split.open-file-cost")
@@ -268,9 +237,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             splits = keep_levels(scan_at(table, snapshot).plan(), full_scan_levels(table.schema()))
             parts += [StreamPart(snapshot, group) for group in pack_splits(splits, target, open_cost)]
             first += 1
-        files: list[DeltaFile] = []
+        files: list[AddedFile] = []
         for snapshot_id in range(first, end["next"]):
-            files += added_files(table, self._snapshot(table, snapshot_id), options)
+            files += stream_files(table, self._snapshot(table, snapshot_id), options)
         parts += [StreamPart(files=group) for group in pack_files(files, target, open_cost)]
         return parts
 
@@ -282,7 +251,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return table.snapshot(snapshot_id)
 
     def read(self, partition: StreamPart) -> Iterator[pa.RecordBatch]:
-        table = load(self.path)
+        table = load(self.path, self.storage)
         names = [f.name for f in self.arrow_schema if not (self.row_kind and f.name == ROW_KIND_COLUMN)]
         if partition.full:
             from tarn.maintenance.time_travel import scan_at
@@ -296,14 +265,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         schema = table.schema()
         fields = [schema.field(n) for n in names]
         files = FileReader(table.file_io, schema, table.schema_by_id, self.table_options(table))
-        pk = bool(schema.primary_keys)
         for f in partition.files:
-            data = files.read(f.bucket_path, f.meta, fields, with_system=pk)
-            if pk:
-                kinds = data.column(VALUE_KIND).combine_chunks()
-                data = data.select(names)
-            else:
-                kinds = pa.array(np.zeros(data.num_rows, dtype=np.int8))
+            data, kinds = changes.file_rows(files, schema, f, fields)
             yield from self._emit(data, kinds)
 
     def _emit(self, data: pa.Table, kinds: pa.Array) -> Iterator[pa.RecordBatch]:
