@@ -8,7 +8,7 @@ from tests.stress.workload import Scenario, Warehouse
 
 pytestmark = [pytest.mark.stress, pytest.mark.s3]
 
-SCENARIOS = [Scenario("pk", writers=4, commits=4, compactor=True, expiry=True)]
+SCENARIOS = [Scenario("pk", writers=4, commits=3, expiry=True)]
 
 
 @pytest.fixture

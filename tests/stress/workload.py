@@ -89,12 +89,12 @@ def open_catalog(warehouse: "Warehouse | str") -> tarn.Catalog:
     return warehouse.catalog() if isinstance(warehouse, Warehouse) else tarn.Catalog(warehouse)
 
 
-SHORT_SCENARIOS = [
+SHORT_SCENARIOS = [  # the CI cases: each under 10 s on 2 cores
     Scenario("append", writers=4, commits=8),
     Scenario("append", writers=8, commits=6, expiry=True),
-    Scenario("pk", writers=4, commits=8, compactor=True),
-    Scenario("pk", writers=4, commits=8, compactor=True, expiry=True),
-    Scenario("pk-partitioned", writers=4, commits=8, compactor=True, expiry=True),
+    Scenario("pk", writers=4, commits=6, compactor=True),
+    Scenario("pk", writers=4, commits=6, compactor=True, expiry=True),
+    Scenario("pk-partitioned", writers=4, commits=6, compactor=True, expiry=True),
 ]
 LONG_SCENARIOS = [
     Scenario("append", writers=4, commits=50),
