@@ -1,6 +1,8 @@
 """Paimon's default fixed-bucket function (FORMAT.md §6), vectorised over an Arrow table.
 
 bucket = abs(h % N), h = MurmurHash3_x86_32(seed 42) of the BinaryRow of the bucket-key fields.
+Keys of fixed-width fields are hashed straight from their words (a BinaryRow of such fields is
+a fixed byte pattern); others through materialised BinaryRows.
 """
 
 from __future__ import annotations
@@ -8,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from tarn.codec.binary_row import encode_rows
-from tarn.codec.murmur import hash_rows
+from tarn.codec.binary_row import encode_rows, fixed_words
+from tarn.codec.murmur import hash_rows, hash_word_columns
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.types import DataField
 
@@ -23,8 +25,12 @@ def row_hashes(table: pa.Table, key_fields: list[DataField]) -> np.ndarray:
         if field.name not in table.column_names:
             raise SchemaMismatch(f"bucket key column {field.name!r} is missing from the data")
         columns.append(table.column(field.name))
+    types = [f.type for f in key_fields]
     try:
-        buffer, offsets = encode_rows(columns, [f.type for f in key_fields])
+        words = fixed_words(columns, types)  # fixed-width keys: no BinaryRow materialised
+        if words is not None:
+            return hash_word_columns(words, table.num_rows)
+        buffer, offsets = encode_rows(columns, types)
     except SchemaMismatch as e:
         raise SchemaMismatch(f"bucket key {[f.name for f in key_fields]}: {e}") from None
     return hash_rows(buffer, offsets)

@@ -6,6 +6,7 @@ import decimal
 import mmh3
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pytest
 
 from tarn.bucket import bucket_ids, row_hashes
@@ -106,3 +107,52 @@ def test_errors_name_the_problem():
 def test_empty_table():
     table = pa.table({"a": pa.array([], pa.int64())})
     assert bucket_ids(table, [DataField(0, "a", BIGINT())], 4).tolist() == []
+
+
+FIXED_TYPES = ["BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "TIME",
+               "TIMESTAMP(3)", "DECIMAL(10, 2)"]
+
+
+@pytest.mark.parametrize("arity", [1, 2, 5, 56, 57, 70])
+def test_fixed_width_keys_hash_as_their_binary_rows(arity):
+    """The word-column path for fixed-width keys equals hashing the materialised BinaryRow,
+    nulls and two-word null headers (more than 56 fields) included."""
+    from tarn.codec.binary_row import encode_rows, fixed_words
+    from tarn.codec.murmur import hash_rows, hash_word_columns
+    from tarn.types import parse_type
+
+    rng = np.random.default_rng(arity)
+    n = 300
+    fields = [DataField(i, f"c{i}", parse_type(FIXED_TYPES[i % len(FIXED_TYPES)])) for i in range(arity)]
+    schema = arrow_schema(fields)
+    columns = []
+    for f in schema:
+        values = pa.array(rng.integers(0, 86_400_000, n))
+        if pa.types.is_boolean(f.type):
+            column = pa.array(rng.integers(0, 2, n).astype(bool))
+        elif pa.types.is_decimal(f.type):
+            column = pa.array([decimal.Decimal(int(v)) / 4 for v in rng.integers(-10**6, 10**6, n)]).cast(f.type)
+        elif pa.types.is_floating(f.type):
+            column = pa.array(rng.normal(size=n)).cast(f.type)
+        elif pa.types.is_integer(f.type):
+            info = np.iinfo(f.type.to_pandas_dtype())
+            column = pa.array(rng.integers(info.min, info.max, n, endpoint=True)).cast(f.type)
+        else:  # date, time, timestamp: from their integer storage
+            storage = pa.int32() if f.type.bit_width == 32 else pa.int64()
+            column = values.cast(storage).view(f.type)
+        mask = rng.random(n) < 0.2
+        columns.append(pa.compute.if_else(pa.array(mask), pa.nulls(n, f.type), column.cast(f.type)))
+    types = [f.type for f in fields]
+    words = fixed_words(columns, types)
+    assert words is not None
+    expected = hash_rows(*encode_rows(columns, types))
+    assert (hash_word_columns(words, n) == expected).all()
+    table = pa.Table.from_arrays(columns, schema=schema)
+    assert (row_hashes(table, fields) == expected).all()
+
+
+def test_variable_width_keys_take_the_binary_row_path():
+    from tarn.codec.binary_row import fixed_words
+
+    assert fixed_words([pa.array(["a"])], [STRING()]) is None
+    assert fixed_words([pa.array([1], pa.int64()), pa.array(["b"])], [BIGINT(), STRING()]) is None

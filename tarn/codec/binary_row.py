@@ -595,6 +595,31 @@ def _encode_column(column, t: DataType) -> _Column:
     raise SchemaMismatch(f"type {t} is not supported in a BinaryRow")
 
 
+def fixed_words(columns: list, types: list[DataType]) -> list[np.ndarray | int] | None:
+    """The 32-bit little-endian words of every row's BinaryRow, word position by position,
+    when every field is fixed-width (no variable part); None otherwise. A word that is the same
+    in every row is returned as a plain int, so hashing can mix it once for all rows."""
+    parts = [_encode_column(c, t) for c, t in zip(columns, types)]
+    if any(part.var_counts is not None for part in parts):
+        return None
+    words: list[np.ndarray | int] = []
+    for word in range(header_width(len(types)) // 8):
+        bits = np.zeros(len(parts[0].nulls) if parts else 0, dtype=np.uint64)
+        for i, part in enumerate(parts):
+            if (i + 8) // 64 == word and part.nulls.any():
+                bits |= part.nulls.astype(np.uint64) << np.uint64((i + 8) % 64)
+        words += _split_word(bits)
+    for part in parts:
+        words += _split_word(part.slots)
+    return words
+
+
+def _split_word(values: np.ndarray) -> list[np.ndarray | int]:
+    """A uint64 column as its low and high 32-bit words; an all-zero half as the int 0."""
+    halves = [(values & np.uint64(0xFFFFFFFF)).astype(np.uint32), (values >> np.uint64(32)).astype(np.uint32)]
+    return [half if half.any() else 0 for half in halves]
+
+
 def encode_rows(columns: list, types: list[DataType]) -> tuple[np.ndarray, np.ndarray]:
     """BinaryRow bytes (no arity prefix) of every row: (flat uint8 buffer, int64 offsets n+1).
 

@@ -119,15 +119,42 @@ def hash_rows(buffer: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return hashes
 
 
+def hash_word_columns(words: list, rows: int) -> np.ndarray:
+    """Signed MurmurHash3_x86_32 (seed 42) of `rows` equal-length rows given word position by
+    position: each entry a uint32 array (one word per row) or an int (the same word in every
+    row). Leading constant words are mixed once, as plain ints."""
+    h: int | np.ndarray = SEED
+    tmp = np.empty(rows, dtype=np.uint32)
+    for word in words:
+        if isinstance(word, int) and isinstance(h, int):
+            h = _mix_int(h, _scramble_int(word))
+            continue
+        if isinstance(h, int):
+            h = np.full(rows, h, dtype=np.uint32)
+        if isinstance(word, int):
+            _mix(h, np.full(rows, _scramble_int(word), dtype=np.uint32), tmp)
+        else:
+            k = word.astype(np.uint32, copy=True)
+            _scramble(k, tmp)
+            _mix(h, k, tmp)
+    if isinstance(h, int):
+        h = np.full(rows, h, dtype=np.uint32)
+    return _finish(h, np.full(rows, 4 * len(words), dtype=np.uint32)).view(np.int32)
+
+
+def _mix_int(h: int, k: int) -> int:
+    h ^= k
+    h = ((h << 13) | (h >> 19)) & 0xFFFFFFFF
+    return (h * 5 + 0xE6546B64) & 0xFFFFFFFF
+
+
 def hash_bytes(data: bytes) -> int:
     """Signed MurmurHash3_x86_32 (seed 42) of any byte string (plain Python, for single keys)."""
     data = bytes(data)
     body = len(data) - len(data) % 4
     h = SEED
     for i in range(0, body, 4):
-        h ^= _scramble_int(int.from_bytes(data[i:i + 4], "little"))
-        h = ((h << 13) | (h >> 19)) & 0xFFFFFFFF
-        h = (h * 5 + 0xE6546B64) & 0xFFFFFFFF
+        h = _mix_int(h, _scramble_int(int.from_bytes(data[i:i + 4], "little")))
     if len(data) % 4:
         h ^= _scramble_int(int.from_bytes(data[body:], "little"))
     h ^= len(data)
