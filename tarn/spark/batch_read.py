@@ -23,7 +23,7 @@ import tarn
 from tarn.errors import SchemaMismatch
 from tarn.scan.planner import Split
 from tarn.scan.predicate import Predicate, col
-from tarn.spark.source import ROW_KIND_COLUMN, ReadTarget, load
+from tarn.spark.source import ROW_KIND_COLUMN, ReadTarget
 from tarn.spark.types import arrow_target, fit_batch
 
 # Column types whose Python filter values tarn compares exactly as Spark does.
@@ -139,7 +139,7 @@ class BatchReader(DataSourceReader):
         """Columns to read: those of the (possibly user-supplied, narrower) schema."""
         if self.target.system:
             return None
-        table = load(self.target.path)
+        table = self.target.open()
         names = self.target.table_schema(table).field_names
         by_lower = {n.lower(): n for n in names}
         fields = [f for f in schema.fields if not (self.row_kind and f.name == ROW_KIND_COLUMN)]
@@ -155,7 +155,7 @@ class BatchReader(DataSourceReader):
     def partitions(self) -> list[SplitGroup]:
         if self.target.system:
             return [SplitGroup([])]
-        table = load(self.target.path)
+        table = self.target.open()
         splits = self.scan(table).plan()
         options = self.target.table_options()
         open_cost = options.memory_bytes("source.split.open-file-cost")
@@ -165,7 +165,7 @@ class BatchReader(DataSourceReader):
         return [SplitGroup(g) for g in groups] or [SplitGroup([])]
 
     def read(self, partition: SplitGroup) -> Iterator[pa.RecordBatch]:
-        table = load(self.target.path)
+        table = self.target.open()
         if self.target.system:
             from tarn.system_tables import system_table
             data = system_table(table, self.target.system)
@@ -189,7 +189,7 @@ class FilteringBatchReader(BatchReader):
         if self.target.system:
             yield from filters
             return
-        table = load(self.target.path)
+        table = self.target.open()
         types = {f.name: f.type.root for f in self.target.table_schema(table).fields}
         pushed = []
         for f in filters:

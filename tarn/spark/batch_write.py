@@ -34,7 +34,7 @@ from tarn.meta.schema import TableSchema, new_schema
 from tarn.options import BY_NAME, Options
 from tarn.scan import changes
 from tarn.spark import bucket_expr
-from tarn.spark.source import WRITE_OPTIONS, check_options, table_path
+from tarn.spark.source import WRITE_OPTIONS, check_options, load, storage_of, table_path
 from tarn.spark.types import arrow_of
 from tarn.validate import validate_table
 from tarn.store.schemas import SchemaStore
@@ -77,14 +77,14 @@ def _names(text: str | None, columns: list[str]) -> list[str]:
 
 
 def create_table(path: str, data_schema: pa.Schema, primary_key: list[str], partition: list[str],
-                 options: dict[str, str]) -> tarn.Table:
+                 options: dict[str, str], storage: dict | None = None) -> tarn.Table:
     """Create the table at `path` from an Arrow schema (as Catalog.create_table does)."""
     schema = new_schema(data_schema, partition, primary_key, options)
     validate_table(schema, path)
-    file_io, root = file_io_for(path)
+    file_io, root = file_io_for(path, storage)
     file_io.mkdirs(root)
     SchemaStore(file_io, root).create(schema)
-    return tarn.load_table(path)
+    return tarn.load_table(path, storage)
 
 
 def find_or_create(path: str, data_schema: pa.Schema, options: dict[str, str]) -> tuple[tarn.Table, bool, dict]:
@@ -94,9 +94,10 @@ def find_or_create(path: str, data_schema: pa.Schema, options: dict[str, str]) -
     primary_key = _names(options.get("primary-key"), columns)
     partition = _names(options.get("partition"), columns)
     try:
-        table = tarn.load_table(path)
+        table = load(path, storage_of(options))
     except TableNotFound:
-        return create_table(path, data_schema, primary_key, partition, table_options), True, {}
+        return create_table(path, data_schema, primary_key, partition, table_options,
+                            storage_of(options)), True, {}
     schema = table.schema()
     for given, actual, what in ((primary_key, schema.primary_keys, "primary-key"),
                                 (partition, schema.partition_keys, "partition")):
@@ -185,6 +186,10 @@ class WritePlan:
     created: bool
     job_token: str  # e.g. spark-3f2a9c1e07b4- (file names: data-spark-3f2a9c1e07b4-...)
     commit_user: str
+    storage: dict | None = None  # storage options (s3.endpoint, ...): every task opens the table with them
+
+    def open(self) -> tarn.Table:
+        return tarn.load_table(self.path, self.storage)
 
     def task_writer(self, table: tarn.Table, token: str) -> TableWriter:
         """A TableWriter for one task; it compacts only buckets it owns."""
@@ -202,7 +207,7 @@ class WritePlan:
 
     def write_task(self, batches: Iterator[pa.RecordBatch], batch_id: int | None = None) -> list[CommitMessage]:
         """Write one task's rows; on failure delete what it wrote and re-raise."""
-        table = tarn.load_table(self.path)
+        table = self.open()
         schema = table.schema()
         writer = self.task_writer(table, self.token_of(batch_id))
         static = self.overwrite.static if self.overwrite is not None else {}
@@ -232,7 +237,7 @@ class WritePlan:
         return join(table.root, ".tarn-spark", "aborted-" + self.token_of(batch_id).rstrip("-"))
 
     def commit(self, results: list, commit_identifier: int | None = None) -> None:
-        table = tarn.load_table(self.path)
+        table = self.open()
         messages = [m for r in results if r is not None for m in r.messages]
         if self.overwrite is not None and self.overwrite.dynamic and not messages:
             return
@@ -251,7 +256,7 @@ class WritePlan:
         """Delete what the job wrote; drop the table if this write created it. An abort marker
         tells tasks still running to delete their files; files of killed tasks are found by
         name, and a second sweep after `settle_seconds` catches workers killed mid-file."""
-        table = tarn.load_table(self.path)
+        table = self.open()
         if self.landed(table, batch_id):
             return
         table.file_io.write_bytes(self.abort_marker(table, batch_id), b"")
@@ -309,7 +314,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         raise
     owned = options.get("write.bucket-owned", "false").lower() == "true"
     return WritePlan(path, overrides, spec, owned, created, new_job_token(),
-                     commit_user=str(uuid.uuid4()))
+                     commit_user=str(uuid.uuid4()), storage=storage_of(options))
 
 
 class BatchWriter(DataSourceArrowWriter):
@@ -357,7 +362,7 @@ def _absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def by_bucket(df, table_path: str):
+def by_bucket(df, table_path: str, storage_options: dict | None = None):
     """`df` repartitioned so that all rows of one (partition, bucket) of the table are in one
     Spark partition (tarn's bucket function as Spark expressions for integer/date/boolean keys,
     else in an Arrow UDF); unchanged for tables without
@@ -365,7 +370,7 @@ def by_bucket(df, table_path: str):
     does both); works for streaming DataFrames too."""
     from pyspark.sql import functions as F
 
-    schema = tarn.load_table(_absolute(table_path)).schema()
+    schema = tarn.load_table(_absolute(table_path), storage_options).schema()
     num_buckets = Options(schema.options).int("bucket")
     if num_buckets <= 0:
         return df
@@ -407,7 +412,7 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
     table, created, _ = find_or_create(path, arrow_of(df.schema), {**text_options, "path": path})
     try:
         check_fits(table, arrow_of(df.schema))
-        df = by_bucket(df, path)
+        df = by_bucket(df, path, storage_of(text_options))
         if table.primary_keys:
             text_options["write.bucket-owned"] = "true"
         writer = df.write.format("tarn").mode(mode)
@@ -415,6 +420,6 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
             writer = writer.option(key, value)
         writer.save(path)
     except BaseException:
-        if created and tarn.load_table(path).latest_snapshot() is None:
+        if created and tarn.load_table(path, storage_of(text_options)).latest_snapshot() is None:
             table.file_io.delete_dir(table.root)
         raise

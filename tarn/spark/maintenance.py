@@ -29,7 +29,9 @@ from tarn.fs import FileIO, join
 from tarn.maintenance import expire, orphans, rollback, tags
 from tarn.maintenance.references import delete_paths
 from tarn.options import Options
+from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import TaskMessages, job_prefixes, new_job_token, sweep
+from tarn.spark.source import storage_of
 from tarn.write.writer import TableWriter, abort
 
 COMPACT_FORMAT = "tarn_compact"
@@ -43,6 +45,10 @@ class CompactPlan:
     path: str
     full: bool
     job_token: str  # in the name of every file the job writes (see batch_write.WritePlan)
+    storage: dict | None = None  # storage options (s3.endpoint, ...) the tasks open the table with
+
+    def open(self) -> tarn.Table:
+        return tarn.load_table(self.path, self.storage)
 
 
 class CompactWriter(DataSourceArrowWriter):
@@ -55,7 +61,7 @@ class CompactWriter(DataSourceArrowWriter):
             buckets += list(zip(batch.column("partition").to_pylist(), batch.column("bucket").to_pylist()))
         if not buckets:
             return TaskMessages([])
-        table = tarn.load_table(self.plan.path)
+        table = self.plan.open()
         schema = table.schema()
         options = Options({**schema.options, **job_prefixes(schema.options, self.plan.job_token)})
         writer = TableWriter(table.file_io, table.root, table.name, schema, options,
@@ -70,11 +76,11 @@ class CompactWriter(DataSourceArrowWriter):
         return join(table.root, ".tarn-spark", "aborted-" + self.plan.job_token.rstrip("-"))
 
     def commit(self, messages: list) -> None:
-        table = tarn.load_table(self.plan.path)
+        table = self.plan.open()
         table.commit([m for r in messages if r is not None for m in r.messages])
 
     def abort(self, messages: list) -> None:
-        table = tarn.load_table(self.plan.path)
+        table = self.plan.open()
         table.file_io.write_bytes(self.marker(table), b"")
         abort(table.file_io, table.root, table.schema(),
               [m for r in messages if r is not None for m in r.messages])
@@ -93,7 +99,7 @@ class CompactSource(DataSource):
     def writer(self, schema, overwrite):
         options = {k.lower(): v for k, v in dict(self.options).items()}
         return CompactWriter(CompactPlan(options["path"], options.get("full", "false") == "true",
-                                         options["job-token"]))
+                                         options["job-token"], storage_of(options)))
 
 
 def bucket_sizes(table: tarn.Table, partition_filter: list[dict] | None) -> dict[tuple[bytes, int], int]:
@@ -122,9 +128,10 @@ def spread(sizes: dict[tuple[bytes, int], int], tasks: int) -> list[tuple[bytes,
 
 
 def compact(spark, table_path: str, full: bool = False, partitions: list[dict] | None = None,
-            parallelism: int | None = None):
-    """Compact a primary-key table on Spark; returns the new snapshot or None (nothing to do)."""
-    table = tarn.load_table(table_path)
+            parallelism: int | None = None, storage_options: dict | None = None):
+    """Compact a primary-key table on Spark; returns the new snapshot or None (nothing to do).
+    `storage_options` (s3.endpoint, ...) reach the executors with the job."""
+    table = tarn.load_table(table_path, storage_options)
     if not table.primary_keys:
         raise TarnError(f"table {table.name}: compaction of append tables is not supported yet")
     before = table.snapshot_store.latest_id()
@@ -134,8 +141,11 @@ def compact(spark, table_path: str, full: bool = False, partitions: list[dict] |
     tasks = min(len(sizes), parallelism or spark.sparkContext.defaultParallelism * 2)
     rows = spread(sizes, tasks)
     frame = spark.createDataFrame(rows, BUCKETS_SCHEMA).repartitionById(tasks, "task")
-    (frame.write.format(COMPACT_FORMAT).mode("append").option("job-token", new_job_token())
-     .option("full", str(bool(full)).lower()).save(table.root))
+    writer = (frame.write.format(COMPACT_FORMAT).mode("append").option("job-token", new_job_token())
+              .option("full", str(bool(full)).lower()))
+    for key, value in check_storage(storage_options).items():
+        writer = writer.option(key, value)
+    writer.save(table_path if "://" in table_path else table.root)
     latest = table.latest_snapshot()
     return latest if latest is not None and latest.id != before else None
 
@@ -177,42 +187,45 @@ def _deleter(spark, table: tarn.Table, parallelism: int | None):
 
 def expire_snapshots(spark, table_path: str, retain_min: int | None = None, retain_max: int | None = None,
                      older_than_ms: int | None = None, max_deletes: int | None = None,
-                     parallelism: int | None = None) -> int:
+                     parallelism: int | None = None, storage_options: dict | None = None) -> int:
     """Expire old snapshots (tarn.maintenance.expire); returns how many were removed. The data
     and changelog files go on the executors, the rest from the driver."""
-    table = tarn.load_table(table_path)
+    table = tarn.load_table(table_path, storage_options)
     plan = expire.plan_expire(table, retain_min=retain_min, retain_max=retain_max,
                               older_than_ms=older_than_ms, max_deletes=max_deletes)
     return expire.execute_expire(table, plan, delete=_deleter(spark, table, parallelism))
 
 
-def create_tag(spark, table_path: str, name: str, snapshot_id: int | None = None, time_retained=None):
-    return tags.create_tag(tarn.load_table(table_path), name, snapshot_id=snapshot_id, time_retained=time_retained)
+def create_tag(spark, table_path: str, name: str, snapshot_id: int | None = None, time_retained=None,
+               storage_options: dict | None = None):
+    return tags.create_tag(tarn.load_table(table_path, storage_options), name, snapshot_id=snapshot_id, time_retained=time_retained)
 
 
-def delete_tag(spark, table_path: str, name: str, parallelism: int | None = None) -> None:
+def delete_tag(spark, table_path: str, name: str, parallelism: int | None = None,
+               storage_options: dict | None = None) -> None:
     """Delete a tag; the data files only it kept go on the executors."""
-    table = tarn.load_table(table_path)
+    table = tarn.load_table(table_path, storage_options)
     tags.execute_delete_tags(table, tags.plan_delete_tag(table, name), delete=_deleter(spark, table, parallelism))
 
 
-def list_tags(spark, table_path: str) -> list:
-    return tags.list_tags(tarn.load_table(table_path))
+def list_tags(spark, table_path: str, storage_options: dict | None = None) -> list:
+    return tags.list_tags(tarn.load_table(table_path, storage_options))
 
 
-def rollback_to(spark, table_path: str, target: int | str, parallelism: int | None = None):
+def rollback_to(spark, table_path: str, target: int | str, parallelism: int | None = None,
+                storage_options: dict | None = None):
     """Roll back to snapshot id `target` (int) or tag `target` (str); the data files only the
     removed snapshots and tags held go on the executors."""
-    table = tarn.load_table(table_path)
+    table = tarn.load_table(table_path, storage_options)
     plan = rollback.plan_rollback(table, target)
     return rollback.execute_rollback(table, plan, delete=_deleter(spark, table, parallelism))
 
 
 def remove_orphan_files(spark, table_path: str, older_than_ms: int | None = None, dry_run: bool = False,
-                        parallelism: int | None = None) -> list[str]:
+                        parallelism: int | None = None, storage_options: dict | None = None) -> list[str]:
     """Delete (or only list) orphan files older than `older_than_ms` (default: one day); the
     files go on the executors. Returns their paths, sorted."""
-    table = tarn.load_table(table_path)
+    table = tarn.load_table(table_path, storage_options)
     found = orphans.find_orphan_files(table, older_than_ms)
     if not dry_run:
         orphans.delete_orphan_files(table, found, delete=_deleter(spark, table, parallelism))

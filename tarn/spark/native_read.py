@@ -34,7 +34,9 @@ def native_paths(target: ReadTarget) -> list[str] | None:
         return None
     if any(k not in READ_OPTIONS and not k.startswith("scan.") for k in target.options):
         return None  # Paimon read options (e.g. merge overrides) are honoured by the tarn source
-    table = load(target.path)
+    table = target.open()
+    if not table.file_io.is_local:
+        return None  # Spark's own reader would need its own object-store setup (hadoop-aws)
     schema_id = target.table_schema(table).id
     splits: list[Split] = target.scan(table).plan()
     paths = []

@@ -14,12 +14,16 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StringType, StructField, StructType
 
 import tarn
+from tarn import s3
 from tarn.errors import InvalidOption, SnapshotNotFound, TableNotFound, TarnError
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options, closest_option, validate_options
 from tarn.spark.types import spark_schema, spark_schema_of
 
 FORMAT = "tarn"
+# Storage options (docs/object-stores.md) ride along with the data source options to every
+# executor, which opens the table with them; they are never table options.
+STORAGE_OPTIONS = frozenset(s3.OPTIONS)
 ROW_KIND_COLUMN = "rowkind"  # the column `read.changelog` adds (as Paimon's Spark connector)
 
 # Options of the connector itself (lower-case, as Spark passes them).
@@ -28,11 +32,11 @@ READ_OPTIONS = {
     # streaming read limits (Paimon's Spark connector options)
     "read.stream.maxfilespertrigger", "read.stream.maxbytespertrigger", "read.stream.maxrowspertrigger",
     "read.stream.minrowspertrigger", "read.stream.maxtriggerdelayms",
-}
+} | STORAGE_OPTIONS
 WRITE_OPTIONS = {
     "path", "primary-key", "partition", "partitionoverwritemode", "overwrite-partition",
     "commit-user", "checkpointlocation", "write.bucket-owned",
-}
+} | STORAGE_OPTIONS
 TRAVEL_OPTIONS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "versionasof", "timestampasof")
 
 
@@ -73,9 +77,14 @@ def split_system_table(path: str) -> tuple[str, str | None]:
     return (f"{head}/{name}" if head else name), system
 
 
-def load(path: str) -> tarn.Table:
+def storage_of(options: dict[str, str]) -> dict[str, str] | None:
+    """The storage options (`s3.endpoint`, ...) among data source options, if any."""
+    return {k: v for k, v in options.items() if k in STORAGE_OPTIONS} or None
+
+
+def load(path: str, storage: dict[str, str] | None = None) -> tarn.Table:
     try:
-        return tarn.load_table(path)
+        return tarn.load_table(path, storage)
     except TableNotFound as exc:
         raise TableNotFound(f"{exc}; create it first, or write a DataFrame to it "
                             "(df.write.format('tarn') creates missing tables)") from None
@@ -166,7 +175,7 @@ class ReadTarget:
         options = plain_options(raw_options)
         path, system = split_system_table(table_path(options))
         check_options(options, READ_OPTIONS, f"table {path}")
-        table = load(path)
+        table = load(path, storage_of(options))
         columns = None
         if options.get("columns"):
             columns = tuple(c.strip() for c in options["columns"].split(",") if c.strip())
@@ -176,6 +185,13 @@ class ReadTarget:
         target = cls(path, system, snapshot, columns, options, schema_id)
         target.check_columns(table)
         return target
+
+    @property
+    def storage(self) -> dict[str, str] | None:
+        return storage_of(self.options)
+
+    def open(self) -> tarn.Table:
+        return load(self.path, self.storage)
 
     def table_schema(self, table: tarn.Table):
         return table.schema_by_id(self.schema_id) if self.schema_id is not None else table.schema()
@@ -194,7 +210,7 @@ class ReadTarget:
                                       f"{unknown} (columns: {names})")
 
     def spark_schema(self) -> StructType:
-        table = load(self.path)
+        table = self.open()
         if self.system:
             from tarn.system_tables import system_table
             return spark_schema_of(system_table(table, self.system).schema)
@@ -207,7 +223,7 @@ class ReadTarget:
 
     def table_options(self) -> Options:
         """The table's options with the read's Paimon options laid over them."""
-        table = load(self.path)
+        table = self.open()
         overrides = {k: v for k, v in self.options.items() if k not in READ_OPTIONS}
         return Options({**self.table_schema(table).options, **overrides})
 

@@ -65,7 +65,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
         return TaskMessages(self.plan.write_task(iterator, batch_id=current_batch_id()))
 
     def commit(self, messages: list, batchId: int) -> None:
-        table = tarn.load_table(self.plan.path)
+        table = self.plan.open()
         if self.plan.landed(table, batchId):  # a replay of a committed batch: drop its files
             abort(table.file_io, table.root, table.schema(),
                   [m for r in messages if r is not None for m in r.messages])
