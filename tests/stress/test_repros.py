@@ -166,3 +166,23 @@ def test_unreadable_tag_after_commit(catalog):
     assert (outcome is None) == (len(visible) == 2), (
         f"write {'returned' if outcome is None else f'raised {type(outcome).__name__}: {outcome}'} "
         f"and {len(visible)}/2 of its rows are visible")
+
+
+@pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])
+def test_expiry_during_a_writers_restore_is_not_an_error(catalog, monkeypatch, primary_key):
+    """Defect 6, write side: a writer restores its buckets from the latest snapshot's
+    manifests; other writers commit and expiry deletes that snapshot meanwhile. The write
+    must restore from the new latest snapshot (or fail with CommitConflict), not raise
+    FileMissing from the restore."""
+    options = dict(AGGRESSIVE_EXPIRY, **({"bucket": "1"} if primary_key else {}))
+    t = catalog.create_table("db.t", schema=KV, primary_key=["k"] if primary_key else None, options=options)
+    other = catalog.load_table("db.t")
+    for i in range(3):
+        t.write(kv([i], "base"))
+    hook = Interference(monkeypatch, "read_bytes", "/manifest/manifest-list-",
+                        lambda: [other.write(kv([100 + i], "other")) for i in range(7)])
+    hook.armed = True
+    outcome = attempt(lambda: t.write(kv([50, 51], "slow")))
+    assert hook.fired
+    assert_sound(t)
+    assert_all_or_nothing(t, outcome, [50, 51], "slow")

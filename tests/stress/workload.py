@@ -41,6 +41,7 @@ class Scenario:
     writers: int = 4
     commits: int = 10              # per writer
     compactor: bool = False        # a process looping compact(full=True) (primary-key tables)
+    reader: bool = True            # a process scanning the latest snapshot in a loop
     expiry: bool = False           # snapshot.num-retained.min = max = 5, time-retained 1 ms
     tags: bool = True              # writer 0 tags the latest snapshot every 5th commit
     rows: int = 8                  # rows per commit
@@ -236,14 +237,64 @@ def compactor_main(warehouse: Warehouse | str, out_path: str, start, stop) -> No
             stats["compaction_conflicts"] += 1
         except Exception as exc:  # noqa: BLE001
             stats["compaction_errors"] += 1
-            errors.append(f"{type(exc).__name__}: {exc} | {_where(exc)}")
+            errors.append(f"compactor: {type(exc).__name__}: {exc} | {_where(exc)}")
         time.sleep(0.005)
     _dump(out_path, {"stats": dict(stats), "errors": errors[:20]})
 
 
+def reader_main(warehouse: Warehouse | str, scenario: Scenario, out_path: str, start, stop) -> None:
+    """Scan the latest snapshot until stopped. Every scan must work, show each append commit
+    whole or not at all, show each key once, and never go back in time (a row seen stays
+    seen; a key's value never comes from an older commit than before)."""
+    table = open_catalog(warehouse).load_table(TABLE)
+    stats: Counter = Counter()
+    problems: list[str] = []
+    seen: dict = {}
+    start.wait()
+    while not stop.is_set():
+        try:
+            rows = table.scan().to_arrow()
+        except Exception as exc:  # noqa: BLE001
+            stats["read_errors"] += 1
+            if len(problems) < 10:
+                problems.append(f"reader: scan of the latest snapshot raised {type(exc).__name__}: {exc} "
+                                f"| {_where(exc)}")
+            continue
+        stats["reads"] += 1
+        now = _reader_view(scenario, rows, problems)
+        for key, commit in seen.items():
+            if key not in now and not scenario.primary_key:
+                problems.append(f"reader: row {key} seen by an earlier read of the latest snapshot is gone")
+                break
+            if key in now and now[key] < commit:
+                problems.append(f"reader: key {key} shows commit {now[key]} after a read showed commit {commit}")
+                break
+        seen = now
+        del problems[20:]
+        time.sleep(0.005)
+    _dump(out_path, {"stats": dict(stats), "errors": problems})
+
+
+def _reader_view(scenario: Scenario, rows: pa.Table, problems: list[str]) -> dict:
+    """{row id or key: commit number} of one read, checking duplicates and torn commits."""
+    if scenario.primary_key:
+        view = {}
+        for k, c in zip(rows.column("k").to_pylist(), rows.column("c").to_pylist()):
+            if k in view:
+                problems.append(f"reader: key {k} appears twice in one read")
+            view[k] = c
+        return view
+    ids = rows.column("id").to_pylist()
+    per_commit = Counter(i // 1_000 for i in ids)
+    torn = [(wc // 1_000, wc % 1_000, n) for wc, n in per_commit.items() if n != scenario.rows]
+    if torn:
+        problems.append(f"reader: a read shows part of a commit (writer, commit, rows): {torn[:5]}")
+    return {i: i // 1_000 % 1_000 for i in ids}
+
+
 def _where(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
-    return " < ".join(f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(frames[-4:]))
+    return " < ".join(f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(frames[-9:]))
 
 
 def _dump(path: str, obj) -> None:
@@ -276,7 +327,8 @@ class Outcome:
                 f"conflicts {f.get('conflicts', 0):>3} errors {f.get('errors', 0):>3} "
                 f"retries {f.get('lost_races', 0):>4} compactions {f.get('compactions', 0):>3}"
                 f"/{f.get('compaction_conflicts', 0)}c/{f.get('compaction_errors', 0)}e "
-                f"dropped {f.get('dropped_compactions', 0):>3} snapshots {f.get('latest_id')} (kept {f.get('retained')}) tags {f.get('tags', 0)} | "
+                f"dropped {f.get('dropped_compactions', 0):>3} snapshots {f.get('latest_id')} (kept {f.get('retained')}) tags {f.get('tags', 0)} "
+                f"reads {f.get('reads', 0)}/{f.get('read_errors', 0)}e | "
                 f"lost {f.get('lost_rows', 0)} dup {f.get('duplicated_rows', 0)} "
                 f"ghost {f.get('failed_rows_visible', 0)} wrong {f.get('wrong_values', 0)} "
                 f"unreadable {f.get('unreadable', 0)} gaps {f.get('id_gaps', 0)} "
@@ -287,7 +339,7 @@ def run(warehouse: Warehouse | str, scenario: Scenario, work_dir: str, timeout_s
     """Create the table under `warehouse`, run the processes, read the table back."""
     create_table(warehouse, scenario)
     ctx = context()
-    start = ctx.Barrier(scenario.writers + (1 if scenario.compactor else 0) + 1)
+    start = ctx.Barrier(scenario.writers + scenario.compactor + scenario.reader + 1)
     stop = ctx.Event()
     os.makedirs(work_dir, exist_ok=True)
     outs = [os.path.join(work_dir, f"writer-{w}.json") for w in range(scenario.writers)]
@@ -296,6 +348,10 @@ def run(warehouse: Warehouse | str, scenario: Scenario, work_dir: str, timeout_s
     compactor_out = os.path.join(work_dir, "compactor.json")
     if scenario.compactor:
         procs.append(ctx.Process(target=compactor_main, args=(warehouse, compactor_out, start, stop), daemon=True))
+    reader_out = os.path.join(work_dir, "reader.json")
+    if scenario.reader:
+        procs.append(ctx.Process(target=reader_main, args=(warehouse, scenario, reader_out, start, stop),
+                                 daemon=True))
     began = time.monotonic()
     for p in procs:
         p.start()
@@ -315,8 +371,8 @@ def run(warehouse: Warehouse | str, scenario: Scenario, work_dir: str, timeout_s
             outcome.problems.append(f"process {p.name} exited with {p.exitcode}")
     elapsed = time.monotonic() - began
     results = [_load(path) for path in outs]
-    compactor = _load(compactor_out) if scenario.compactor else None
-    verify(warehouse, scenario, results, compactor, outcome)
+    helpers = [_load(path) for path, on in ((compactor_out, scenario.compactor), (reader_out, scenario.reader)) if on]
+    verify(warehouse, scenario, results, helpers, outcome)
     outcome.figures["seconds"] = elapsed
     return outcome
 
@@ -333,7 +389,8 @@ def _load(path: str):
 # judging
 
 
-def verify(warehouse: Warehouse | str, scenario: Scenario, results: list, compactor: dict | None, outcome: Outcome) -> None:
+def verify(warehouse: Warehouse | str, scenario: Scenario, results: list, helpers: list, outcome: Outcome) -> None:
+    """Judge the table against the writers' ledgers and the compactor's and reader's reports."""
     figures, problems = outcome.figures, outcome.problems
     stats: Counter = Counter()
     records = []
@@ -346,9 +403,12 @@ def verify(warehouse: Warehouse | str, scenario: Scenario, results: list, compac
         for r in result["ledger"]:
             if r["op"] == "tag" and r["error"]:
                 problems.append(f"writer {w}: create_tag after commit {r['commit']} failed: {r['error']}")
-    if compactor is not None:
-        stats.update(compactor["stats"])
-        problems += [f"compactor: {e}" for e in compactor["errors"]]
+    for helper in helpers:
+        if helper is None:
+            problems.append("the compactor or reader process left no report")
+            continue
+        stats.update(helper["stats"])
+        problems += helper["errors"]
     acked = [r for r in records if r["ok"]]
     failed = [r for r in records if not r["ok"]]
     problems += _grouped_errors([r for r in failed if not r["conflict"]])
@@ -357,7 +417,8 @@ def verify(warehouse: Warehouse | str, scenario: Scenario, results: list, compac
                    snapshot_attempts=stats["attempts"], compactions=stats["compactions"],
                    compaction_conflicts=stats["compaction_conflicts"],
                    compaction_errors=stats["compaction_errors"], tag_errors=stats["tag_errors"],
-                   dropped_compactions=stats["dropped_compactions"])
+                   dropped_compactions=stats["dropped_compactions"], reads=stats["reads"],
+                   read_errors=stats["read_errors"])
 
     table = open_catalog(warehouse).load_table(TABLE)
     back = checks.read_everything(table)
