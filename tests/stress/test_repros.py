@@ -186,3 +186,23 @@ def test_expiry_during_a_writers_restore_is_not_an_error(catalog, monkeypatch, p
     assert hook.fired
     assert_sound(t)
     assert_all_or_nothing(t, outcome, [50, 51], "slow")
+
+
+def test_expiry_during_a_writers_compaction_is_not_an_error(catalog, monkeypatch):
+    """Defect 6, compaction side: a primary-key writer's own compaction reads the files it
+    restored; meanwhile other writers compact them away and expiry deletes them. The write
+    must drop (or redo) that compaction, or fail with CommitConflict, not raise FileMissing
+    for a data file."""
+    t = catalog.create_table("db.t", schema=KV, primary_key=["k"],
+                             options=dict(AGGRESSIVE_EXPIRY, **{"bucket": "1",
+                                                                "num-sorted-run.compaction-trigger": "2"}))
+    other = catalog.load_table("db.t")
+    for i in range(3):
+        t.write(kv([i], "base"))
+    hook = Interference(monkeypatch, "open_input_file", "/bucket-0/data-",
+                        lambda: [other.write(kv([100 + i], "other")) for i in range(7)])
+    hook.armed = True
+    outcome = attempt(lambda: t.write(kv([50, 51], "slow")))
+    assert hook.fired
+    assert_sound(t)
+    assert_all_or_nothing(t, outcome, [50, 51], "slow")
