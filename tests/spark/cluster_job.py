@@ -1,0 +1,89 @@
+"""The Spark job of tests/spark/test_spark_cluster.py, run as its own driver process.
+
+    python cluster_job.py <spark://master> <warehouse s3:// URI> <storage options JSON> <checkpoint dir>
+
+Every table lives on S3; the storage options reach the executors only as data source options
+(the executors' environment has no AWS settings). Prints one JSON line of what Spark saw.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from pyspark.sql import functions as F
+
+import tarn.spark
+
+
+def main(master: str, warehouse: str, storage: dict, checkpoint: str) -> dict:
+    spark = tarn.spark.session(master, "tarn-cluster-test", {
+        "spark.executor.memory": "1g", "spark.executor.cores": "1", "spark.cores.max": "2",
+        "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
+        "spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1"})
+    try:
+        return run(spark, warehouse, storage, checkpoint)
+    finally:
+        spark.stop()
+
+
+def run(spark, warehouse: str, storage: dict, checkpoint: str) -> dict:
+    executors = wait_for_executors(spark, 2)
+    pk, src, dst = (f"{warehouse}/db.db/{name}" for name in ("pk", "src", "dst"))
+
+    # primary-key writes: 1000 rows, then an upsert of 100 of them, one writer per bucket
+    rows = spark.range(0, 1000).select(F.col("id"), F.concat(F.lit("v"), F.col("id").cast("string")).alias("v"))
+    tarn.spark.write(rows, pk, **{"primary-key": "id", "bucket": "4", **storage})
+    upsert = spark.range(0, 100).select(F.col("id"), F.lit("updated").alias("v"))
+    tarn.spark.write(upsert, pk, **storage)
+
+    # streaming: a tarn table read as a stream into another, exactly once, two runs
+    batch = spark.range(0, 50).select(F.col("id"), (F.col("id") * 10).alias("amount"))
+    batch.write.format("tarn").mode("append").options(**storage).save(src)
+    stream(spark, src, dst, storage, checkpoint)
+    more = spark.range(50, 80).select(F.col("id"), (F.col("id") * 10).alias("amount"))
+    more.write.format("tarn").mode("append").options(**storage).save(src)
+    stream(spark, src, dst, storage, checkpoint)
+
+    # distributed compaction on the executors, committed once by the driver
+    compacted = tarn.spark.compact(spark, pk, full=True, storage_options=storage)
+
+    # read back through Spark
+    pk_rows = spark.read.format("tarn").options(**storage).load(pk)
+    dst_rows = spark.read.format("tarn").options(**storage).load(dst)
+    return {
+        "executors": executors,
+        "pk_count": pk_rows.count(),
+        "pk_updated": pk_rows.filter(F.col("v") == "updated").count(),
+        "pk_sample": sorted(tuple(r) for r in pk_rows.filter(F.col("id").isin(5, 500)).collect()),
+        "dst_ids": sorted(r.id for r in dst_rows.select("id").collect()),
+        "dst_amount": dst_rows.agg(F.sum("amount")).first()[0],
+        "compaction_snapshot": compacted.id if compacted is not None else None,
+    }
+
+
+def stream(spark, src: str, dst: str, storage: dict, checkpoint: str) -> None:
+    query = (spark.readStream.format("tarn").options(**storage).load(src)
+             .writeStream.format("tarn").options(**storage).option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start(dst))
+    query.awaitTermination(300)
+    if query.exception() is not None:
+        raise RuntimeError(f"streaming query failed: {query.exception()}")
+
+
+def wait_for_executors(spark, wanted: int, timeout: float = 120.0) -> int:
+    """How many executors registered (waits for `wanted`; the driver is not counted)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        count = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+        if count >= wanted or time.monotonic() > deadline:
+            return count
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    master_url, warehouse_uri, options_json, checkpoint_dir = sys.argv[1:5]
+    print("RESULT " + json.dumps(main(master_url, warehouse_uri, json.loads(options_json), checkpoint_dir)))
