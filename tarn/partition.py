@@ -33,3 +33,9 @@ def partition_path(schema: TableSchema, default_name: str | None, values) -> str
 
 def bucket_path(root: str, schema: TableSchema, default_name: str | None, values, bucket: int) -> str:
     return paths.join(root, partition_path(schema, default_name, values), paths.bucket_dir(bucket))
+
+
+def bucket_dir(root: str, schema: TableSchema, partition: bytes, bucket: int) -> str:
+    """The directory of one (partition bytes, bucket) of the table at `root`."""
+    return bucket_path(root, schema, schema.options.get("partition.default-name"), from_bytes(schema, partition),
+                       bucket)

@@ -25,8 +25,7 @@ from tarn.meta.manifest import APPEND_SOURCE, DELETION_VECTORS_INDEX, DataFileMe
 from tarn.meta.snapshot import Snapshot
 from tarn.meta.schema import TableSchema
 from tarn.stats import decode_stats
-from tarn.store.consumers import ConsumerStore
-from tarn.store.tags import TagStore
+from tarn.scan.planner import planner_for
 from tarn.types import DataType, field_to_json
 
 if TYPE_CHECKING:
@@ -248,7 +247,7 @@ def options_table(table: "Table") -> pa.Table:
 
 
 def tags_table(table: "Table") -> pa.Table:
-    tags = sorted(TagStore(table.file_io, table.root, table.name).tags(), key=lambda t: t.name)
+    tags = sorted(table.tag_store.tags(), key=lambda t: t.name)
     rows = [(t.name, t.snapshot.id, t.snapshot.schema_id, _local_time(t.snapshot.time_millis),
              t.snapshot.total_record_count, t.create_time,
              None if t.time_retained is None else java_duration_text(t.time_retained)) for t in tags]
@@ -256,7 +255,7 @@ def tags_table(table: "Table") -> pa.Table:
 
 
 def consumers_table(table: "Table") -> pa.Table:
-    consumers = ConsumerStore(table.file_io, table.root).consumers()
+    consumers = table.consumer_store.consumers()
     return _rows(CONSUMERS_SCHEMA, sorted(consumers.items()))
 
 
@@ -267,7 +266,7 @@ def manifests_table(table: "Table", snapshot: Snapshot | None = None) -> pa.Tabl
     schema = table.schema()
     types = [schema.field(k).type for k in schema.partition_keys]
     rows = []
-    for m in table._planner(schema).manifest_metas(snapshot):
+    for m in planner_for(table, schema).manifest_metas(snapshot):
         rows.append((m.file_name, m.file_size, m.num_added_files, m.num_deleted_files, m.schema_id,
                      _stats_row_text(m.partition_stats.min_values, types),
                      _stats_row_text(m.partition_stats.max_values, types), m.min_row_id, m.max_row_id))
@@ -287,7 +286,7 @@ def files_table(table: "Table", snapshot: Snapshot | None = None) -> pa.Table:
         return _rows(FILES_SCHEMA, [])
     schema = table.schema()
     types = [schema.field(k).type for k in schema.partition_keys]
-    planner = table._planner(schema)
+    planner = planner_for(table, schema)
     default_name = table.options.get("partition.default-name")
     entries = sorted(planner.live_entries(snapshot),
                      key=lambda e: (e.partition, e.bucket, e.file.min_sequence_number, e.file.file_name))
@@ -346,7 +345,7 @@ def _live_by_bucket(table: "Table", snapshot: Snapshot | None):
     schema = table.schema()
     if snapshot is None:
         return schema, []
-    planner = table._planner(schema)
+    planner = planner_for(table, schema)
     return schema, [(e, planner.partition_values(e.partition)) for e in planner.live_entries(snapshot)]
 
 
@@ -377,7 +376,7 @@ def _deleted_rows_by_partition(table: "Table", schema: TableSchema, snapshot: Sn
     if snapshot is None or snapshot.index_manifest is None or not table.options.bool("deletion-vectors.enabled"):
         return {}
     deleted: dict[bytes, int] = {}
-    for entry in table._planner(schema).manifests.read_index_manifest(snapshot.index_manifest):
+    for entry in planner_for(table, schema).manifests.read_index_manifest(snapshot.index_manifest):
         if entry.index_type != DELETION_VECTORS_INDEX or not entry.dv_ranges:
             continue
         count = sum(r.cardinality or 0 for r in entry.dv_ranges)

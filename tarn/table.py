@@ -13,45 +13,32 @@ from tarn import maintenance, partition, system_tables
 from tarn.maintenance import expire, orphans, rollback, tags, time_travel
 from tarn.commit.committer import Committer, Overwrite
 from tarn.errors import FileMissing, InvalidOption, SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
-from tarn.fs import FileIO, file_io_for, join
+from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema, apply_changes
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.options import BY_NAME, Options
-from tarn.scan.planner import Planner, Split
+from tarn.scan.planner import Planner, Split, planner_for
 from tarn.scan.predicate import Predicate, check_columns
 from tarn.scan.reader import SplitReader
-from tarn.store.manifests import ManifestStore
-from tarn.store.schemas import SchemaStore
-from tarn.store.snapshots import SnapshotStore
+from tarn.store.context import TableContext
 from tarn.types import arrow_schema
 from tarn.validate import validate_change
 from tarn.write.conform import to_arrow_table
 from tarn.write.message import CommitMessage
-from tarn.write.writer import Restored, TableWriter, abort, merge_spec_of, message_dir
+from tarn.write.writer import TableWriter, abort, merge_spec_of, restore_from
 
 
-class Table:
-    """One Paimon table at `root`. Cheap to create; every operation reads the latest state."""
+class Table(TableContext):
+    """One Paimon table at `root`: its storage (TableContext) plus the verbs users call. Cheap
+    to create; every operation reads the latest state."""
 
     def __init__(self, file_io: FileIO, root: str, name: str | None = None):
-        self.file_io = file_io
-        self.root = root.rstrip("/")
-        self.name = name or self.root
-        self.schema_store = SchemaStore(file_io, self.root)
-        self.snapshot_store = SnapshotStore(file_io, self.root, self.name)
-        self._schemas_by_id: dict[int, TableSchema] = {}
+        super().__init__(file_io, root, name)
         self.last_maintenance_errors: list[Exception] = []
-        if self.schema_store.latest() is None:
+        if self.schema() is None:
             raise TableNotFound(f"no Paimon table at {self.root} (no schema/schema-N file)")
 
     # ------------------------------------------------------------------ metadata
-
-    def schema(self) -> TableSchema:
-        return self.schema_store.latest()
-
-    @property
-    def options(self) -> Options:
-        return Options(self.schema().options)
 
     @property
     def primary_keys(self) -> tuple[str, ...]:
@@ -61,20 +48,8 @@ class Table:
     def partition_keys(self) -> tuple[str, ...]:
         return tuple(self.schema().partition_keys)
 
-    def schema_by_id(self, schema_id: int) -> TableSchema:
-        """Schema files never change once written, so they are cached per table object."""
-        if schema_id not in self._schemas_by_id:
-            self._schemas_by_id[schema_id] = self.schema_store.get(schema_id)
-        return self._schemas_by_id[schema_id]
-
     def snapshots(self) -> list[Snapshot]:
         return [self.snapshot_store.get(i) for i in self.snapshot_store.list_ids()]
-
-    def latest_snapshot(self) -> Snapshot | None:
-        return self.snapshot_store.latest()
-
-    def snapshot(self, snapshot_id: int) -> Snapshot:
-        return self.snapshot_store.get(snapshot_id)
 
     def alter(self, *changes) -> TableSchema:
         """Schema evolution: `table.alter(tarn.AddColumn("c", tarn.types.INT()), tarn.RenameColumn("a", "b"))`.
@@ -91,19 +66,12 @@ class Table:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _manifests(self, schema: TableSchema) -> ManifestStore:
-        return ManifestStore(self.file_io, join(self.root, "manifest"), partition.partition_types(schema),
-                             dict(schema.options))
-
-    def _planner(self, schema: TableSchema) -> Planner:
-        return Planner(self._manifests(schema), schema, self.schema_by_id, self.root, Options(schema.options))
+    def planner(self, schema: TableSchema | None = None) -> Planner:
+        return planner_for(self, schema)
 
     def committer(self, schema: TableSchema | None = None) -> Committer:
         schema = schema or self.schema()
-        planner = self._planner(schema)
-        return Committer(self.name, schema, Options(schema.options), self.snapshot_store,
-                         planner.manifests, planner,
-                         data_path=lambda message, name: join(message_dir(self.root, schema, message), name))
+        return Committer(self, schema or self.schema())
 
     def new_writer(self, ignore_previous_files: bool = False) -> TableWriter:
         """A writer for one commit: `write()` any number of batches, then `commit()` its messages.
@@ -111,20 +79,9 @@ class Table:
         the writer never compacts files the overwrite removes, and write no changelog files (an
         overwrite commits none)."""
         schema = self.schema()
-        restore = (lambda: {}) if ignore_previous_files else self._restore_lookup(schema)
+        restore = (lambda: {}) if ignore_previous_files else restore_from(self, schema)
         return TableWriter(self.file_io, self.root, self.name, schema, Options(schema.options),
                            restore, self.schema_by_id, produce_changelog=not ignore_previous_files)
-
-    def _restore_lookup(self, schema: TableSchema, partition_filter: Predicate | None = None):
-        """Live files per (partition, bucket) of the latest snapshot, read when first needed."""
-        def restore() -> Restored:
-            restored = Restored()
-            for e in self._planner(schema).live_entries(self.latest_snapshot(), partition_filter):
-                restored.files.setdefault((e.partition, e.bucket), []).append(e.file)
-                restored.total_buckets.setdefault(e.partition, set()).add(e.total_buckets)
-            return restored
-
-        return restore
 
     def commit(self, messages: list[CommitMessage], commit_user: str | None = None,
                commit_identifier: int = BATCH_COMMIT_IDENTIFIER, overwrite: Overwrite | None = None,
@@ -169,7 +126,7 @@ class Table:
         if not schema.primary_keys:
             raise TarnError(f"table {self.name}: compaction of append tables is not supported yet")
         writer = self.new_writer()
-        buckets = sorted(writer._restored_files())
+        buckets = sorted(writer.restored_buckets())
         if partitions is not None:
             wanted = {partition.to_bytes(schema, [p.get(k) for k in schema.partition_keys]) for p in partitions}
             buckets = [b for b in buckets if b[0] in wanted]
@@ -314,7 +271,7 @@ class Scan:
     def plan(self) -> list[Split]:
         if self._splits is None:
             self._splits = self._retrying(
-                lambda: self.table._planner(self.schema).plan(self.snapshot, self.filter))
+                lambda: self.table.planner(self.schema).plan(self.snapshot, self.filter))
         return self._splits
 
     def _retrying(self, read):

@@ -80,14 +80,14 @@ def unreferenced_files(table) -> set[str]:
 
 
 def set_options_on_disk(table, options: dict) -> None:
-    """Change the options in the latest schema file directly, as another engine might have
-    written them (bypasses tarn's own option validation)."""
+    """Write a new schema file with changed options, as another engine's ALTER would (bypasses
+    tarn's own option validation; schema files themselves never change once written)."""
     import json
 
     schema_id = table.schema_store.list_ids()[-1]
-    path = os.path.join(table.root, "schema", f"schema-{schema_id}")
-    with open(path) as f:
+    with open(os.path.join(table.root, "schema", f"schema-{schema_id}")) as f:
         schema = json.load(f)
     schema["options"].update(options)
-    with open(path, "w") as f:
+    schema["id"] = schema_id + 1
+    with open(os.path.join(table.root, "schema", f"schema-{schema_id + 1}"), "w") as f:
         json.dump(schema, f)

@@ -65,7 +65,7 @@ def snapshot_json(table, snapshot_id):
 
 
 def changelog_metas(table, snapshot):
-    planner = table._planner(table.schema())
+    planner = table.planner(table.schema())
     return [e for m in planner.manifests.read_manifest_list(snapshot.changelog_manifest_list)
             for e in planner.manifests.read_manifest(m.file_name)]
 
@@ -117,7 +117,7 @@ def test_input_sequence_numbers_continue_across_commits(catalog):
     t.write(rows([1, 2]))
     second = changelog_metas(t, t.latest_snapshot())[0].file
     assert (second.min_sequence_number, second.max_sequence_number) == (3, 4)
-    data = [e.file for e in t._planner(t.schema()).live_entries(t.latest_snapshot())]
+    data = [e.file for e in t.planner(t.schema()).live_entries(t.latest_snapshot())]
     assert max(f.max_sequence_number for f in data) == 4
 
 
@@ -198,7 +198,7 @@ def test_lookup_looks_up_values_above_the_output_level(catalog):
     t = make(catalog, "lookup", **{"num-levels": "3"})
     t.write(rows([1, 2, 3], ["a", "b", "c"]))
     t.write(rows([2], ["B"]))
-    levels = {e.file.level for e in t._planner(t.schema()).live_entries(t.latest_snapshot())}
+    levels = {e.file.level for e in t.planner(t.schema()).live_entries(t.latest_snapshot())}
     assert levels == {1, 2}
     assert changes(t, t.latest_snapshot().id) == [("-U", 2, "b", 0), ("+U", 2, "B", 0)]
     t.write(rows([2, 4], ["BB", "d"]))

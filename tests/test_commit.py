@@ -46,7 +46,7 @@ def test_lost_race_retries_on_fresh_base(catalog, monkeypatch):
     # the losing attempt's manifests were removed: every manifest on disk is referenced
     manifests_on_disk = set(os.listdir(os.path.join(t.root, "manifest")))
     referenced = set()
-    planner = t._planner(t.schema())
+    planner = t.planner(t.schema())
     for s in t.snapshots():
         referenced |= {s.base_manifest_list, s.delta_manifest_list}
         referenced |= {m.file_name for m in planner.manifest_metas(s)}
@@ -77,7 +77,7 @@ def test_concurrent_writers_all_land(catalog):
 def test_conflict_deleting_already_removed_file(catalog):
     t = make(catalog)
     t.write(orders_rows(["d1"], [1]))
-    entry = t._planner(t.schema()).live_entries(t.latest_snapshot())[0]
+    entry = t.planner(t.schema()).live_entries(t.latest_snapshot())[0]
     from tarn.write.message import CommitMessage
 
     remove = CommitMessage(entry.partition, entry.bucket, entry.total_buckets, compact_before=[entry.file])

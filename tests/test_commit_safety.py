@@ -75,7 +75,7 @@ def test_failed_compaction_job_raises_and_keeps_inputs(catalog):
     for k in range(3):
         t.write(rows([k]))
     writer = t.new_writer()
-    messages = writer.compact(sorted(writer._restored_files()), full=True)
+    messages = writer.compact(sorted(writer.restored_buckets()), full=True)
     t.compact(full=True)
     with pytest.raises(tarn.CommitConflict):
         t.commit(messages)

@@ -79,7 +79,7 @@ def test_first_row_keeps_first_even_before_compaction(catalog):
     t = make(catalog, schema, {"merge-engine": "first-row", "write-only": "true"})
     t.write(pa.table({"k": [1, 2], "v": ["a", "b"]}, schema=schema))
     t.write(pa.table({"k": [1, 3], "v": ["A", "c"]}, schema=schema))
-    assert all(e.file.level == 0 for e in t._planner(t.schema()).live_entries(t.latest_snapshot()))
+    assert all(e.file.level == 0 for e in t.planner(t.schema()).live_entries(t.latest_snapshot()))
     assert read(t) == [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}, {"k": 3, "v": "c"}]
 
 
@@ -88,7 +88,7 @@ def test_first_row_writes_reach_level_1_for_other_readers(catalog):
     t = make(catalog, schema, {"merge-engine": "first-row"})
     t.write(pa.table({"k": [1], "v": ["a"]}, schema=schema))
     t.write(pa.table({"k": [1], "v": ["b"]}, schema=schema))
-    assert all(e.file.level > 0 for e in t._planner(t.schema()).live_entries(t.latest_snapshot()))
+    assert all(e.file.level > 0 for e in t.planner(t.schema()).live_entries(t.latest_snapshot()))
     assert read(t) == [{"k": 1, "v": "a"}]
 
 

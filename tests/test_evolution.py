@@ -7,7 +7,7 @@ from tarn.errors import SchemaMismatch
 from tarn.meta.schema import (
     AddColumn, DropColumn, RenameColumn, UpdateColumnType, apply_changes, new_schema,
 )
-from tarn.scan.evolution import adapt_table
+from tarn.data.evolution import adapt_table
 from tarn.types import ARRAY, BIGINT, DECIMAL, DOUBLE, INT, MAP, ROW, STRING, DataField, arrow_schema
 
 

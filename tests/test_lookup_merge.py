@@ -21,9 +21,9 @@ import tarn
 from tarn import partition
 from tarn.lsm.merge import LEVEL, MergeSpec, high_level_rows, key_sizes, merge_lookup_sorted
 from tarn.options import Options
-from tarn.scan.reader import FileReader
+from tarn.data.reader import FileReader
 from tarn.types import BIGINT, INT, DataField
-from tarn.write.files import FileWriter
+from tarn.data.writer import FileWriter
 from tarn.write.message import CommitMessage
 
 SUM_SCHEMA = pa.schema([("k", pa.int32()), ("v", pa.int64())])

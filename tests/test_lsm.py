@@ -18,7 +18,7 @@ def make(catalog, **options):
 
 
 def live_files(table):
-    return [e.file for e in table._planner(table.schema()).live_entries(table.latest_snapshot())]
+    return [e.file for e in table.planner(table.schema()).live_entries(table.latest_snapshot())]
 
 
 def levels_of(table, bucket_files):
@@ -28,7 +28,7 @@ def levels_of(table, bucket_files):
 
 def by_bucket(table):
     out = {}
-    for e in table._planner(table.schema()).live_entries(table.latest_snapshot()):
+    for e in table.planner(table.schema()).live_entries(table.latest_snapshot()):
         out.setdefault((e.partition, e.bucket), []).append(e.file)
     return out
 
@@ -78,7 +78,7 @@ def test_partition_filtered_compaction(catalog):
     for _ in range(2):
         t.write(orders_rows(["d1", "d2"], [1, 1]))
     t.compact(full=True, partitions=[{"dt": "d1"}])
-    levels = {t._planner(t.schema()).partition_values(p)[0]: {f.level for f in fs}
+    levels = {t.planner(t.schema()).partition_values(p)[0]: {f.level for f in fs}
               for (p, _), fs in by_bucket(t).items()}
     assert levels["d1"] == {5} and levels["d2"] == {0}
 

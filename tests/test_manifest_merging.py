@@ -31,7 +31,7 @@ def rows(n: int) -> pa.Table:
 
 
 def manifest_count(table) -> int:
-    planner = table._planner(table.schema())
+    planner = table.planner(table.schema())
     return len(planner.manifest_metas(table.latest_snapshot()))
 
 
@@ -60,7 +60,7 @@ class MergeCounter:
 def copy_commits(table, count: int) -> int:
     """Commit `count` snapshots, each adding a fresh copy of the newest data file (same rows);
     the most manifests any of them referenced."""
-    entry = max(table._planner(table.schema()).live_entries(table.latest_snapshot()),
+    entry = max(table.planner(table.schema()).live_entries(table.latest_snapshot()),
                 key=lambda e: e.file.max_sequence_number)
     bucket_dir = os.path.join(table.root, "bucket-0")
     source = os.path.join(bucket_dir, entry.file.file_name)

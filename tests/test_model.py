@@ -286,7 +286,7 @@ def describe_files(table: tarn.Table, snapshot_id=None) -> str:
     """The snapshots and the live files of one, for failure messages."""
     snapshot = table.snapshot(snapshot_id) if snapshot_id else table.latest_snapshot()
     lines = [f"snapshots: {[(s.id, s.commit_kind) for s in table.snapshots()]}"]
-    for e in table._planner(table.schema()).live_entries(snapshot):
+    for e in table.planner(table.schema()).live_entries(snapshot):
         f = e.file
         lines.append(f"  bucket {e.bucket} {f.file_name} level {f.level} seq {f.min_sequence_number}.."
                      f"{f.max_sequence_number} rows {f.row_count} deletes {f.delete_row_count}")
@@ -302,7 +302,7 @@ def check_snapshots(table: tarn.Table, expected_by_snapshot: dict[int, list[dict
     with open(os.path.join(table.root, "snapshot", "LATEST")) as f:
         assert int(f.read().strip()) == ids[-1]
     assert table.latest_snapshot().id == ids[-1]
-    planner = table._planner(table.schema())
+    planner = table.planner(table.schema())
     previous_total = 0
     for sid in ids:
         snap = table.snapshot(sid)

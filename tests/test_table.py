@@ -85,7 +85,7 @@ def test_sequence_numbers_continue_per_bucket(catalog):
     t = make_orders(catalog, bucket="1")
     t.write(orders_rows(["d"] * 3, [1, 2, 3]))
     t.write(orders_rows(["d"] * 2, [1, 2]))
-    entries = t._planner(t.schema()).live_entries(t.latest_snapshot())
+    entries = t.planner(t.schema()).live_entries(t.latest_snapshot())
     ranges = sorted((e.file.min_sequence_number, e.file.max_sequence_number) for e in entries)
     assert ranges == [(0, 2), (3, 4)]
 
@@ -229,7 +229,7 @@ def test_load_table_by_path(catalog):
 def test_partition_bytes_decode(catalog):
     t = make_orders(catalog)
     t.write(orders_rows(["2026-11-20"], [1]))
-    entry = t._planner(t.schema()).live_entries(t.latest_snapshot())[0]
+    entry = t.planner(t.schema()).live_entries(t.latest_snapshot())[0]
     assert deserialize_row(entry.partition, [t.schema().field("dt").type]) == ["2026-11-20"]
     assert entry.total_buckets == 2
 
@@ -240,7 +240,7 @@ def test_target_file_size_rolls_files(catalog):
                              options={"bucket": "1", "target-file-size": "64 kb"})
     n = 60_000
     t.write(pa.table({"id": list(range(n)), "payload": [f"value-{i:08d}" for i in range(n)]}, schema=schema))
-    entries = t._planner(t.schema()).live_entries(t.latest_snapshot())
+    entries = t.planner(t.schema()).live_entries(t.latest_snapshot())
     assert len(entries) > 3
     # one flush = one sorted run: rolled files do not overlap and cover every key once
     ranges = sorted((deserialize_row(e.file.min_key, [t.schema().field("id").type])[0],

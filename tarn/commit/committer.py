@@ -12,21 +12,21 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from tarn import partition as partitions
 from tarn import paths
+from tarn.fs import join
+from tarn.options import Options
 from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound, TarnError
 from tarn.meta import snapshot as snap
-from tarn.meta.manifest import ManifestEntry, ManifestFileMeta
+from tarn.meta.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
-from tarn.scan.planner import Planner
 from tarn.store.manifests import ManifestStore
 from tarn.store.snapshots import SnapshotStore
 from tarn.write.message import CommitMessage
 
-ADD, DELETE = 0, 1
 log = logging.getLogger(__name__)
 
 
@@ -52,15 +52,16 @@ class CommitRequest:
 
 @dataclass
 class Committer:
-    table_name: str
+    """Commits to the table of `context` (tarn.store.context.TableContext) with `schema`."""
+
+    context: object
     schema: TableSchema
-    options: object
-    snapshots: SnapshotStore
-    manifests: ManifestStore
-    planner: Planner
-    data_path: Callable[[CommitMessage, str], str] = lambda message, name: name
 
     def __post_init__(self):
+        self.table_name = self.context.name
+        self.options = Options(self.schema.options)
+        self.snapshots: SnapshotStore = self.context.snapshot_store
+        self.manifests: ManifestStore = self.context.manifests(self.schema)
         self.landed_files: set[str] = set()  # files referenced by snapshots this committer made
         self.outcome_unknown = False  # a snapshot write failed in a way that may have landed
         self.dropped_compaction: BaseException | None = None
@@ -216,7 +217,7 @@ class Committer:
 
     def _referenced_names(self, snapshot: Snapshot) -> set[str]:
         names = set()
-        for meta in self.planner.manifest_metas(snapshot):
+        for meta in self.manifests.data_manifests(snapshot):
             names.update(e.file.file_name for e in self.manifests.read_manifest(meta.file_name))
         return names
 
@@ -225,7 +226,8 @@ class Committer:
         only it referenced (its changelog); then this commit cannot be retried."""
         missing = [m.file_name for msg in messages
                    for m in [*msg.new_files, *msg.compact_after, *msg.changelog_files, *msg.compact_changelog_files]
-                   if not self.snapshots.file_io.exists(self.data_path(msg, m.file_name))]
+                   if not self.context.file_io.exists(
+                       join(self.context.bucket_dir(self.schema, msg.partition, msg.bucket), m.file_name))]
         if missing:
             raise CommitConflict(f"table {self.table_name}: the commit landed behind the latest snapshot and "
                                  f"concurrent expiry removed its file(s) {missing[:3]}; nothing was committed")
@@ -251,7 +253,7 @@ class Committer:
         return all(not m.new_files and (m.compact_before or m.compact_after) for m in messages)
 
     def _overwrite_deletes(self, latest, delta, overwrite: Overwrite) -> list[ManifestEntry]:
-        live = self.planner.live_entries(latest)
+        live = self.manifests.live_entries(latest)
         if overwrite.dynamic:
             touched = {e.partition for e in delta}
             doomed = [e for e in live if e.partition in touched]
@@ -262,11 +264,11 @@ class Committer:
         return [ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in doomed]
 
     def _matches_static(self, partition: bytes, static: dict) -> bool:
-        values = dict(zip(self.schema.partition_keys, self.planner.partition_values(partition)))
+        values = dict(zip(self.schema.partition_keys, partitions.from_bytes(self.schema, partition)))
         return all(_same_partition_value(values.get(k), v) for k, v in static.items())
 
     def _check_deletes_live(self, latest, delta: list[ManifestEntry]) -> None:
-        live = {e.identifier for e in self.planner.live_entries(latest)}
+        live = {e.identifier for e in self.manifests.live_entries(latest)}
         for e in delta:
             if e.kind == DELETE and e.identifier not in live:
                 raise CommitConflict(
@@ -276,7 +278,7 @@ class Committer:
     def _write_snapshot(self, latest, delta, kind, request: "CommitRequest", written: list[str],
                         changelog: list[ManifestEntry]) -> Snapshot:
         schema_id = self.schema.id
-        previous = self.planner.manifest_metas(latest) if latest else []
+        previous = self.manifests.data_manifests(latest) if latest else []
         base = self.manifests.merge_manifests(previous, schema_id) if previous else []
         old_names = {m.file_name for m in previous}
         written.extend(m.file_name for m in base if m.file_name not in old_names)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from tarn.maintenance.expire import expire_snapshots
 from tarn.maintenance.tags import auto_create_tags, expire_tags
-from tarn.store.consumers import ConsumerStore
 
 if TYPE_CHECKING:
     from tarn.table import Table
@@ -39,7 +38,7 @@ def after_commit(table: "Table") -> list[Exception]:
     consumer_ttl = options.duration_ms("consumer.expiration-time")
     if consumer_ttl is not None:
         cutoff = int(time.time() * 1000) - consumer_ttl
-        steps.append(("consumer expiry", lambda: ConsumerStore(table.file_io, table.root).expire(cutoff)))
+        steps.append(("consumer expiry", lambda: table.consumer_store.expire(cutoff)))
     steps.append(("snapshot expiry", lambda: expire_snapshots(table)))
     errors = []
     for what, step in steps:

@@ -34,8 +34,6 @@ from tarn.errors import FileMissing, InvalidOption, SnapshotNotFound
 from tarn.maintenance.references import FileKey, TableFiles, delete_empty_dirs, delete_paths
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
-from tarn.store.consumers import ConsumerStore
-from tarn.store.tags import TagStore
 
 if TYPE_CHECKING:
     from tarn.table import Table
@@ -134,7 +132,7 @@ def plan_expire(table: "Table", retain_min: int | None = None, retain_max: int |
     low = max(latest - config.retain_max + 1, earliest)
     end = latest - config.retain_min + 1
     if not options.bool("consumer.changelog-only"):
-        consumer_min = ConsumerStore(table.file_io, table.root).min_next_snapshot()
+        consumer_min = table.consumer_store.min_next_snapshot()
         if consumer_min is not None:
             end = min(end, consumer_min)
     end = min(end, earliest + config.max_deletes)
@@ -156,7 +154,7 @@ def plan_expire_until(table: "Table", earliest: int, end: int, files: TableFiles
     if not snapshots or snapshots[-1].id != end:
         return ExpirePlan()  # the snapshot to keep is gone: another process is expiring
     files = files or TableFiles(table)
-    tags = TagStore(table.file_io, table.root, table.name).tagged_snapshots()
+    tags = table.tag_store.tagged_snapshots()
     expired = snapshots[:-1]
 
     data = _unused_data_files(files, snapshots, tags)

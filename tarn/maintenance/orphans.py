@@ -21,7 +21,6 @@ from tarn.errors import InvalidArgument
 from tarn.fs import basename, join
 from tarn.maintenance.references import TableFiles, delete_empty_dirs, delete_paths
 from tarn.meta.snapshot import Snapshot
-from tarn.store.tags import TagStore
 
 if TYPE_CHECKING:
     from tarn.table import Table
@@ -62,7 +61,7 @@ def _all_snapshots(table: "Table") -> tuple[list[Snapshot], list[Snapshot]]:
     """(snapshots by id, tag and long-lived changelog snapshots)."""
     store = table.snapshot_store
     snapshots = [store.get(i) for i in store.list_ids() if store.exists(i)]
-    others = TagStore(table.file_io, table.root, table.name).tagged_snapshots()
+    others = table.tag_store.tagged_snapshots()
     changelog_dir = join(table.root, paths.CHANGELOG_DIR)
     for i in paths.ids_with_prefix(table.file_io.list_dir(changelog_dir), "changelog-"):
         path = join(changelog_dir, f"changelog-{i}")

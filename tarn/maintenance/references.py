@@ -47,7 +47,7 @@ class TableFiles:
 
     def __post_init__(self):
         self.schema = self.schema or self.table.schema()
-        self.manifests = self.manifests or self.table._planner(self.schema).manifests
+        self.manifests = self.manifests or self.table.manifests(self.schema)
         self.options = Options(self.schema.options)
 
     @property

@@ -55,7 +55,7 @@ def rollback_to(table: "Table", target: int | str) -> Snapshot:
 
 def plan_rollback(table: "Table", target: int | str) -> RollbackPlan:
     """The plan of `rollback_to`; changes nothing (raises when the target does not exist)."""
-    store = TagStore(table.file_io, table.root, table.name)
+    store = table.tag_store
     if isinstance(target, bool) or not isinstance(target, (int, str)):
         raise InvalidArgument(f"table {table.name}: rollback target must be a snapshot id or a tag "
                               f"name, got {target!r}")
@@ -111,7 +111,7 @@ def execute_rollback(table: "Table", plan: RollbackPlan,
     if plan.changes_nothing:
         return plan.target
     snapshots = table.snapshot_store
-    tags = TagStore(table.file_io, table.root, table.name)
+    tags = table.tag_store
     target = plan.target
     for name in plan.removed_tags:  # first: a tag never outlives the snapshots it shares files with
         tags.delete(name)

@@ -33,7 +33,7 @@ LONG_MIN = -(1 << 63)
 
 
 def tag_store(table: "Table") -> TagStore:
-    return TagStore(table.file_io, table.root, table.name)
+    return table.tag_store
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from tarn.errors import InvalidArgument, SnapshotNotFound
 from tarn.meta.snapshot import Snapshot
-from tarn.store.tags import TagStore
 
 if TYPE_CHECKING:
     from tarn.scan.predicate import Predicate
@@ -42,7 +41,7 @@ def snapshot_by_id(table: "Table", snapshot_id: int) -> Snapshot:
     store = table.snapshot_store
     if store.exists(snapshot_id):
         return store.get(snapshot_id)
-    for tagged in TagStore(table.file_io, table.root, table.name).tagged_snapshots():
+    for tagged in table.tag_store.tagged_snapshots():
         if tagged.id == snapshot_id:
             return tagged
     earliest, latest = store.earliest_id(), store.latest_id()
@@ -53,14 +52,14 @@ def snapshot_by_id(table: "Table", snapshot_id: int) -> Snapshot:
 def snapshot_by_tag(table: "Table", name: str) -> Snapshot:
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument(f"table {table.name}: tag name must not be blank (got {name!r})")
-    return TagStore(table.file_io, table.root, table.name).get(name).snapshot
+    return table.tag_store.get(name).snapshot
 
 
 def snapshot_at_time(table: "Table", timestamp_ms: int) -> Snapshot:
     found = table.snapshot_store.at_or_before(timestamp_ms)
     if found is not None:
         return found
-    tagged = [s for s in TagStore(table.file_io, table.root, table.name).tagged_snapshots()
+    tagged = [s for s in table.tag_store.tagged_snapshots()
               if s.time_millis <= timestamp_ms]
     if tagged:
         return max(tagged, key=lambda s: (s.time_millis, s.id))

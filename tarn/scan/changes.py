@@ -24,21 +24,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import partition
+from tarn.data.reader import FileReader
 from tarn.lsm.kv import DELETE as DELETE_KIND
 from tarn.lsm.kv import INSERT, ROW_KIND_NAMES, UPDATE_AFTER, VALUE_KIND
 from tarn.lsm.policy import num_levels
 from tarn.meta import snapshot as snap
-from tarn.meta.manifest import DataFileMeta
+from tarn.meta.manifest import ADD, DELETE, DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
-from tarn.scan.planner import Planner, Split
-from tarn.scan.reader import FileReader
+from tarn.scan.planner import Planner, Split, planner_for
 from tarn.types import arrow_schema
 
 ROW_KIND = "_ROW_KIND"
 KIND_NAMES = pa.array(sorted(ROW_KIND_NAMES, key=ROW_KIND_NAMES.get))  # index = kind code
-ADD, DELETE = 0, 1
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,7 @@ def snapshot_changes(table, snapshot_id: int) -> pa.Table:
     """`Table.changes`: the rows a stream reads from snapshot `snapshot_id` of `table`."""
     snapshot = table.snapshot(snapshot_id)
     schema = table.schema_by_id(snapshot.schema_id)
-    files = stream_files(table._planner(schema), table.root, schema, snapshot,
+    files = stream_files(planner_for(table, schema), table.root, schema, snapshot,
                          Options(table.schema().options).bool("streaming-read-overwrite"))
     reader = FileReader(table.file_io, schema, table.schema_by_id, Options(schema.options))
     return read_changes(reader, schema, files)

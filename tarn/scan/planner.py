@@ -9,6 +9,7 @@ from tarn.codec.binary_row import deserialize_row
 from tarn.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
+from tarn.options import Options
 from tarn.scan.predicate import And, ColumnStats, Predicate, columns_of, eval_values, may_match_stats
 from tarn.stats import decode_stats
 from tarn.store.manifests import ManifestStore
@@ -40,6 +41,13 @@ class Split:
         return len(self.files) == 1 and only.level > 0 and only.delete_row_count == 0
 
 
+def planner_for(context, schema: TableSchema | None = None) -> "Planner":
+    """The planner of a table context (tarn.store.context.TableContext), for `schema`."""
+    schema = schema or context.schema()
+    return Planner(context.manifests(schema), schema, context.schema_by_id, context.root,
+                   Options(schema.options))
+
+
 class Planner:
     """Plans scans of one table. `schemas(id)` returns the TableSchema with that id."""
 
@@ -56,9 +64,7 @@ class Planner:
     # ------------------------------------------------------------------ entries
 
     def manifest_metas(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
-        metas = self.manifests.read_manifest_list(snapshot.base_manifest_list)
-        metas += self.manifests.read_manifest_list(snapshot.delta_manifest_list)
-        return metas
+        return self.manifests.data_manifests(snapshot)
 
     def live_entries(self, snapshot: Snapshot | None, predicate: Predicate | None = None,
                      buckets: set | None = None) -> list[ManifestEntry]:

@@ -33,6 +33,7 @@ from tarn.fs import file_io_for, join
 from tarn.meta.schema import TableSchema, new_schema
 from tarn.options import BY_NAME, Options
 from tarn.scan import changes
+from tarn.scan.planner import planner_for
 from tarn.spark import bucket_expr
 from tarn.spark.source import WRITE_OPTIONS, check_options, load, storage_of, table_path
 from tarn.spark.types import arrow_of
@@ -40,7 +41,7 @@ from tarn.validate import validate_table
 from tarn.store.schemas import SchemaStore
 from tarn.write.conform import conform
 from tarn.write.message import CommitMessage
-from tarn.write.writer import TableWriter, abort
+from tarn.write.writer import TableWriter, abort, restore_from
 
 
 @dataclass
@@ -198,7 +199,7 @@ class WritePlan:
         raw.update(job_prefixes(raw, token))
         if schema.primary_keys and not self.bucket_owned:
             raw["write-only"] = "true"  # other tasks may write the same buckets
-        restore = (lambda: {}) if self.overwrite is not None else table._restore_lookup(schema)
+        restore = (lambda: {}) if self.overwrite is not None else restore_from(table, schema)
         return TableWriter(table.file_io, table.root, table.name, schema, Options(raw), restore,
                            table.schema_by_id)
 
@@ -291,7 +292,7 @@ def sweep(table: tarn.Table, token: str) -> int:
     latest = table.latest_snapshot()
     live = set()
     if latest is not None:
-        planner = table._planner(table.schema())
+        planner = planner_for(table)
         live = {e.file.file_name for e in planner.live_entries(latest)}
         live |= {f.meta.file_name for f in changes.committed_files(planner, table.root, table.schema(), latest)}
     doomed = [p for p in candidates if p.rsplit("/", 1)[-1] not in live]

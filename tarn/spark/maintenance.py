@@ -32,7 +32,7 @@ from tarn.options import Options
 from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import TaskMessages, job_prefixes, new_job_token, sweep
 from tarn.spark.source import storage_of
-from tarn.write.writer import TableWriter, abort
+from tarn.write.writer import TableWriter, abort, restore_from
 
 COMPACT_FORMAT = "tarn_compact"
 BUCKETS_SCHEMA = StructType([StructField("partition", BinaryType(), False),
@@ -65,7 +65,7 @@ class CompactWriter(DataSourceArrowWriter):
         schema = table.schema()
         options = Options({**schema.options, **job_prefixes(schema.options, self.plan.job_token)})
         writer = TableWriter(table.file_io, table.root, table.name, schema, options,
-                             table._restore_lookup(schema), table.schema_by_id)
+                             restore_from(table, schema), table.schema_by_id)
         messages = writer.compact(sorted(buckets), self.plan.full)
         if table.file_io.exists(self.marker(table)):  # the job was aborted while this task ran
             abort(table.file_io, table.root, schema, messages)
@@ -109,7 +109,7 @@ def bucket_sizes(table: tarn.Table, partition_filter: list[dict] | None) -> dict
     if partition_filter is not None:
         wanted = {partitions.to_bytes(schema, [p.get(k) for k in schema.partition_keys]) for p in partition_filter}
     sizes: dict[tuple[bytes, int], int] = {}
-    for entry in table._planner(schema).live_entries(table.latest_snapshot()):
+    for entry in table.live_entries(table.latest_snapshot(), schema):
         if wanted is None or entry.partition in wanted:
             key = (entry.partition, entry.bucket)
             sizes[key] = sizes.get(key, 0) + entry.file.file_size

@@ -35,20 +35,18 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 import tarn
+from tarn.data.reader import FileReader
 from tarn.errors import InvalidOption, SnapshotNotFound
 from tarn.lsm.merge import INSERT, UPDATE_AFTER
-from tarn.meta import snapshot as snap
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
 from tarn.scan import changes
 from tarn.scan.changes import KIND_NAMES, AddedFile, full_scan_levels, keep_levels
-from tarn.scan.planner import Split
-from tarn.scan.reader import FileReader
+from tarn.scan.planner import Split, planner_for
 from tarn.spark.batch_read import pack_splits
 from tarn.spark.source import READ_OPTIONS, ROW_KIND_COLUMN, check_options, load, storage_of, table_path
 from tarn.spark.stream_limits import Cost, StreamLimits, applies
 from tarn.spark.types import arrow_target, fit_batch
-from tarn.store.consumers import ConsumerStore
 
 STREAM_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
                 "from-timestamp")
@@ -75,7 +73,7 @@ def start_offset(table: tarn.Table, options: dict[str, str]) -> dict:
     first = store.earliest_id() or 1
     consumer = options.get("consumer-id")
     if consumer and options.get("consumer.ignore-progress", "false").lower() != "true":
-        progress = ConsumerStore(table.file_io, table.root).next_snapshot(consumer)
+        progress = table.consumer_store.next_snapshot(consumer)
         if progress is not None:
             return offset(progress)
     mode = options.get("scan.mode", "default").lower()
@@ -112,7 +110,7 @@ def _required_long(options: dict, key: str, mode: str) -> int:
 def stream_files(table: tarn.Table, snapshot: Snapshot, options: Options) -> list[AddedFile]:
     """The files a streaming read of `snapshot` reads (tarn.scan.changes.stream_files)."""
     schema = table.schema()
-    return changes.stream_files(table._planner(schema), table.root, schema, snapshot,
+    return changes.stream_files(planner_for(table, schema), table.root, schema, snapshot,
                                 options.bool("streaming-read-overwrite"))
 
 
@@ -164,7 +162,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start = start_offset(table, self.options)
         consumer = self.options.get("consumer-id")
         if consumer:  # from now on expiry keeps what this consumer has not read
-            ConsumerStore(table.file_io, table.root).write(consumer, start["next"])
+            table.consumer_store.write(consumer, start["next"])
         return start
 
     def latestOffset(self, start: dict, limit) -> dict:
@@ -201,7 +199,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _cost(self, table: tarn.Table, snapshot_id: int) -> Cost:
         """Files, bytes and rows a streaming read of the snapshot emits (cached)."""
         if snapshot_id not in self.costs:
-            files = added_files(table, self._snapshot(table, snapshot_id), self.table_options(table))
+            files = stream_files(table, self._snapshot(table, snapshot_id), self.table_options(table))
             self.costs[snapshot_id] = Cost(len(files), sum(f.meta.file_size for f in files),
                                            sum(f.meta.row_count for f in files))
         return self.costs[snapshot_id]
@@ -218,7 +216,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not consumer:
             return
         table = load(self.path, self.storage)
-        store = ConsumerStore(table.file_io, table.root)
+        store = table.consumer_store
         if (store.next_snapshot(consumer) or 0) < next_snapshot:
             store.write(consumer, next_snapshot)
 

@@ -209,6 +209,19 @@ class ManifestStore:
         """The live ADD entries after applying `entries` in order."""
         return [e for e in self.merge_entries(entries).values() if e.kind == ADD]
 
+    # ------------------------------------------------------------------ a snapshot's data files
+
+    def data_manifests(self, snapshot) -> list[ManifestFileMeta]:
+        """The manifests of a snapshot's data files: its base list, then its delta list."""
+        return self.read_manifest_list(snapshot.base_manifest_list) + \
+            self.read_manifest_list(snapshot.delta_manifest_list)
+
+    def live_entries(self, snapshot) -> list[ManifestEntry]:
+        """The live ADD entries of a snapshot (None: no snapshot, no entries)."""
+        if snapshot is None:
+            return []
+        return self.merge_live(e for meta in self.data_manifests(snapshot) for e in self.read_manifest(meta.file_name))
+
     # ------------------------------------------------------------------ merging manifests
 
     def merge_manifests(self, metas: list[ManifestFileMeta], schema_id: int) -> list[ManifestFileMeta]:

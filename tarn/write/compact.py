@@ -25,17 +25,17 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
+from tarn.data.reader import FileReader
+from tarn.data.runs import LookupMerge, merge_runs
+from tarn.data.writer import FileWriter
 from tarn.fs import join
 from tarn.lsm.changelog import first_row_changelog, full_compaction_changelog, lookup_changelog
 from tarn.lsm.intervals import partition_sections
 from tarn.lsm.levels import SortedRun, key_order
-from tarn.lsm.merge import (LEVEL, MergeSpec, drop_retracts, keys_in, lookup_merge_applies, merge_lookup_sorted,
-                            merge_table, newest_wins_applies, sort_indices)
+from tarn.lsm.merge import MergeSpec, lookup_merge_applies, newest_wins_applies
 from tarn.lsm.policy import CompactUnit
 from tarn.lsm.stream_merge import merge_streams
-from tarn.meta.manifest import DataFileMeta
-from tarn.scan.reader import FileReader, oldest_first
-from tarn.write.files import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, FileWriter
+from tarn.meta.manifest import APPEND_SOURCE, COMPACT_SOURCE, DataFileMeta
 
 FULL_COMPACTION, LOOKUP = "full-compaction", "lookup"  # changelog producers that compaction serves
 
@@ -145,21 +145,12 @@ class BucketCompactor:
         else:
             chunks = self._merged(runs, level, drop_deletes)
         result.before.extend(f for run in runs for f in run.files)
-        result.after.extend(self.writer.write_stream(chunks, level, FILE_SOURCE_COMPACT))
+        result.after.extend(self.writer.write_stream(chunks, level, COMPACT_SOURCE))
 
     def _merged(self, runs: list[SortedRun], level: int, drop_deletes: bool):
-        streams = [self.reader.run_chunks(self.bucket_path, list(run.files), self.fields)
-                   for run in oldest_first(runs)]
         higher = self._higher_keys(level) if self.first_row else []
-
-        def merge(rows):
-            merged = merge_table(rows, self.spec)
-            merged = drop_retracts(merged) if drop_deletes else merged
-            if higher:
-                merged = merged.filter(~keys_in(merged.select(list(self.key_names)), higher))
-            return merged
-
-        return merge_streams(streams, list(self.spec.key_columns), merge)
+        return merge_runs(self.reader, self.bucket_path, runs, self.fields, self.spec,
+                          drop_deletes=drop_deletes, drop_keys=higher)
 
     def _lookup_merged(self, runs: list[SortedRun], level: int, drop_deletes: bool):
         """Java's LookupMergeTreeCompactRewriter: with level-0 inputs (and an output above 0)
@@ -169,20 +160,10 @@ class BucketCompactor:
         level0 = [f for run in runs for f in run.files if f.level == 0]
         consumes_level0 = level > 0 and bool(level0)
         looked_up = self._runs_above(level, level0) if consumes_level0 else []
-        streams = [self.reader.run_chunks(self.bucket_path, files, self.fields, with_level=True)
-                   for _, files in looked_up]  # oldest first: deepest level first
-        streams += [self.reader.run_chunks(self.bucket_path, list(run.files), self.fields, with_level=True)
-                    for run in oldest_first(runs)]
-
-        def merge(rows):
-            rows = rows.take(sort_indices(rows, self.spec))
-            merged = merge_lookup_sorted(rows, self.spec, every_key=consumes_level0,
-                                         inputs_up_to=level if looked_up else None)
-            merged = merged.drop_columns([LEVEL])
-            return drop_retracts(merged) if drop_deletes else merged
-
-        return merge_streams(streams, list(self.spec.key_columns), merge)
-
+        lookup = LookupMerge(every_key=consumes_level0, above=tuple(looked_up),
+                             inputs_up_to=level if looked_up else None)
+        return merge_runs(self.reader, self.bucket_path, runs, self.fields, self.spec, lookup,
+                          drop_deletes=drop_deletes)
 
     @property
     def key_names(self) -> list[str]:
@@ -228,7 +209,7 @@ class BucketCompactor:
         streams = [self.reader.run_chunks(self.bucket_path, files, self.fields, with_level=True)
                    for _, files in runs]
         chunks = merge_streams(streams, list(self.spec.key_columns), diff)
-        return self.changelog_writer.write_stream(chunks, unit.output_level, FILE_SOURCE_APPEND)
+        return self.changelog_writer.write_stream(chunks, unit.output_level, APPEND_SOURCE)
 
     def _level_runs(self, files: list[DataFileMeta]) -> list[tuple[int, list[DataFileMeta]]]:
         """(level, files in key order) sorted runs, oldest first: high levels, then level 0."""

@@ -13,6 +13,9 @@ import pyarrow.compute as pc
 
 from tarn import partition
 from tarn.bucket import bucket_ids
+from tarn.data.layout import layout_of
+from tarn.data.reader import FileReader
+from tarn.data.writer import FileWriter
 from tarn.errors import SchemaMismatch, TarnError
 from tarn.fs import FileIO, join
 from tarn.lsm.levels import Levels
@@ -21,13 +24,11 @@ from tarn.lsm.merge import (INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, MergeS
 from tarn.lsm.policy import (PickState, drops_deletes, estimate_last_full_compaction, full_compaction_delta_commits,
                              full_compaction_due, full_compaction_unit, num_levels, pick, should_stop_writes)
 from tarn.meta.manifest import DataFileMeta
-from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER
-from tarn.scan.reader import FileReader
-from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.meta.schema import TableSchema
+from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER
 from tarn.options import Options
+from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.write.conform import conform, to_arrow_table
-from tarn.write.files import FileWriter, layout_of
 from tarn.write.grouping import Group, group_rows
 from tarn.write.message import CommitMessage
 
@@ -43,6 +44,18 @@ class Restored:
 
 
 Restore = Callable[[], "Restored | dict"]  # a bare dict: files only
+
+
+def restore_from(context, schema: TableSchema) -> Restore:
+    """A restore reading the live files of the context's latest snapshot when first needed."""
+    def restore() -> Restored:
+        restored = Restored()
+        for e in context.live_entries(context.latest_snapshot(), schema):
+            restored.files.setdefault((e.partition, e.bucket), []).append(e.file)
+            restored.total_buckets.setdefault(e.partition, set()).add(e.total_buckets)
+        return restored
+
+    return restore
 
 
 @dataclass
@@ -269,6 +282,10 @@ class TableWriter:
     def _restored_files(self) -> dict:
         return self._restored_state().files
 
+    def restored_buckets(self) -> list[tuple[bytes, int]]:
+        """The (partition, bucket) pairs that hold files in the snapshot this writer starts from."""
+        return list(self._restored_files())
+
     def _restored_state(self) -> Restored:
         if self._restored is None:
             restored = self.restore()
@@ -409,9 +426,7 @@ class TableWriter:
 
     def _compaction_file_size(self) -> int:
         """Java's compactionFileSize: files below 70% of the target are rewritten, not upgraded."""
-        explicit = self.options.get("target-file-size")
-        target = self.options.memory_bytes("target-file-size") if explicit else (128 << 20)
-        return target // 10 * 7
+        return self.options.target_file_size(has_primary_key=True) // 10 * 7
 
     def merge_spec(self) -> MergeSpec:
         return merge_spec_of(self.schema, self.options)
@@ -466,6 +481,4 @@ def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[Commit
 
 def message_dir(root: str, schema: TableSchema, message: CommitMessage) -> str:
     """The bucket directory holding the files of a commit message."""
-    values = partition.from_bytes(schema, message.partition)
-    return partition.bucket_path(root, schema, schema.options.get("partition.default-name"), values,
-                                 message.bucket)
+    return partition.bucket_dir(root, schema, message.partition, message.bucket)

@@ -20,7 +20,7 @@ import pyarrow.ipc as ipc
 
 import tarn
 from tarn.options import Options
-from tarn.scan.reader import FileReader
+from tarn.data.reader import FileReader
 from tests.interop.pypaimon_env import run_peer
 
 SCHEMA = pa.schema([("k", pa.int32()), ("v", pa.int64())])

@@ -38,7 +38,7 @@ def test_compaction_spreads_buckets_and_commits_once(spark, catalog):
     snapshot = tarn.spark.compact(spark, table.root, full=True)
     assert snapshot.commit_kind == "COMPACT" and snapshot.id == 4
     assert [s.commit_kind for s in table.snapshots()] == ["APPEND"] * 3 + ["COMPACT"]
-    entries = table._planner(table.schema()).live_entries(table.latest_snapshot())
+    entries = table.planner(table.schema()).live_entries(table.latest_snapshot())
     per_bucket = {}
     for e in entries:
         per_bucket.setdefault((e.partition, e.bucket), []).append(e.file.level)
@@ -50,8 +50,8 @@ def test_compaction_spreads_buckets_and_commits_once(spark, catalog):
 def test_compaction_of_some_partitions(spark, catalog):
     table = pk_table(catalog, commits=2)
     tarn.spark.compact(spark, table.root, full=True, partitions=[{"dt": "a"}])
-    entries = table._planner(table.schema()).live_entries(table.latest_snapshot())
-    levels = {(table._planner(table.schema()).partition_values(e.partition)[0], e.file.level) for e in entries}
+    entries = table.planner(table.schema()).live_entries(table.latest_snapshot())
+    levels = {(table.planner(table.schema()).partition_values(e.partition)[0], e.file.level) for e in entries}
     assert levels == {("a", 5), ("b", 0)}
 
 

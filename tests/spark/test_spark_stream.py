@@ -120,7 +120,7 @@ def test_sink_is_exactly_once_across_a_crash(spark, catalog, tmp_path):
     assert len({s.commit_user for s in snapshots}) == 1
     ids = sorted(target.scan().to_arrow().column("id").to_pylist())
     assert ids == [1, 2, 3, 4]  # no row twice
-    live = {e.file.file_name for e in target._planner(target.schema()).live_entries(target.latest_snapshot())}
+    live = {e.file.file_name for e in target.planner(target.schema()).live_entries(target.latest_snapshot())}
     on_disk = {n for _, _, names in os.walk(target.root) for n in names if n.startswith("data-")}
     assert on_disk == live  # the replay's files were deleted, not left as orphans
 
@@ -167,7 +167,7 @@ def test_read_limits_cut_batches_at_snapshots(spark, catalog):
     # a limit below one snapshot still reads one snapshot per batch: snapshots are never cut
     assert batches_of(spark, table.root, **from_first, **{"read.stream.maxRowsPerTrigger": 1}) == \
         [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
-    entries = table._planner(table.schema()).live_entries(table.latest_snapshot())
+    entries = table.planner(table.schema()).live_entries(table.latest_snapshot())
     sizes = [e.file.file_size for e in entries]
     assert 3 * min(sizes) > 2.5 * max(sizes)  # so 2.5 files' worth of bytes takes exactly two
     assert batches_of(spark, table.root, **from_first, **{"read.stream.maxBytesPerTrigger": int(2.5 * max(sizes))}) == \

@@ -59,7 +59,7 @@ def test_bucket_shuffle_gives_each_bucket_one_writer(spark, path):
     df = spark.range(0, 4000, numPartitions=4).selectExpr("id % 2 AS p", "id", "cast(id AS string) AS v")
     tarn.spark.write(df, path, **{"primary-key": "p,id", "partition": "p", "bucket": "3"})
     table = tarn.load_table(path)
-    entries = table._planner(table.schema()).live_entries(table.latest_snapshot())
+    entries = table.planner(table.schema()).live_entries(table.latest_snapshot())
     per_bucket = {}
     for e in entries:
         per_bucket.setdefault((e.partition, e.bucket), []).append(e.file)

@@ -1,9 +1,9 @@
-"""Rolling a group of rows into data files and describing each with a DataFileMeta."""
+"""Writing data files: rows of one (partition, bucket) rolled into files at `target-file-size`,
+each described by a DataFileMeta with vectorised stats."""
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -11,53 +11,15 @@ import pyarrow.compute as pc
 from tarn import paths
 from tarn.codec.binary_row import EMPTY_ROW, serialize_row
 from tarn.codec.data_file import write_data_file
+from tarn.data.layout import layout_of
 from tarn.fs import FileIO, join
-from tarn.lsm.merge import DELETE, KEY_PREFIX, SEQUENCE, UPDATE_BEFORE, VALUE_KIND
-from tarn.meta.manifest import EMPTY_STATS, DataFileMeta
+from tarn.lsm.kv import DELETE, SEQUENCE, UPDATE_BEFORE, VALUE_KIND
+from tarn.meta.manifest import APPEND_SOURCE, EMPTY_STATS, DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.stats import collect_stats, stats_modes
-from tarn.types import DataField, DataType
 
-KEY_FIELD_ID_START = 1073741823  # Integer.MAX_VALUE / 2
-SEQUENCE_FIELD = DataField(2147483646, SEQUENCE, DataType("BIGINT", nullable=False))
-VALUE_KIND_FIELD = DataField(2147483645, VALUE_KIND, DataType("TINYINT", nullable=False))
 SYSTEM_STATS_MODE = "truncate(128)"
-FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
-
-
-@dataclass(frozen=True)
-class FileLayout:
-    """The columns of this table's data files."""
-
-    key_fields: tuple[DataField, ...]  # `_KEY_*` columns; empty for append tables
-    value_fields: tuple[DataField, ...]  # the table's columns
-
-    @property
-    def is_key_value(self) -> bool:
-        return bool(self.key_fields)
-
-    @property
-    def file_fields(self) -> list[DataField]:
-        if not self.key_fields:
-            return list(self.value_fields)
-        return [*self.key_fields, SEQUENCE_FIELD, VALUE_KIND_FIELD, *self.value_fields]
-
-    @property
-    def key_names(self) -> list[str]:
-        """Table column names of the (trimmed) primary key."""
-        return [f.name[len(KEY_PREFIX):] for f in self.key_fields]
-
-
-def layout_of(schema: TableSchema) -> FileLayout:
-    if not schema.primary_keys:
-        return FileLayout((), tuple(schema.fields))
-    by_name = schema.fields_by_name
-    keys = tuple(
-        DataField(by_name[k].id + KEY_FIELD_ID_START, KEY_PREFIX + k, by_name[k].type)
-        for k in schema.trimmed_primary_keys
-    )
-    return FileLayout(keys, tuple(schema.fields))
 
 
 def changelog_options(raw) -> dict[str, str]:
@@ -98,7 +60,7 @@ class FileWriter:
         prefix = prefix or options.get("data-file.prefix") or "data-"  # Paimon's data-file.prefix
         self.namer = paths.FileNamer(prefix, "." + self.file_format)
 
-    def write(self, rows: pa.Table, level: int = 0, file_source: int = FILE_SOURCE_APPEND,
+    def write(self, rows: pa.Table, level: int = 0, file_source: int = APPEND_SOURCE,
               first_sequence: int = 0) -> list[DataFileMeta]:
         """Write already-ordered rows into files rolled at `target-file-size`.
 
@@ -125,10 +87,7 @@ class FileWriter:
         return metas
 
     def _target_size(self) -> int:
-        explicit = self.options.get("target-file-size")
-        if explicit is not None:
-            return self.options.memory_bytes("target-file-size")
-        return (128 << 20) if self.layout.is_key_value else (256 << 20)
+        return self.options.target_file_size(has_primary_key=self.layout.is_key_value)
 
     def _chunks(self, rows: pa.Table):
         target = self._target_size()

@@ -1,0 +1,74 @@
+"""Reading data files by field id: any file of the table, whatever schema wrote it, shaped as
+(a subset of) the current schema, whole or as a stream of batches."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from tarn.codec.data_file import iter_data_file, read_data_file
+from tarn.data.evolution import adapt_table
+from tarn.data.layout import SYSTEM_FIELDS
+from tarn.fs import FileIO, join
+from tarn.lsm.merge import LEVEL
+from tarn.meta.manifest import DataFileMeta
+from tarn.meta.schema import TableSchema
+from tarn.types import DataField
+
+SchemaLookup = Callable[[int], TableSchema]
+BATCH_ROWS = 262144
+
+
+class FileReader:
+    """Reads one table's data files shaped as (a subset of) the current schema, by field id."""
+
+    def __init__(self, file_io: FileIO, schema: TableSchema, schemas: SchemaLookup, options):
+        self.file_io = file_io
+        self.schema = schema
+        self.schemas = schemas
+        self.file_format = (options.get("file.format") or "parquet").lower()
+
+    def read(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool) -> pa.Table:
+        file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
+        raw = read_data_file(self.file_io, path, self.format_of(meta), system + file_fields)
+        return self._shape(raw, file_fields, fields, system)
+
+    def iter(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool,
+             batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
+        file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
+        for raw in iter_data_file(self.file_io, path, self.format_of(meta), system + file_fields, batch_rows):
+            yield self._shape(raw, file_fields, fields, system)
+
+    def _plan(self, bucket_path, meta, fields, with_system):
+        by_id = {f.id: f for f in self.schemas(meta.schema_id).fields}
+        file_fields = [by_id[f.id] for f in fields if f.id in by_id]
+        system = list(SYSTEM_FIELDS) if with_system else []
+        path = meta.external_path or join(bucket_path, meta.file_name)
+        return file_fields, system, path
+
+    @staticmethod
+    def _shape(raw: pa.Table, file_fields, fields, system) -> pa.Table:
+        values = adapt_table(raw.select([f.name for f in file_fields]), file_fields, fields)
+        for f in system:
+            values = values.append_column(f.name, raw.column(f.name))
+        return values
+
+    def format_of(self, meta: DataFileMeta) -> str:
+        """The format from the file's extension (tables may switch `file.format` over time)."""
+        ext = meta.file_name.rsplit(".", 1)[-1].lower()
+        return ext if ext in ("parquet", "orc", "avro") else self.file_format
+
+    def run_chunks(self, bucket_path: str, run_files: list[DataFileMeta], fields,
+                   with_level: bool = False) -> Iterator[pa.Table]:
+        """A sorted run (files in key order) as a stream of key-sorted tables with system columns;
+        `with_level`: plus a LEVEL column holding each row's file level."""
+        for meta in run_files:
+            for chunk in self.iter(bucket_path, meta, fields, with_system=True):
+                yield with_level_column(chunk, meta.level) if with_level else chunk
+
+
+def with_level_column(chunk: pa.Table, level: int) -> pa.Table:
+    """The chunk with a LEVEL column (the LSM level its rows were read from)."""
+    return chunk.append_column(LEVEL, pa.array(np.full(chunk.num_rows, level, dtype=np.int32)))

@@ -1,0 +1,76 @@
+"""TableContext: one table's storage, the one object the layers above take.
+
+It holds the file I/O, the table root and name, the schema/snapshot/tag/consumer stores (built
+once), schemas by id (schema files never change, so they are cached), manifest stores per
+schema, the live manifest entries of a snapshot and where a bucket's files live. `Table` is a
+TableContext plus the verbs users call; maintenance, system tables, the streaming scan and the
+Spark connector take a context and never a Table's private parts.
+"""
+
+from __future__ import annotations
+
+from tarn import partition
+from tarn.fs import FileIO, join
+from tarn.meta.manifest import ManifestEntry
+from tarn.meta.schema import TableSchema
+from tarn.meta.snapshot import Snapshot
+from tarn.options import Options
+from tarn.store.consumers import ConsumerStore
+from tarn.store.manifests import ManifestStore
+from tarn.store.schemas import SchemaStore
+from tarn.store.snapshots import SnapshotStore
+from tarn.store.tags import TagStore
+
+
+class TableContext:
+    """Storage of the Paimon table at `root` (nothing is read until asked for)."""
+
+    def __init__(self, file_io: FileIO, root: str, name: str | None = None):
+        self.file_io = file_io
+        self.root = root.rstrip("/")
+        self.name = name or self.root
+        self.schema_store = SchemaStore(file_io, self.root)
+        self.snapshot_store = SnapshotStore(file_io, self.root, self.name)
+        self.tag_store = TagStore(file_io, self.root, self.name)
+        self.consumer_store = ConsumerStore(file_io, self.root)
+        self._schemas_by_id: dict[int, TableSchema] = {}
+
+    # ------------------------------------------------------------------ schemas
+
+    def schema(self) -> TableSchema | None:
+        """The latest schema (one directory listing; each schema file is read once)."""
+        ids = self.schema_store.list_ids()
+        return self.schema_by_id(ids[-1]) if ids else None
+
+    def schema_by_id(self, schema_id: int) -> TableSchema:
+        if schema_id not in self._schemas_by_id:
+            self._schemas_by_id[schema_id] = self.schema_store.get(schema_id)
+        return self._schemas_by_id[schema_id]
+
+    @property
+    def options(self) -> Options:
+        return Options(self.schema().options)
+
+    # ------------------------------------------------------------------ snapshots and manifests
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_store.latest()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self.snapshot_store.get(snapshot_id)
+
+    def manifests(self, schema: TableSchema | None = None) -> ManifestStore:
+        """The manifest store reading and writing with `schema`'s partition types and options."""
+        schema = schema or self.schema()
+        return ManifestStore(self.file_io, join(self.root, "manifest"), partition.partition_types(schema),
+                             dict(schema.options))
+
+    def live_entries(self, snapshot: Snapshot | None, schema: TableSchema | None = None) -> list[ManifestEntry]:
+        """The live ADD entries of `snapshot` (base + delta manifests, deletes applied)."""
+        return self.manifests(schema).live_entries(snapshot)
+
+    # ------------------------------------------------------------------ data file locations
+
+    def bucket_dir(self, schema: TableSchema, partition_bytes: bytes, bucket: int) -> str:
+        """The directory holding the data files of one (partition, bucket)."""
+        return partition.bucket_dir(self.root, schema, partition_bytes, bucket)
