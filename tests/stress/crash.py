@@ -7,8 +7,8 @@ Two ways to pick the point:
   operation, N uniform over the calls one run of the operation makes (measured by a first,
   uninterrupted run);
 - `timer`: the parent SIGKILLs the child a random delay after it is ready, wherever it is;
-- `at:<text>`: the first kill point whose description contains <text>
-  (e.g. `at:mid-write tag/`, `at:before delete snapshot/snapshot-`): a deterministic repro.
+- `at:<text>`: the first kill point whose description contains <text> (`a|b`: a or b), e.g.
+  `at:mid-write tag/`, `at:before delete snapshot/snapshot-`: a deterministic repro.
 
 The child writes a line to an unbuffered log before and after every step (`W+ b`, `W= b`,
 `R+ b`, `R= b`, `K <where>`), so the parent knows which batches were acknowledged, which
@@ -90,7 +90,7 @@ class Killer:
             return
         self.count += 1
         due = self.target is not None and self.count >= self.target
-        if due or (self.label is not None and self.label in where):
+        if due or (self.label is not None and any(part in where for part in self.label.split("|"))):
             log(self.log_fd, f"K {where}")
             os.kill(os.getpid(), signal.SIGKILL)
 
