@@ -32,6 +32,7 @@ import pyarrow.fs as pafs
 import tarn
 from tarn import fs as tarn_fs
 from tarn.fs import FileIO
+from tarn.store.consumers import ConsumerStore
 
 from tests.stress import checks
 from tests.stress.workload import Warehouse, context, open_catalog
@@ -235,7 +236,8 @@ def step(table, op: str, b: int, killer: Killer, fd: int, rollback_tag: str | No
     killer.armed = True
     if op == "compact":
         table.compact(full=True)
-    elif op == "expire_snapshots":
+    elif op == "expire_snapshots":  # a streaming consumer moves along; expiry must respect it
+        ConsumerStore(table.file_io, table.root).write("stress", before.id)
         table.expire_snapshots(retain_min=1, retain_max=3)
     elif op == "create_tag":
         table.create_tag(f"c{b}")

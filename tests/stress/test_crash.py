@@ -38,6 +38,7 @@ KILL_POINTS = [
     ("compact", "after write_if_absent snapshot/"),      # COMPACT landed, hint not yet moved
     ("expire_snapshots", "before delete snapshot/snapshot-"),  # data gone, snapshot file left
     ("expire_snapshots", "after write_bytes snapshot/EARLIEST"),
+    ("expire_snapshots", "mid-write consumer/"),         # temp file left in consumer/
     ("rollback_to", "before delete snapshot/snapshot-"),
     ("rollback_to", "after delete tag/"),
     ("rollback_to", "after delete snapshot/snapshot-"),  # tag left on a snapshot id to be reused
