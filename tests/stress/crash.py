@@ -254,6 +254,14 @@ def step(table, op: str, b: int, killer: Killer, fd: int, rollback_tag: str | No
 # the parent
 
 
+def _child_ready(log_path: str) -> bool:
+    try:
+        with open(log_path) as f:
+            return "ready" in f.read()
+    except FileNotFoundError:
+        return False
+
+
 @dataclass
 class ChildLog:
     began: set[int] = field(default_factory=set)
@@ -365,7 +373,11 @@ class CrashRun:
 
     def trial(self, ctx, table, number: int, mode: str, rng: random.Random) -> Trial:
         trial = Trial(self.op, number, mode)
-        rollback_tag = self.housekeeping(table, number)
+        try:
+            rollback_tag = self.housekeeping(table, number)
+        except Exception as exc:  # noqa: BLE001 - the previous trial left something behind
+            trial.problems.append(f"housekeeping before the trial raised {checks._describe(exc)}")
+            return trial
         before = checks.read_everything(table)
         if before.errors:
             trial.problems += [f"before the trial: {p}" for p in before.unreadable()]
@@ -393,7 +405,7 @@ class CrashRun:
         if mode == "timer":
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and child.is_alive():
-                if os.path.exists(log_path) and "ready" in open(log_path).read():
+                if _child_ready(log_path):
                     break
                 time.sleep(0.005)
             time.sleep(rng.uniform(0, TIMER_MAX_DELAY_S))
