@@ -38,13 +38,23 @@ CONFLICT_RETRIES = 5  # 409 ConditionalRequestConflict: another conditional writ
 UNCERTAIN_RETRIES = 3  # timeouts, 5xx: the PUT may or may not have landed
 
 
+ALIASES = {"s3.path.style.access": "s3.path-style-access"}  # Paimon's (Hadoop's) spelling
+
+
 def check_options(options: dict) -> dict[str, str]:
     """`storage_options` as plain strings; unknown keys fail, listing the known ones."""
-    plain = {str(k).lower(): str(v) for k, v in (options or {}).items() if v is not None}
+    plain = {ALIASES.get(str(k).lower(), str(k).lower()): str(v) for k, v in (options or {}).items() if v is not None}
     unknown = sorted(k for k in plain if k not in OPTIONS)
     if unknown:
         raise InvalidOption(f"unknown storage option(s) {unknown}; known: {sorted(OPTIONS)}")
     return plain
+
+
+def options_among(options: dict[str, str]) -> dict[str, str] | None:
+    """The storage options among other options (Spark data source options): every `s3.` key,
+    checked, so that a misspelt one fails instead of passing as a table option."""
+    found = {k: v for k, v in options.items() if str(k).lower().startswith("s3.")}
+    return check_options(found) or None
 
 
 @dataclass(frozen=True)

@@ -78,8 +78,9 @@ def split_system_table(path: str) -> tuple[str, str | None]:
 
 
 def storage_of(options: dict[str, str]) -> dict[str, str] | None:
-    """The storage options (`s3.endpoint`, ...) among data source options, if any."""
-    return {k: v for k, v in options.items() if k in STORAGE_OPTIONS} or None
+    """The storage options (`s3.endpoint`, ...) among data source options, if any; a
+    misspelt `s3.` key fails."""
+    return s3.options_among(options)
 
 
 def load(path: str, storage: dict[str, str] | None = None) -> tarn.Table:
