@@ -60,7 +60,7 @@ def test_options_override_environment(monkeypatch):
     assert (from_env.endpoint, from_env.access_key, from_env.secret_key, from_env.region, from_env.path_style) == \
         ("http://env-host:1", "env-key", "env-secret", "eu-west-1", True)
     given = S3Config.resolve({"s3.endpoint": "https://minio:9000", "s3.region": "us-west-2",
-                              "s3.path-style-access": "false"})
+                              "s3.path.style.access": "false"})  # Paimon's spelling
     assert (given.endpoint, given.access_key, given.region, given.path_style) == \
         ("https://minio:9000", "env-key", "us-west-2", False)
     assert "env-secret" not in repr(given)  # secrets stay out of reprs and logs

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 from pyspark.sql import functions as F
 
@@ -19,7 +20,7 @@ import tarn.spark
 def main(master: str, warehouse: str, storage: dict, checkpoint: str) -> dict:
     spark = tarn.spark.session(master, "tarn-cluster-test", {
         "spark.executor.memory": "1g", "spark.executor.cores": "1", "spark.cores.max": "2",
-        "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
+        "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
         "spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1"})
     try:
@@ -29,7 +30,9 @@ def main(master: str, warehouse: str, storage: dict, checkpoint: str) -> dict:
 
 
 def run(spark, warehouse: str, storage: dict, checkpoint: str) -> dict:
+    clock = Clock()
     executors = wait_for_executors(spark, 2)
+    clock.lap("executors")
     pk, src, dst = (f"{warehouse}/db.db/{name}" for name in ("pk", "src", "dst"))
 
     # primary-key writes: 1000 rows, then an upsert of 100 of them, one writer per bucket
@@ -37,6 +40,7 @@ def run(spark, warehouse: str, storage: dict, checkpoint: str) -> dict:
     tarn.spark.write(rows, pk, **{"primary-key": "id", "bucket": "4", **storage})
     upsert = spark.range(0, 100).select(F.col("id"), F.lit("updated").alias("v"))
     tarn.spark.write(upsert, pk, **storage)
+    clock.lap("pk writes")
 
     # streaming: a tarn table read as a stream into another, exactly once, two runs
     batch = spark.range(0, 50).select(F.col("id"), (F.col("id") * 10).alias("amount"))
@@ -45,14 +49,16 @@ def run(spark, warehouse: str, storage: dict, checkpoint: str) -> dict:
     more = spark.range(50, 80).select(F.col("id"), (F.col("id") * 10).alias("amount"))
     more.write.format("tarn").mode("append").options(**storage).save(src)
     stream(spark, src, dst, storage, checkpoint)
+    clock.lap("streaming")
 
     # distributed compaction on the executors, committed once by the driver
     compacted = tarn.spark.compact(spark, pk, full=True, storage_options=storage)
+    clock.lap("compaction")
 
     # read back through Spark
     pk_rows = spark.read.format("tarn").options(**storage).load(pk)
     dst_rows = spark.read.format("tarn").options(**storage).load(dst)
-    return {
+    result = {
         "executors": executors,
         "pk_count": pk_rows.count(),
         "pk_updated": pk_rows.filter(F.col("v") == "updated").count(),
@@ -61,6 +67,18 @@ def run(spark, warehouse: str, storage: dict, checkpoint: str) -> dict:
         "dst_amount": dst_rows.agg(F.sum("amount")).first()[0],
         "compaction_snapshot": compacted.id if compacted is not None else None,
     }
+    clock.lap("read back")
+    return {**result, "seconds": clock.laps}
+
+
+class Clock:
+    def __init__(self):
+        self.start, self.laps = time.monotonic(), {}
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps[name] = round(now - self.start, 1)
+        self.start = now
 
 
 def stream(spark, src: str, dst: str, storage: dict, checkpoint: str) -> None:
@@ -74,8 +92,6 @@ def stream(spark, src: str, dst: str, storage: dict, checkpoint: str) -> None:
 
 def wait_for_executors(spark, wanted: int, timeout: float = 120.0) -> int:
     """How many executors registered (waits for `wanted`; the driver is not counted)."""
-    import time
-
     deadline = time.monotonic() + timeout
     while True:
         count = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1

@@ -111,6 +111,7 @@ def test_cluster_sharing_only_s3(cluster, s3_server, tmp_path):
     lines = [line for line in job.stdout.splitlines() if line.startswith("RESULT ")]
     assert job.returncode == 0 and lines, f"job failed:\n{job.stderr[-4000:]}\n{cluster.logs()}"
     seen = json.loads(lines[-1][len("RESULT "):])
+    print("cluster job seconds:", seen["seconds"])
 
     assert seen["executors"] == 2
     assert seen["pk_count"] == 1000 and seen["pk_updated"] == 100
