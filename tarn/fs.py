@@ -47,6 +47,11 @@ def basename(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
+def is_temp_file(name: str) -> bool:
+    """A temporary file of an atomic write (`.<name>.<uuid>.tmp`), never a table file."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
 @dataclass
 class FileIO:
     """File operations over one pyarrow FileSystem.

@@ -1169,3 +1169,10 @@ class Options:
     @property
     def dynamic_partition_overwrite(self) -> bool:
         return self.bool("dynamic-partition-overwrite")
+
+
+def as_options(options: "Options | Mapping[str, str] | None") -> Options:
+    """An Options view of a table's options given as Options, a plain mapping or None."""
+    if isinstance(options, Options):
+        return options
+    return Options(dict(options or {}))

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from tarn.codec.binary_row import encode_rows
 from tarn.errors import InvalidOption, TarnError
 from tarn.lsm import kv
-from tarn.options import Options
+from tarn.options import Options, as_options
 from tarn.types import INTEGER_ROOTS, MAX_LENGTH, NUMERIC_ROOTS, DataField, DataType
 
 LAST_NON_NULL = "last_non_null_value"
@@ -96,12 +96,6 @@ class FieldAgg:
 # configuration
 
 
-def _options(options) -> Options:
-    if options is None:
-        return Options({})
-    return options if isinstance(options, Options) else Options(dict(options))
-
-
 def function_name(column: str, options: Options, primary_keys, sequence_fields) -> str:
     """The aggregate function of a column, as Paimon picks it."""
     if column in sequence_fields:
@@ -129,7 +123,7 @@ def field_agg(f: DataField, options: Options, primary_keys, sequence_fields) -> 
 
 def validate_aggregation(fields, primary_keys, options, table_name: str) -> None:
     """Reject unknown aggregate functions and functions that do not fit their column's type."""
-    options = _options(options)
+    options = as_options(options)
     sequence_fields = options.list("sequence.field")
     default = options.get("fields.default-aggregate-function")
     if default is not None:
@@ -297,7 +291,7 @@ def merge_aggregate(table: pa.Table, spec) -> pa.Table:
 
 def merge_keys(rows: pa.Table, sizes: np.ndarray, spec) -> pa.Table:
     """Aggregate every key of key-sorted `rows` (`sizes` rows each), single-row keys included."""
-    options = _options(spec.options)
+    options = as_options(spec.options)
     remove_on_delete = bool(options.bool("aggregation.remove-record-on-delete"))
     aggs = {f.name: field_agg(f, options, spec.key_columns, spec.sequence_columns) for f in spec.fields}
     _reject_retractions(rows, aggs, remove_on_delete)

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.lsm.kv import MergeSpec, is_retract, key_changes
-from tarn.options import Options
+from tarn.options import as_options
 
 RETRACT_NOT_ACCEPTED = (
     "By default, First row merge engine can not accept DELETE/UPDATE_BEFORE records.\n"
@@ -40,7 +40,7 @@ def merge_first_row(table: pa.Table, spec: MergeSpec) -> pa.Table:
 
 def validate_first_row(fields, primary_keys, options, table_name: str) -> None:
     """Raise InvalidOption for options Paimon refuses on a first-row table."""
-    typed = options if isinstance(options, Options) else Options(dict(options or {}))
+    typed = as_options(options)
     if typed.sequence_fields:
         raise InvalidOption(f"table {table_name}: do not support use sequence field "
                             f"('sequence.field' = '{typed.get('sequence.field')}') on FIRST_ROW "

@@ -25,7 +25,7 @@ from tarn.lsm.kv import (  # noqa: F401  (re-exported: the key-value vocabulary)
 )
 from tarn.lsm.partial_update import DELETE_NOT_ACCEPTED, merge_partial_update, partial_update_rules
 from tarn.lsm.policy import needs_lookup
-from tarn.options import Options
+from tarn.options import as_options
 
 LEVEL = "__tarn_level"  # the LSM level a row was read from (a merge-time helper column)
 
@@ -154,7 +154,7 @@ def lookup_merge_applies(spec: MergeSpec) -> bool:
     deletion vectors, force-lookup) in LookupMergeFunction; first-row is never wrapped."""
     if spec.engine == "first-row" or spec.options is None:
         return False
-    options = spec.options if isinstance(spec.options, Options) else Options(dict(spec.options))
+    options = as_options(spec.options)
     return needs_lookup(options)
 
 

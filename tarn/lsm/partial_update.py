@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.lsm.kv import DELETE, INSERT, SEQUENCE, UPDATE_AFTER, VALUE_KIND, MergeSpec, key_changes
-from tarn.options import Options
+from tarn.options import Options, as_options
 from tarn.types import DataField, from_arrow_type
 
 LAST_NON_NULL = "last_non_null_value"
@@ -90,11 +90,7 @@ class PartialUpdateRules:
 
 
 def _raw(options) -> dict[str, str]:
-    if options is None:
-        return {}
-    if isinstance(options, Options):
-        return dict(options.raw)
-    return dict(options)
+    return dict(as_options(options).raw)
 
 
 def sequence_groups(options) -> tuple[SequenceGroup, ...]:

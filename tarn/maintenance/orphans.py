@@ -4,8 +4,10 @@ A file under the table is an orphan when no snapshot, tag or long-lived changelo
 and it is older than the bound (files of writes still in flight are younger; the bound may
 be any time, Paimon insists on one in the past). Looked at:
 `manifest/`, `index/`, `statistics/`, the bucket directories (`<partition dirs>/bucket-*`),
-and the non-snapshot files of `snapshot/` (leftover temp files) and `changelog/`. Used files
-are matched by name, as Paimon does; schema, tag and consumer files are never touched.
+and the non-snapshot files of `snapshot/` (leftover temp files) and `changelog/`, and the temp
+files (`.<name>.<uuid>.tmp`) a killed writer left in `tag/`, `schema/` and `consumer/`. Used
+files are matched by name, as Paimon does; schema, tag and consumer files themselves are never
+touched.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from tarn import paths
 from tarn.errors import InvalidArgument
-from tarn.fs import basename, join
+from tarn.fs import basename, is_temp_file, join
 from tarn.maintenance.references import TableFiles, delete_empty_dirs, delete_paths
 from tarn.meta.snapshot import Snapshot
 
@@ -82,6 +84,9 @@ def candidate_files(table: "Table", partition_depth: int) -> list:
             name = basename(info.path)
             if not name.startswith(prefix) and name not in (paths.LATEST, paths.EARLIEST):
                 found.append(info)
+    for directory in (paths.TAG_DIR, "schema", "consumer"):  # only the temp files a killed writer left
+        found += [info for info in io.list_files(join(root, directory), recursive=False)
+                  if is_temp_file(basename(info.path))]
     return found
 
 

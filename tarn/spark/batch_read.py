@@ -23,7 +23,7 @@ import tarn
 from tarn.errors import SchemaMismatch
 from tarn.scan.planner import Split
 from tarn.scan.predicate import Predicate, col
-from tarn.spark.source import ROW_KIND_COLUMN, ReadTarget
+from tarn.spark.target import ROW_KIND_COLUMN, ReadTarget
 from tarn.spark.types import arrow_target, fit_batch
 
 # Column types whose Python filter values tarn compares exactly as Spark does.

@@ -31,7 +31,7 @@ from tarn.maintenance.references import delete_paths
 from tarn.options import Options
 from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import TaskMessages, job_prefixes, new_job_token, sweep
-from tarn.spark.source import storage_of
+from tarn.spark.target import storage_of
 from tarn.write.writer import TableWriter, abort, restore_from
 
 COMPACT_FORMAT = "tarn_compact"

@@ -20,7 +20,7 @@ import os
 from tarn.errors import InvalidOption
 from tarn.fs import join
 from tarn.scan.planner import Split
-from tarn.spark.source import READ_OPTIONS, ReadTarget, load
+from tarn.spark.target import READ_OPTIONS, ReadTarget
 
 # read options that need the tarn source itself
 PYTHON_ONLY = ("read.changelog",)
@@ -59,7 +59,7 @@ def read(spark, table_path: str, **options):
     """A DataFrame of the table at `table_path` (read options as for `spark.read.format("tarn")`):
     Spark's native parquet scan of the data files when no row needs merging, else the tarn
     source. Both give the same rows and column types."""
-    from tarn.spark import register
+    from tarn.spark.session import register
 
     register(spark)
     text_options = {str(k).lower(): str(v) for k, v in options.items()}

@@ -1,236 +1,16 @@
-"""The Spark data source "tarn": options, what a path names, and the DataSource itself.
-
-Spark hands a Python data source its options in a case-insensitive map (keys lower-cased).
-Every option is checked on the driver before any task runs: connector options (below) and
-Paimon table options are accepted, anything else fails naming the closest known option.
-"""
+"""The Spark data source "tarn": `spark.read.format("tarn")`, `df.write.format("tarn")` and
+their streaming counterparts, each handing the work to its reader or writer module."""
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass
-
 from pyspark.sql.datasource import DataSource
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import StructType
 
-import tarn
-from tarn import s3
-from tarn.errors import InvalidOption, SnapshotNotFound, TableNotFound, TarnError
-from tarn.meta.snapshot import Snapshot
-from tarn.options import Options, closest_option, validate_options
-from tarn.spark.types import spark_schema, spark_schema_of
-
-FORMAT = "tarn"
-# Storage options (docs/object-stores.md) ride along with the data source options to every
-# executor, which opens the table with them; they are never table options.
-STORAGE_OPTIONS = frozenset(s3.OPTIONS)
-ROW_KIND_COLUMN = "rowkind"  # the column `read.changelog` adds (as Paimon's Spark connector)
-
-# Options of the connector itself (lower-case, as Spark passes them).
-READ_OPTIONS = {
-    "path", "columns", "versionasof", "timestampasof", "read.changelog",
-    # streaming read limits (Paimon's Spark connector options)
-    "read.stream.maxfilespertrigger", "read.stream.maxbytespertrigger", "read.stream.maxrowspertrigger",
-    "read.stream.minrowspertrigger", "read.stream.maxtriggerdelayms",
-} | STORAGE_OPTIONS
-WRITE_OPTIONS = {
-    "path", "primary-key", "partition", "partitionoverwritemode", "overwrite-partition",
-    "commit-user", "checkpointlocation", "write.bucket-owned",
-} | STORAGE_OPTIONS
-TRAVEL_OPTIONS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "versionasof", "timestampasof")
-
-
-def plain_options(options) -> dict[str, str]:
-    """Spark's case-insensitive option map as a plain dict of lower-case keys."""
-    return {str(k).lower(): str(v) for k, v in dict(options).items()}
-
-
-def check_options(options: dict[str, str], connector: set[str], what: str) -> dict[str, str]:
-    """The Paimon table options among `options`, validated; unknown keys fail."""
-    table_options = {k: v for k, v in options.items() if k not in connector}
-    try:
-        validate_options(table_options, what)
-    except InvalidOption as exc:
-        key = next((k for k in table_options if str(exc).find(f"'{k}'") >= 0), None)
-        if key is not None and "unknown option" in str(exc):
-            known = sorted(connector - {"write.bucket-owned"})
-            raise InvalidOption(f"{what}: unknown option '{key}' (not a tarn connector option "
-                                f"{known} nor a Paimon option; closest Paimon option: "
-                                f"'{closest_option(key)}')") from None
-        raise
-    return table_options
-
-
-def table_path(options: dict[str, str]) -> str:
-    path = options.get("path")
-    if not path:
-        raise TarnError("format 'tarn' needs a table path: .load(path) / .save(path) or option('path', ...)")
-    return path
-
-
-def split_system_table(path: str) -> tuple[str, str | None]:
-    """`/wh/db.db/t$snapshots` -> (`/wh/db.db/t`, 'snapshots')."""
-    head, _, tail = path.rstrip("/").rpartition("/")
-    if "$" not in tail:
-        return path, None
-    name, _, system = tail.partition("$")
-    return (f"{head}/{name}" if head else name), system
-
-
-def storage_of(options: dict[str, str]) -> dict[str, str] | None:
-    """The storage options (`s3.endpoint`, ...) among data source options, if any; a
-    misspelt `s3.` key fails."""
-    return s3.options_among(options)
-
-
-def load(path: str, storage: dict[str, str] | None = None) -> tarn.Table:
-    try:
-        return tarn.load_table(path, storage)
-    except TableNotFound as exc:
-        raise TableNotFound(f"{exc}; create it first, or write a DataFrame to it "
-                            "(df.write.format('tarn') creates missing tables)") from None
-
-
-# ---------------------------------------------------------------------------------------------
-# time travel
-
-
-def _timestamp_millis(text: str) -> int:
-    """`timestampAsOf`: unix seconds (an integer, as in SQL `TIMESTAMP AS OF 1700000000`) or a
-    local date-time such as '2026-11-20 10:00:00[.123]'."""
-    text = text.strip()
-    if text.lstrip("-").isdigit():
-        return int(text) * 1000
-    try:
-        moment = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidOption(f"option 'timestampAsOf'='{text}' is neither unix seconds nor a "
-                            "date-time like '2026-11-20 10:00:00'") from None
-    return int(moment.timestamp() * 1000)
-
-
-def _long(options: dict, key: str) -> int:
-    try:
-        return int(options[key])
-    except ValueError:
-        raise InvalidOption(f"option '{key}'='{options[key]}' is not an integer") from None
-
-
-def travel_selector(options: dict[str, str]) -> tuple[str, object] | None:
-    """The one time-travel selector given: ('snapshot', id), ('tag', name) or ('time', ms)."""
-    given = [k for k in TRAVEL_OPTIONS if options.get(k) not in (None, "")]
-    if len(given) > 1:
-        raise InvalidOption(f"time travel takes one of {list(TRAVEL_OPTIONS)}, got {given}")
-    if not given:
-        return None
-    key = given[0]
-    value = options[key]
-    if key == "scan.snapshot-id":
-        return "snapshot", _long(options, key)
-    if key == "scan.tag-name":
-        return "tag", value
-    if key == "scan.timestamp-millis":
-        return "time", _long(options, key)
-    if key == "versionasof":
-        return ("snapshot", int(value)) if value.strip().isdigit() else ("tag", value)
-    return "time", _timestamp_millis(value)
-
-
-def resolve_snapshot(table: tarn.Table, selector: tuple[str, object] | None) -> Snapshot | None:
-    """The snapshot a batch read sees: the latest, or the one time travel names."""
-    if selector is None:
-        return table.latest_snapshot()
-    kind, value = selector
-    try:
-        from tarn.maintenance import time_travel
-    except ImportError:  # pragma: no cover - tags/timestamps need tarn.maintenance
-        time_travel = None
-    if time_travel is not None:
-        return time_travel.resolve(table, snapshot_id=value if kind == "snapshot" else None,
-                                   tag=value if kind == "tag" else None,
-                                   timestamp_ms=value if kind == "time" else None)
-    if kind != "snapshot":
-        raise TarnError(f"time travel by {kind} needs tarn.maintenance (not installed)")
-    if not table.snapshot_store.exists(value):
-        raise SnapshotNotFound(f"table {table.name}: snapshot {value} does not exist")
-    return table.snapshot(value)
-
-
-# ---------------------------------------------------------------------------------------------
-# what a read is about
-
-
-@dataclass(frozen=True)
-class ReadTarget:
-    """Everything a batch read needs, resolved on the driver: table path, snapshot, columns."""
-
-    path: str
-    system: str | None
-    snapshot: Snapshot | None
-    columns: tuple[str, ...] | None
-    options: dict
-    schema_id: int | None = None  # the snapshot's schema with time travel, else the table's current one
-
-    @classmethod
-    def of(cls, raw_options, for_stream: bool = False) -> "ReadTarget":
-        options = plain_options(raw_options)
-        path, system = split_system_table(table_path(options))
-        check_options(options, READ_OPTIONS, f"table {path}")
-        table = load(path, storage_of(options))
-        columns = None
-        if options.get("columns"):
-            columns = tuple(c.strip() for c in options["columns"].split(",") if c.strip())
-        selector = travel_selector(options)
-        snapshot = None if (system or for_stream) else resolve_snapshot(table, selector)
-        schema_id = snapshot.schema_id if (snapshot is not None and selector is not None) else table.schema().id
-        target = cls(path, system, snapshot, columns, options, schema_id)
-        target.check_columns(table)
-        return target
-
-    @property
-    def storage(self) -> dict[str, str] | None:
-        return storage_of(self.options)
-
-    def open(self) -> tarn.Table:
-        return load(self.path, self.storage)
-
-    def table_schema(self, table: tarn.Table):
-        return table.schema_by_id(self.schema_id) if self.schema_id is not None else table.schema()
-
-    def scan(self, table: tarn.Table, predicate=None, columns: list[str] | None = None):
-        """The tarn Scan of the snapshot read, with the schema read."""
-        return table.scan_snapshot(self.snapshot, predicate, columns, self.table_schema(table))
-
-    def check_columns(self, table: tarn.Table) -> None:
-        if self.columns is None or self.system:
-            return
-        names = self.table_schema(table).field_names
-        unknown = [c for c in self.columns if c not in names]
-        if unknown:
-            raise tarn.SchemaMismatch(f"table {self.path}: option 'columns' names unknown column(s) "
-                                      f"{unknown} (columns: {names})")
-
-    def spark_schema(self) -> StructType:
-        table = self.open()
-        if self.system:
-            from tarn.system_tables import system_table
-            return spark_schema_of(system_table(table, self.system).schema)
-        schema = self.table_schema(table)
-        names = self.columns if self.columns is not None else schema.field_names
-        result = spark_schema([schema.field(n) for n in names])
-        if self.options.get("read.changelog", "false").lower() == "true":
-            result = StructType([StructField(ROW_KIND_COLUMN, StringType(), False), *result.fields])
-        return result
-
-    def table_options(self) -> Options:
-        """The table's options with the read's Paimon options laid over them."""
-        table = self.open()
-        overrides = {k: v for k, v in self.options.items() if k not in READ_OPTIONS}
-        return Options({**self.table_schema(table).options, **overrides})
-
-
-# ---------------------------------------------------------------------------------------------
-# the data source
+from tarn.spark.batch_read import BatchReader, FilteringBatchReader
+from tarn.spark.batch_write import BatchWriter
+from tarn.spark.stream_read import StreamReader
+from tarn.spark.stream_write import StreamWriter
+from tarn.spark.target import FORMAT, ReadTarget, plain_options
 
 
 class TarnDataSource(DataSource):
@@ -250,22 +30,18 @@ class TarnDataSource(DataSource):
         return ReadTarget.of(self.options, for_stream=streaming).spark_schema()
 
     def reader(self, schema: StructType):
-        from tarn.spark.batch_read import BatchReader, FilteringBatchReader
         # Spark plans the read when a DataFrame is first used and keeps the plan of its
         # unfiltered scan: a new DataFrame, or REFRESH TABLE for a view, sees later commits.
         reader = FilteringBatchReader if self.filter_pushdown else BatchReader
         return reader(ReadTarget.of(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool):
-        from tarn.spark.batch_write import BatchWriter
         return BatchWriter.prepare(plain_options(self.options), schema, overwrite)
 
     def streamReader(self, schema: StructType):
-        from tarn.spark.stream_read import StreamReader
         return StreamReader.prepare(plain_options(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool):
-        from tarn.spark.stream_write import StreamWriter
         return StreamWriter.prepare(plain_options(self.options), schema, overwrite)
 
 

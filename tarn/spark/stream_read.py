@@ -44,7 +44,7 @@ from tarn.scan import changes
 from tarn.scan.changes import KIND_NAMES, AddedFile, full_scan_levels, keep_levels
 from tarn.scan.planner import Split, planner_for
 from tarn.spark.batch_read import pack_splits
-from tarn.spark.source import READ_OPTIONS, ROW_KIND_COLUMN, check_options, load, storage_of, table_path
+from tarn.spark.target import READ_OPTIONS, ROW_KIND_COLUMN, check_options, load, storage_of, table_path
 from tarn.spark.stream_limits import Cost, StreamLimits, applies
 from tarn.spark.types import arrow_target, fit_batch
 

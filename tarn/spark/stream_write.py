@@ -16,7 +16,6 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter
 from pyspark.sql.types import StructType
 
-import tarn
 from tarn.commit.committer import Overwrite
 from tarn.errors import InvalidOption
 from tarn.spark.batch_write import TaskMessages, WritePlan, plan_write

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from tarn.bucket import bucket_ids
 from tarn.data.layout import layout_of
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
-from tarn.errors import SchemaMismatch, TarnError
+from tarn.errors import FileMissing, SchemaMismatch, SnapshotNotFound, TarnError
 from tarn.fs import FileIO, join
 from tarn.lsm.levels import Levels
 from tarn.lsm.merge import (INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, merge_sorted,
@@ -43,19 +44,31 @@ class Restored:
     total_buckets: dict = field(default_factory=dict)  # partition bytes -> {totalBuckets}
 
 
+log = logging.getLogger(__name__)
+
 Restore = Callable[[], "Restored | dict"]  # a bare dict: files only
 
 
-def restore_from(context, schema: TableSchema) -> Restore:
-    """A restore reading the live files of the context's latest snapshot when first needed."""
+def restore_from(context, schema: TableSchema, attempts: int = 5) -> Restore:
+    """A restore reading the live files of the context's latest snapshot when first needed;
+    when expiry removes that snapshot's manifests meanwhile, it reads the new latest one."""
     def restore() -> Restored:
-        restored = Restored()
-        for e in context.live_entries(context.latest_snapshot(), schema):
-            restored.files.setdefault((e.partition, e.bucket), []).append(e.file)
-            restored.total_buckets.setdefault(e.partition, set()).add(e.total_buckets)
-        return restored
+        for attempt in range(attempts):
+            try:
+                return _restored_of(context.live_entries(context.latest_snapshot(), schema))
+            except (FileMissing, SnapshotNotFound):
+                if attempt == attempts - 1:
+                    raise
 
     return restore
+
+
+def _restored_of(entries) -> Restored:
+    restored = Restored()
+    for e in entries:
+        restored.files.setdefault((e.partition, e.bucket), []).append(e.file)
+        restored.total_buckets.setdefault(e.partition, set()).add(e.total_buckets)
+    return restored
 
 
 @dataclass
@@ -404,7 +417,11 @@ class TableWriter:
             changelog=producer, num_levels=levels_count, compare=self._changelog_compare(),
             changelog_writer=FileWriter(self.file_io, state.path, self.schema, self.options,
                                         changelog=True) if producer else None)
-        result = compactor.run(unit, drop_deletes)
+        try:
+            result = compactor.run(unit, drop_deletes)
+        except FileMissing as exc:  # another job compacted the inputs away and expiry deleted them
+            log.warning("table %s: compaction of bucket %s given up: %s", self.name, state.bucket, exc)
+            return
         state.compact_changelog.extend(result.changelog)
         for name in state.apply_compaction(result.before, result.after):
             self.file_io.delete(join(state.path, name))

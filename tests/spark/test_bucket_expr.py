@@ -13,7 +13,7 @@ import tarn
 import tarn.spark
 from tarn.bucket import bucket_ids
 from tarn.spark import bucket_expr
-from tarn.spark.batch_write import BUCKET_COLUMN, by_bucket
+from tarn.spark.dataframe import BUCKET_COLUMN, by_bucket
 from tarn.types import BIGINT, BOOLEAN, DATE, INT, SMALLINT, STRING, TINYINT, DataField
 
 SPARK_TYPES = {"BIGINT": "bigint", "INT": "int", "SMALLINT": "smallint", "TINYINT": "tinyint",

@@ -9,7 +9,7 @@ import pytest
 import tarn
 import tarn.spark
 from tarn.spark.native_read import native_paths
-from tarn.spark.source import ReadTarget
+from tarn.spark.target import ReadTarget
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("d", pa.date32())])
 

@@ -15,7 +15,7 @@ from pyspark.sql.datasource import EqualTo, GreaterThan, In, IsNotNull, Not, Str
 import tarn
 from tarn.maintenance.tags import create_tag
 from tarn.spark.batch_read import FilteringBatchReader, pack_splits, task_size, to_predicate
-from tarn.spark.source import ReadTarget
+from tarn.spark.target import ReadTarget
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
 
