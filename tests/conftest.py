@@ -1,6 +1,24 @@
+from pathlib import Path
+
 import pytest
 
 import tarn
+
+TESTS = Path(__file__).resolve().parent
+# Test groups by place: `-m "not spark and not interop and not stress and not s3"` is the fast
+# loop of unit and model tests.
+GROUP_OF_DIRECTORY = {"interop": "interop", "spark": "spark", "stress": "stress"}
+MODEL_TESTS = {"test_model.py", "test_lsm_model.py", "test_maintenance_model.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        relative = path.relative_to(TESTS).parts if path.is_relative_to(TESTS) else ()
+        if len(relative) > 1 and relative[0] in GROUP_OF_DIRECTORY:
+            item.add_marker(GROUP_OF_DIRECTORY[relative[0]])
+        if path.name in MODEL_TESTS:
+            item.add_marker("model")
 
 
 @pytest.fixture

@@ -1,25 +1,22 @@
 """Interval partition: sections of overlapping key ranges, each split into the fewest sorted runs."""
 
-import itertools
 from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tarn.codec.binary_row import deserialize_row, serialize_row
+from tarn.codec.binary_row import deserialize_row
 from tarn.lsm.intervals import partition_sections
 from tarn.lsm.levels import key_order
-from tarn.meta.manifest import EMPTY_STATS, DataFileMeta
+from tarn.meta.manifest import DataFileMeta
 from tarn.types import INT, STRING
+from tests.helpers import data_file_meta
 
 KEY = [INT(False)]
-_names = itertools.count()
 
 
 def file(lo, hi, types=KEY) -> DataFileMeta:
-    lo, hi = (lo if isinstance(lo, tuple) else (lo,)), (hi if isinstance(hi, tuple) else (hi,))
-    return DataFileMeta(f"data-{next(_names)}.parquet", 100, 25, serialize_row(list(lo), types),
-                        serialize_row(list(hi), types), EMPTY_STATS, EMPTY_STATS, 0, 24, 0, 0)
+    return data_file_meta(lo, hi, key_types=types, file_size=100, row_count=25, max_sequence_number=24)
 
 
 def ranges(sections, types=KEY) -> list[list[list[tuple]]]:

@@ -1,6 +1,5 @@
 """Levels: restoring a bucket's LSM tree, level-0 order, sorted runs and immutable updates."""
 
-import itertools
 import math
 
 import pytest
@@ -8,18 +7,17 @@ import pytest
 from tarn.codec.binary_row import serialize_row
 from tarn.errors import CorruptFile, InvalidOption
 from tarn.lsm.levels import LevelSortedRun, Levels, SortedRun, key_order
-from tarn.meta.manifest import EMPTY_STATS, DataFileMeta
+from tarn.meta.manifest import DataFileMeta
 from tarn.types import BYTES, DOUBLE, INT, STRING
+from tests.helpers import data_file_meta
 
 KEY = [INT(False)]
-_names = itertools.count()
 
 
 def file(level: int, lo: int = 0, hi: int = 0, seq: tuple[int, int] = (0, 1), size: int = 1,
          name: str | None = None, created: int | None = None) -> DataFileMeta:
-    return DataFileMeta(
-        name or f"data-{next(_names):04d}.parquet", size, 1, serialize_row([lo], KEY),
-        serialize_row([hi], KEY), EMPTY_STATS, EMPTY_STATS, seq[0], seq[1], 0, level, creation_time=created)
+    return data_file_meta(lo, hi, file_name=name, file_size=size, min_sequence_number=seq[0],
+                          max_sequence_number=seq[1], level=level, creation_time=created)
 
 
 def names(files) -> list[str]:

@@ -33,6 +33,7 @@ import tarn
 from tarn import col
 
 from tests.lsm_oracle import RETRACT_KINDS, Column, LsmOracle, Row, TableDef, merge_order
+from tests.helpers import canonical_rows
 
 settings.register_profile(
     "tarn-lsm-ci", max_examples=8, deadline=None,
@@ -450,8 +451,7 @@ def _listing(root: str) -> set[str]:
 
 
 def _canonical(rows: list[dict], names: list[str]) -> list[tuple]:
-    return sorted((tuple(r[n] for n in names) for r in rows),
-                  key=lambda t: [(v is None, str(type(v)), v if v is not None else 0) for v in t])
+    return canonical_rows(rows, names, as_tuples=True)
 
 
 def run(config: EngineConfig, knobs: Knobs, data) -> None:

@@ -1,29 +1,25 @@
 """Universal compaction picking, with the vectors of Java's UniversalCompactionTest (sizes only)."""
 
 import datetime as dt
-import itertools
 
 import pytest
 
-from tarn.codec.binary_row import serialize_row
 from tarn.lsm.levels import LevelSortedRun, Levels, SortedRun
 from tarn.lsm.policy import (
     LONG_MAX, CompactUnit, PickState, create_unit, drops_deletes, estimate_last_full_compaction,
     force_pick_level0, full_compaction_delta_commits, full_compaction_due, full_compaction_unit,
     num_levels, pick, should_stop_writes, stop_trigger,
 )
-from tarn.meta.manifest import EMPTY_STATS, DataFileMeta
+from tarn.meta.manifest import DataFileMeta
 from tarn.options import Options
 from tarn.types import INT
+from tests.helpers import data_file_meta
 
 KEY = [INT(False)]
-_names = itertools.count()
 
 
 def file(size: int, level: int = 0, lo: int = 0, hi: int = 0, created: int | None = None) -> DataFileMeta:
-    return DataFileMeta(
-        f"data-{next(_names)}.parquet", size, 1, serialize_row([lo], KEY), serialize_row([hi], KEY),
-        EMPTY_STATS, EMPTY_STATS, 0, 0, 0, level, creation_time=created)
+    return data_file_meta(lo, hi, file_size=size, level=level, creation_time=created)
 
 
 def level(lv: int, size: int) -> LevelSortedRun:

@@ -34,6 +34,7 @@ from tarn.meta.manifest import (
     SimpleStats,
 )
 from tarn.store.manifests import ManifestStore
+from tests.helpers import data_file_meta
 
 PYPAIMON = "/work/main/.venv-pypaimon/bin/python"
 PART_TYPES = [T.STRING(), T.INT()]
@@ -45,14 +46,9 @@ def part(dt: str | None, hour: int | None) -> bytes:
 
 def data_file(name: str, level: int = 0, **kw) -> DataFileMeta:
     key = serialize_row([1], [T.BIGINT()])
-    stats = SimpleStats(key, key, [0])
-    base = dict(
-        file_name=name, file_size=1000, row_count=10, min_key=key, max_key=key,
-        key_stats=stats, value_stats=EMPTY_STATS, min_sequence_number=0,
-        max_sequence_number=9, schema_id=0, level=level, creation_time=1_700_000_000_123,
-    )  # fmt: skip
-    base.update(kw)
-    return DataFileMeta(**base)
+    base = dict(file_name=name, file_size=1000, row_count=10, key_stats=SimpleStats(key, key, [0]),
+                max_sequence_number=9, level=level, creation_time=1_700_000_000_123)
+    return data_file_meta(1, key_types=[T.BIGINT()], **{**base, **kw})
 
 
 def entry(name: str, kind: int = ADD, partition: bytes | None = None, bucket: int = 0, **kw) -> ManifestEntry:

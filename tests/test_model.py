@@ -21,6 +21,7 @@ import tarn
 from tarn import col
 from tarn.meta.manifest import ADD
 from tarn.scan.predicate import And, Compare, In, IsNull, Not, Or, StartsWith
+from tests.helpers import canonical_rows
 
 settings.register_profile(
     "tarn-model-ci", max_examples=40, deadline=None,
@@ -262,12 +263,8 @@ def predicates(config: Config, seen: dict[str, list]):
 # Comparing reads
 
 
-def _sort_key(row: tuple):
-    return [(v is None, v if v is not None else 0) for v in row]
-
-
 def canonical(rows: list[dict], names: list[str]) -> list[tuple]:
-    return sorted((tuple(r[n] for n in names) for r in rows), key=_sort_key)
+    return canonical_rows(rows, names, as_tuples=True)
 
 
 def check_scan(table: tarn.Table, config: Config, expected: list[dict], snapshot_id=None,

@@ -6,6 +6,7 @@ import pytest
 
 import tarn
 from tests.interop.pypaimon_env import run_peer
+from tests.helpers import canonical_rows
 
 
 def read_ipc(path) -> pa.Table:
@@ -28,9 +29,7 @@ def pypaimon_read(table_root, out, snapshot_id=None) -> pa.Table:
 
 
 def canon(table: pa.Table, columns=None) -> list:
-    columns = columns or table.column_names
-    rows = table.select(columns).to_pylist()
-    return sorted(rows, key=lambda r: [str(r[c]) for c in columns])
+    return canonical_rows(table, columns)
 
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("name", pa.string()),

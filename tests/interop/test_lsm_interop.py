@@ -29,6 +29,7 @@ import pytest
 import tarn
 from tarn.scan.planner import Split
 from tests.interop.pypaimon_env import run_peer
+from tests.helpers import canonical_rows
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "+I", "-U", "+U", "-D"
 RETRACTS = (UPDATE_BEFORE, DELETE)
@@ -129,9 +130,7 @@ def oracle(case: "Case", commits: list[list[dict]]) -> list[dict]:
 
 
 def canon(rows) -> list[dict]:
-    if isinstance(rows, pa.Table):
-        rows = rows.to_pylist()
-    return sorted(rows, key=lambda r: (r["dt"], r["k"]))
+    return canonical_rows(rows)
 
 
 # ---------------------------------------------------------------------------- cases

@@ -12,6 +12,7 @@ from tarn.maintenance import tags as T
 from tarn.maintenance.expire import expire_snapshots
 from tarn.maintenance.time_travel import scan_at, snapshot_by_tag
 from tests.interop.pypaimon_env import run_peer
+from tests.helpers import canonical_rows
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("name", pa.string())])
 
@@ -32,8 +33,7 @@ def read_ipc(path) -> pa.Table:
 
 
 def canon(table: pa.Table) -> list:
-    rows = table.select(SCHEMA.names).to_pylist()
-    return sorted(rows, key=lambda r: (r["dt"], r["id"], str(r["name"])))
+    return canonical_rows(table, SCHEMA.names)
 
 
 def test_pypaimon_lists_and_reads_tarn_tags(tmp_path):
