@@ -409,13 +409,18 @@ def configs(draw, agg_choices=AGG_CHOICES):
            "remove_fields": set(), "ignore_delete": False}
     if with_groups:
         cfg["groups"] = GROUPS
+        mode = draw(st.sampled_from(["none", "ignore", "remove-g", "remove-h", "remove-both"]))
+        if mode.startswith("remove"):
+            # Known deviation (docs/guide-merge-engines.md): when a -D resets the row through
+            # remove-record-on-sequence-group, Java's first_value / first_non_null_value keep
+            # their "initialized" flag from before the reset; tarn starts them afresh.
+            agg_choices = [f for f in agg_choices if f not in ("first_value", "first_non_null_value")]
         for i in (1, 2, 4, 5):
             func = draw(st.sampled_from(agg_choices))
             if func:
                 cfg["aggs"][i] = func
                 if func not in ("sum", "last_value", "last_non_null_value") and draw(st.integers(0, 3)):
                     cfg["ignore_retract"].add(i)
-        mode = draw(st.sampled_from(["none", "ignore", "remove-g", "remove-h", "remove-both"]))
         cfg["ignore_delete"] = mode == "ignore"
         cfg["remove_fields"] = {"none": set(), "ignore": set(), "remove-g": {3}, "remove-h": {7},
                                 "remove-both": {3, 6}}[mode]
