@@ -80,20 +80,21 @@ class S3Config:
 
     @classmethod
     def of_filesystem(cls, fs: pafs.S3FileSystem, options: dict | None = None) -> "S3Config":
-        """Settings of a ready S3FileSystem (its own, where pyarrow exposes them), options first."""
+        """Settings of a ready S3FileSystem: `options` first, then the filesystem's own (where
+        pyarrow exposes them), then the environment."""
         try:
             kwargs = fs.__reduce__()[1][0]
         except (AttributeError, IndexError, TypeError):  # pragma: no cover - pyarrow internals moved
             kwargs = {}
-        resolved = cls.resolve(options)
         endpoint = kwargs.get("endpoint_override") or None
         if endpoint and "://" not in endpoint:
             endpoint = f"{kwargs.get('scheme') or 'https'}://{endpoint}"
-        return cls(resolved.endpoint or endpoint, resolved.access_key or kwargs.get("access_key") or None,
-                   resolved.secret_key or kwargs.get("secret_key") or None,
-                   resolved.session_token or kwargs.get("session_token") or None,
-                   fs.region or resolved.region,
-                   resolved.path_style or (endpoint is not None and not kwargs.get("force_virtual_addressing")))
+        own = {"s3.endpoint": endpoint, "s3.access-key": kwargs.get("access_key"),
+               "s3.secret-key": kwargs.get("secret_key"), "s3.session-token": kwargs.get("session_token"),
+               "s3.region": fs.region}
+        if endpoint and not kwargs.get("force_virtual_addressing"):
+            own["s3.path-style-access"] = "true"
+        return cls.resolve({**{k: v for k, v in own.items() if v}, **check_options(options or {})})
 
     def filesystem(self) -> pafs.S3FileSystem:
         kwargs = {"region": self.region, "access_key": self.access_key, "secret_key": self.secret_key,
