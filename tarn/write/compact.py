@@ -140,30 +140,25 @@ class BucketCompactor:
             return
         if len(runs) == 1 and len(runs[0].files) == 1 and runs[0].files[0].level == level and not drop_deletes:
             return
-        if self.lookup and not newest_wins_applies(self.spec):  # else the newest row is the full value
-            chunks = self._lookup_merged(runs, level, drop_deletes)
-        else:
-            chunks = self._merged(runs, level, drop_deletes)
+        higher = self._higher_keys(level) if self.first_row else []
+        chunks = merge_runs(self.reader, self.bucket_path, runs, self.fields, self.spec,
+                            self._lookup_merge(runs, level), drop_deletes=drop_deletes, drop_keys=higher)
         result.before.extend(f for run in runs for f in run.files)
         result.after.extend(self.writer.write_stream(chunks, level, COMPACT_SOURCE))
 
-    def _merged(self, runs: list[SortedRun], level: int, drop_deletes: bool):
-        higher = self._higher_keys(level) if self.first_row else []
-        return merge_runs(self.reader, self.bucket_path, runs, self.fields, self.spec,
-                          drop_deletes=drop_deletes, drop_keys=higher)
-
-    def _lookup_merged(self, runs: list[SortedRun], level: int, drop_deletes: bool):
+    def _lookup_merge(self, runs: list[SortedRun], level: int) -> LookupMerge | None:
         """Java's LookupMergeTreeCompactRewriter: with level-0 inputs (and an output above 0)
         every key is merged from its level-0 rows and its high-level row, looked up in the
         levels above the output when the inputs hold none; otherwise a key with several rows
-        keeps its high-level row merged alone, a single row passes through."""
+        keeps its high-level row merged alone, a single row passes through. None: the merge
+        engine alone (no lookup table, or the newest row already is the full value)."""
+        if not self.lookup or newest_wins_applies(self.spec):
+            return None
         level0 = [f for run in runs for f in run.files if f.level == 0]
         consumes_level0 = level > 0 and bool(level0)
         looked_up = self._runs_above(level, level0) if consumes_level0 else []
-        lookup = LookupMerge(every_key=consumes_level0, above=tuple(looked_up),
-                             inputs_up_to=level if looked_up else None)
-        return merge_runs(self.reader, self.bucket_path, runs, self.fields, self.spec, lookup,
-                          drop_deletes=drop_deletes)
+        return LookupMerge(every_key=consumes_level0, above=tuple(looked_up),
+                           inputs_up_to=level if looked_up else None)
 
     @property
     def key_names(self) -> list[str]:
