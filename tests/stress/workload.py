@@ -9,6 +9,7 @@ naming the commit, so a read tells exactly which commit a row came from.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import multiprocessing as mp
@@ -311,7 +312,10 @@ def context():
     """Child processes start from a fresh interpreter (forkserver with tarn preloaded: clean
     like spawn, without paying the imports for every process)."""
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["tests.stress.workload"])
+    preload = ["tests.stress.workload"]
+    if importlib.util.find_spec("boto3") is not None:
+        preload.append("boto3")  # S3 conditional PUTs; importing it starts no threads
+    ctx.set_forkserver_preload(preload)
     return ctx
 
 
