@@ -232,7 +232,11 @@ def file_io_for(uri: str, storage_options: dict | None = None, filesystem=None,
     if scheme == "file":
         local = uri[len("file://"):] if uri.startswith("file://") else uri
         return FileIO(pafs.LocalFileSystem(), lock=lock), os.path.abspath(local)
-    fs, path = pafs.FileSystem.from_uri(uri)
+    try:
+        fs, path = pafs.FileSystem.from_uri(uri)
+    except (ValueError, OSError) as exc:  # pyarrow.ArrowInvalid is a ValueError
+        raise TarnError(f"cannot open '{uri}': {exc} (local paths, s3://, pyarrow URIs, or "
+                        "filesystem= with a pyarrow or fsspec filesystem)") from exc
     return FileIO(fs, lock=lock), path
 
 

@@ -310,6 +310,11 @@ def test_file_lock_makes_check_then_write_safe_across_processes(tmp_path):
     assert (tmp_path / "store" / "snapshot-1").read_bytes() == f"process-{winners[0]}".encode()
 
 
+def test_unknown_uri_scheme_is_named():
+    with pytest.raises(TarnError, match="cannot open 'nosuch://bucket/wh'"):
+        tarn.Catalog("nosuch://bucket/wh")
+
+
 def test_filesystem_must_be_a_filesystem():
     with pytest.raises(TarnError, match="must be a pyarrow.fs.FileSystem or an fsspec filesystem"):
         tarn.Catalog("/wh", filesystem=object())
