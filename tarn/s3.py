@@ -131,9 +131,9 @@ class ConditionalPut:
 
     def put_if_absent(self, path: str, data: bytes) -> bool:
         """Create object `path` (bucket/key) with `data`; False if it exists. Exactly one of
-        racing writers gets True. Raises OutcomeUnknown if S3 cannot tell us (see `_settle`)."""
+        racing writers gets True. 409s are retried; after a timeout or a 5xx the object is read
+        back (our bytes: True); `OutcomeUnknown` if S3 cannot tell at all."""
         bucket, _, key = path.partition("/")
-        uncertain = False
         conflicts = failures = 0
         while True:
             try:
@@ -141,27 +141,22 @@ class ConditionalPut:
                 return True
             except Exception as exc:  # noqa: BLE001 - classified below, re-raised if unknown
                 kind = classify(exc)
-                if kind == "exists":
-                    # after an uncertain attempt the object found may be our own
-                    return uncertain and self._same(bucket, key, data, path, exc)
                 if kind == "conflict" and conflicts < CONFLICT_RETRIES:
                     conflicts += 1
                     time.sleep(0.05 * 2 ** conflicts)
-                    continue
-                if kind == "conflict":  # another writer keeps the key busy: it wins
-                    return uncertain and self._same(bucket, key, data, path, exc)
-                if kind == "uncertain" and failures < UNCERTAIN_RETRIES:
+                elif kind == "uncertain" and failures < UNCERTAIN_RETRIES:
                     failures += 1
-                    uncertain = True
                     landed = self._settle(bucket, key, data)
                     if landed is not None:
                         return landed
                     time.sleep(0.1 * 2 ** failures)
-                    continue
-                if kind == "uncertain":
+                elif kind in ("exists", "conflict"):  # lost, unless an earlier uncertain try was ours
+                    return failures > 0 and self._same(bucket, key, data, path, exc)
+                elif kind == "uncertain":
                     raise OutcomeUnknown(f"conditional PUT of s3://{path}: no answer after "
                                          f"{failures + 1} attempts ({exc}); the file may or may not exist") from exc
-                raise TarnError(f"conditional PUT of s3://{path} failed: {exc}") from exc
+                else:
+                    raise TarnError(f"conditional PUT of s3://{path} failed: {exc}") from exc
 
     def _settle(self, bucket: str, key: str, data: bytes) -> bool | None:
         """After an uncertain PUT: True if the object holds our bytes, False if other bytes,
