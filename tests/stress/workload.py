@@ -15,6 +15,8 @@ import logging
 import multiprocessing as mp
 import os
 import random
+import signal
+import threading
 import time
 import traceback
 from collections import Counter
@@ -43,6 +45,7 @@ class Scenario:
     commits: int = 10              # per writer
     compactor: bool = False        # a process looping compact(full=True) (primary-key tables)
     reader: bool = True            # a process scanning the latest snapshot in a loop
+    kills: int = 0                 # writers SIGKILLed at a random moment (the last ones)
     expiry: bool = False           # snapshot.num-retained.min = max = 5, time-retained 1 ms
     tags: bool = True              # writer 0 tags the latest snapshot every 5th commit
     rows: int = 8                  # rows per commit
@@ -53,6 +56,7 @@ class Scenario:
         parts = [self.kind, f"{self.writers}x{self.commits}"]
         parts += ["compactor"] if self.compactor else []
         parts += ["expiry"] if self.expiry else []
+        parts += [f"kill{self.kills}"] if self.kills else []
         return "-".join(parts)
 
     @property
@@ -93,17 +97,19 @@ def open_catalog(warehouse: "Warehouse | str") -> tarn.Catalog:
 
 SHORT_SCENARIOS = [  # the CI cases: each under 10 s on 2 cores
     Scenario("append", writers=4, commits=8),
-    Scenario("append", writers=8, commits=6, expiry=True),
+    Scenario("append", writers=8, commits=6, expiry=True, kills=2),
     Scenario("pk", writers=4, commits=6, compactor=True),
-    Scenario("pk", writers=4, commits=6, compactor=True, expiry=True),
+    Scenario("pk", writers=4, commits=6, compactor=True, expiry=True, kills=1),
     Scenario("pk-partitioned", writers=4, commits=6, compactor=True, expiry=True),
 ]
 LONG_SCENARIOS = [
     Scenario("append", writers=4, commits=50),
     Scenario("append", writers=8, commits=50, expiry=True),  # the expired-id-reuse workload
+    Scenario("append", writers=8, commits=30, expiry=True, kills=3),
     Scenario("pk", writers=4, commits=40),
     Scenario("pk", writers=8, commits=30, compactor=True),
     Scenario("pk", writers=8, commits=30, compactor=True, expiry=True),
+    Scenario("pk", writers=8, commits=30, compactor=True, expiry=True, kills=3),
     Scenario("pk-partitioned", writers=4, commits=40, compactor=True),
     Scenario("pk-partitioned", writers=8, commits=30, compactor=True, expiry=True),
 ]
@@ -196,11 +202,13 @@ def writer_main(warehouse: Warehouse | str, scenario: Scenario, writer: int, out
     table = open_catalog(warehouse).load_table(TABLE)
     rng = random.Random(scenario.seed * 7919 + writer)
     ledger = []
+    journal = os.open(out_path + "l", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     start.wait()
     for commit in range(scenario.commits):
         planned = plan_commit(scenario, writer, commit, rng)
         batch = batch_of(scenario, writer, commit, planned)
         record = {"commit": commit, **planned, "ok": False, "error": None, "conflict": False}
+        os.write(journal, (json.dumps(dict(record, ok=None)) + "\n").encode())  # survives SIGKILL
         began = time.monotonic()
         try:
             if planned["op"] == "delete":
@@ -214,6 +222,7 @@ def writer_main(warehouse: Warehouse | str, scenario: Scenario, writer: int, out
             record["error"] = f"{type(exc).__name__}: {exc} | {_where(exc)}"
         record["seconds"] = round(time.monotonic() - began, 4)
         ledger.append(record)
+        os.write(journal, (json.dumps(record) + "\n").encode())
         if scenario.tags and writer == 0 and commit % 5 == 4:
             try:
                 table.create_tag(f"w0-c{commit}")
@@ -336,6 +345,8 @@ class Outcome:
                 f"lost {f.get('lost_rows', 0)} dup {f.get('duplicated_rows', 0)} "
                 f"ghost {f.get('failed_rows_visible', 0)} wrong {f.get('wrong_values', 0)} "
                 f"unreadable {f.get('unreadable', 0)} gaps {f.get('id_gaps', 0)} "
+                f"killed {f.get('killed_writers', 0)} (landed {f.get('in_flight_landed', 0)}) "
+                f"orphans {f.get('orphans_removed', 0)} "
                 f"({f.get('seconds', 0):.1f} s)")
 
 
@@ -361,24 +372,66 @@ def run(warehouse: Warehouse | str, scenario: Scenario, work_dir: str, timeout_s
         p.start()
     start.wait(timeout=120)
     outcome = Outcome(scenario)
+    doomed = list(range(scenario.writers - scenario.kills, scenario.writers))
+    killers = [threading.Thread(target=_kill_later, args=(procs[w], outs[w] + "l", scenario, w), daemon=True)
+               for w in doomed]
+    for thread in killers:
+        thread.start()
     deadline = began + timeout_s
     for p in procs[: scenario.writers]:
         p.join(max(1, deadline - time.monotonic()))
     stop.set()
     for p in procs[scenario.writers:]:
         p.join(max(1, deadline - time.monotonic()))
-    for p in procs:
+    for thread in killers:
+        thread.join(5)
+    for i, p in enumerate(procs):
         if p.is_alive():
             p.kill()
             outcome.problems.append(f"process {p.name} still running after {timeout_s} s (hung?)")
-        elif p.exitcode != 0:
+        elif p.exitcode != 0 and not (i in doomed and p.exitcode == -signal.SIGKILL):
             outcome.problems.append(f"process {p.name} exited with {p.exitcode}")
     elapsed = time.monotonic() - began
-    results = [_load(path) for path in outs]
+    results = [_load(path) or _load_journal(path + "l", w) for w, path in enumerate(outs)]
+    outcome.figures["killed_writers"] = sum(results[w] is not None and results[w].get("killed", False)
+                                            for w in doomed)
     helpers = [_load(path) for path, on in ((compactor_out, scenario.compactor), (reader_out, scenario.reader)) if on]
     verify(warehouse, scenario, results, helpers, outcome)
     outcome.figures["seconds"] = elapsed
     return outcome
+
+
+def _kill_later(process, journal: str, scenario: Scenario, writer: int) -> None:
+    """SIGKILL the writer once it has begun a random one of its commits, a moment later."""
+    rng = random.Random(scenario.seed * 104729 + writer)
+    target = rng.randint(1, max(1, scenario.commits - 1))
+    deadline = time.monotonic() + 300
+    while process.is_alive() and time.monotonic() < deadline:
+        try:
+            with open(journal) as f:
+                begun = sum('"ok": null' in line for line in f)
+        except FileNotFoundError:
+            begun = 0
+        if begun >= target:
+            time.sleep(rng.uniform(0, 0.05))
+            break
+        time.sleep(0.002)
+    if process.is_alive():
+        os.kill(process.pid, signal.SIGKILL)
+
+
+def _load_journal(path: str, writer: int):
+    """The ledger of a killed writer, from its journal: a commit begun and never finished is
+    in flight (`ok` None): it may have landed, entirely or not at all."""
+    try:
+        with open(path) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return None
+    ledger: dict[int, dict] = {}
+    for record in lines:
+        ledger[record["commit"]] = record
+    return {"writer": writer, "ledger": list(ledger.values()), "stats": {}, "killed": True}
 
 
 def _load(path: str):
@@ -414,7 +467,8 @@ def verify(warehouse: Warehouse | str, scenario: Scenario, results: list, helper
         stats.update(helper["stats"])
         problems += helper["errors"]
     acked = [r for r in records if r["ok"]]
-    failed = [r for r in records if not r["ok"]]
+    failed = [r for r in records if r["ok"] is False]
+    in_flight = [r for r in records if r["ok"] is None]
     problems += _grouped_errors([r for r in failed if not r["conflict"]])
     figures.update(attempted=len(records), acked=len(acked), conflicts=sum(r["conflict"] for r in failed),
                    errors=sum(not r["conflict"] for r in failed), lost_races=stats["lost_races"],
@@ -439,10 +493,28 @@ def verify(warehouse: Warehouse | str, scenario: Scenario, results: list, helper
             problems.append(f"latest snapshot {back.latest_id} could not be read; {len(acked)} commits acknowledged")
         return
     if scenario.primary_key:
-        _judge_pk(latest, acked, failed, figures, problems)
+        _judge_pk(latest, acked, failed, in_flight, figures, problems)
     else:
-        _judge_append(latest, acked, failed, figures, problems)
+        _judge_append(latest, acked, failed, in_flight, figures, problems)
         _judge_append_history(back, problems)
+    _judge_storage(table, figures, problems)
+
+
+def _judge_storage(table, figures: dict, problems: list) -> None:
+    """With every process gone: orphan removal leaves exactly the referenced files, and the
+    latest snapshot and the tags still read."""
+    try:
+        figures["orphans_removed"] = len(checks.remove_orphans_now(table))
+    except Exception as exc:  # noqa: BLE001
+        problems.append(f"remove_orphan_files raised {checks._describe(exc)}")
+        return
+    problems += [f"after remove_orphan_files: {p}" for p in checks.storage_problems(table)]
+    try:
+        table.scan().to_arrow()
+        for tag in table.list_tags():
+            table.scan(tag=tag.name).to_arrow()
+    except Exception as exc:  # noqa: BLE001
+        problems.append(f"after remove_orphan_files a read fails: {checks._describe(exc)}")
 
 
 def _grouped_errors(records: list) -> list[str]:
@@ -456,10 +528,18 @@ def _grouped_errors(records: list) -> list[str]:
             f"({rs[0]['op']}): {rs[0]['error'][:400]}" for kind, rs in groups.items()]
 
 
-def _judge_append(latest: pa.Table, acked: list, failed: list, figures: dict, problems: list) -> None:
+def _judge_append(latest: pa.Table, acked: list, failed: list, in_flight: list, figures: dict,
+                  problems: list) -> None:
     counts = Counter(latest.column("id").to_pylist())
     expected = {i for r in acked for i in r["ids"]}
     failed_ids = {i for r in failed for i in r["ids"]}
+    for r in in_flight:  # a killed writer's last commit: all of it or none
+        present = [i for i in r["ids"] if i in counts]
+        figures["in_flight_landed"] = figures.get("in_flight_landed", 0) + bool(present)
+        if present and len(present) != len(r["ids"]):
+            problems.append(f"killed writer {r['writer']}: {len(present)} of the {len(r['ids'])} rows of its "
+                            f"interrupted commit {r['commit']} are visible")
+        expected |= set(present)
     lost = expected - counts.keys()
     duplicated = sum(n - 1 for n in counts.values() if n > 1)
     ghosts = failed_ids & counts.keys()
@@ -490,7 +570,8 @@ def _judge_append_history(back: checks.Readback, problems: list) -> None:
             problems.append(f"{len(vanished)} rows of snapshot {before} missing from snapshot {after}")
 
 
-def _judge_pk(latest: pa.Table, acked: list, failed: list, figures: dict, problems: list) -> None:
+def _judge_pk(latest: pa.Table, acked: list, failed: list, in_flight: list, figures: dict,
+              problems: list) -> None:
     expected: dict[int, str | None] = {}
     for r in sorted(acked, key=lambda r: (r["writer"], r["commit"])):  # a key has one writer
         for k in r["keys"]:
@@ -499,6 +580,20 @@ def _judge_pk(latest: pa.Table, acked: list, failed: list, figures: dict, proble
     rows = latest.select(["k", "v"]).to_pylist()
     counts = Counter(row["k"] for row in rows)
     actual = {row["k"]: row["v"] for row in rows}
+    for r in in_flight:  # a killed writer's last commit, after all its others: all of it or none
+        value = commit_value(r["writer"], r["commit"]) if r["op"] == "write" else None
+        took = [k for k in r["keys"] if (actual.get(k) == value if value else k not in actual)]
+        figures["in_flight_landed"] = figures.get("in_flight_landed", 0) + bool(took)
+        if value is None:  # a delete "took" where the key is gone; it may have been gone before
+            took = [k for k in took if expected.get(k) is not None]
+            changed = [k for k in r["keys"] if expected.get(k) is not None]
+        else:
+            changed = r["keys"]
+        if took and len(took) != len(changed):
+            problems.append(f"killed writer {r['writer']}: {len(took)} of the {len(changed)} keys of its "
+                            f"interrupted {r['op']} {r['commit']} show it")
+        for k in took:
+            expected[k] = value
     duplicated = sum(n - 1 for n in counts.values() if n > 1)
     lost = [k for k, v in expected.items() if v is not None and k not in actual]
     resurrected = [k for k, v in expected.items() if v is None and k in actual]
