@@ -31,10 +31,3 @@ def path(tmp_path):
 def pytest_configure(config):
     # pyspark 4.3 warns on every session start that pandas 3 is newer than it knows.
     config.addinivalue_line("filterwarnings", "ignore:PySpark does not yet fully support pandas:FutureWarning")
-
-
-def pytest_collection_modifyitems(config, items):
-    # every test here needs Spark: `-m "not spark"` leaves them out
-    for item in items:
-        if "/tests/spark/" in str(item.fspath):
-            item.add_marker(pytest.mark.spark)
