@@ -206,3 +206,34 @@ def test_expiry_during_a_writers_compaction_is_not_an_error(catalog, monkeypatch
     assert hook.fired
     assert_sound(t)
     assert_all_or_nothing(t, outcome, [50, 51], "slow")
+
+
+def test_tagging_a_snapshot_that_expiry_takes_meanwhile(catalog, monkeypatch):
+    """create_tag(snapshot_id=earliest) reads the snapshot, then writes the tag file; if
+    expiry removes that snapshot and its files in between, the tag must not be left behind
+    unreadable: create_tag raises SnapshotNotFound (no tag), or the tag reads."""
+    t = catalog.create_table("db.t", schema=KV, options=AGGRESSIVE_EXPIRY)
+    other = catalog.load_table("db.t")
+    for i in range(6):
+        t.write(kv([i], "base"))
+    earliest = t.snapshot_store.earliest_id()
+    fired = []
+    for method in ("write_if_absent", "write_bytes"):  # however the tag file is written
+        original = getattr(FileIO, method)
+
+        def hooked(io, path, *args, _original=original, **kwargs):
+            if "/tag/" in path and not fired:
+                fired.append(path)
+                for i in range(7):
+                    other.write(kv([100 + i], "other"))
+            return _original(io, path, *args, **kwargs)
+
+        monkeypatch.setattr(FileIO, method, hooked)
+    outcome = attempt(lambda: t.create_tag("old", snapshot_id=earliest))
+    monkeypatch.undo()
+    assert fired
+    tags = [tag.name for tag in t.list_tags()]
+    if outcome is not None:
+        assert isinstance(outcome, tarn.SnapshotNotFound), f"{type(outcome).__name__}: {outcome}"
+        assert "old" not in tags
+    assert_sound(t)

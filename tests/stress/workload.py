@@ -46,6 +46,7 @@ class Scenario:
     compactor: bool = False        # a process looping compact(full=True) (primary-key tables)
     reader: bool = True            # a process scanning the latest snapshot in a loop
     kills: int = 0                 # writers SIGKILLed at a random moment (the last ones)
+    tagger: bool = False           # a process tagging the earliest snapshot and deleting old tags
     expiry: bool = False           # snapshot.num-retained.min = max = 5, time-retained 1 ms
     tags: bool = True              # writer 0 tags the latest snapshot every 5th commit
     rows: int = 8                  # rows per commit
@@ -57,6 +58,7 @@ class Scenario:
         parts += ["compactor"] if self.compactor else []
         parts += ["expiry"] if self.expiry else []
         parts += [f"kill{self.kills}"] if self.kills else []
+        parts += ["tagger"] if self.tagger else []
         return "-".join(parts)
 
     @property
@@ -100,7 +102,7 @@ SHORT_SCENARIOS = [  # the CI cases: each under 10 s on 2 cores
     Scenario("append", writers=8, commits=6, expiry=True, kills=2),
     Scenario("pk", writers=4, commits=6, compactor=True),
     Scenario("pk", writers=4, commits=6, compactor=True, expiry=True, kills=1),
-    Scenario("pk-partitioned", writers=4, commits=6, compactor=True, expiry=True),
+    Scenario("pk-partitioned", writers=4, commits=6, compactor=True, expiry=True, tagger=True),
 ]
 LONG_SCENARIOS = [
     Scenario("append", writers=4, commits=50),
@@ -112,6 +114,8 @@ LONG_SCENARIOS = [
     Scenario("pk", writers=8, commits=30, compactor=True, expiry=True, kills=3),
     Scenario("pk-partitioned", writers=4, commits=40, compactor=True),
     Scenario("pk-partitioned", writers=8, commits=30, compactor=True, expiry=True),
+    Scenario("append", writers=4, commits=30, expiry=True, tagger=True),
+    Scenario("pk", writers=4, commits=30, compactor=True, expiry=True, tagger=True),
 ]
 
 
@@ -252,6 +256,35 @@ def compactor_main(warehouse: Warehouse | str, out_path: str, start, stop) -> No
     _dump(out_path, {"stats": dict(stats), "errors": errors[:20]})
 
 
+def tagger_main(warehouse: Warehouse | str, out_path: str, start, stop) -> None:
+    """Tag the earliest snapshot (the next one expiry takes) and delete the oldest of these
+    tags again, racing expiry: a tag must end up readable or not be created at all."""
+    table = open_catalog(warehouse).load_table(TABLE)
+    stats: Counter = Counter()
+    errors: list[str] = []
+    made: list[str] = []
+    start.wait()
+    n = 0
+    while not stop.is_set():
+        n += 1
+        try:
+            earliest = table.snapshot_store.earliest_id()
+            if earliest is not None:
+                table.create_tag(f"old-{n}", snapshot_id=earliest)
+                made.append(f"old-{n}")
+                stats["old_tags"] += 1
+            if len(made) > 3:
+                table.delete_tag(made.pop(0))
+        except tarn.SnapshotNotFound:
+            stats["old_tags_missed"] += 1  # expired between looking and tagging: fine
+        except Exception as exc:  # noqa: BLE001
+            stats["tagger_errors"] += 1
+            if len(errors) < 10:
+                errors.append(f"tagger: {type(exc).__name__}: {exc} | {_where(exc)}")
+        time.sleep(0.01)
+    _dump(out_path, {"stats": dict(stats), "errors": errors})
+
+
 def reader_main(warehouse: Warehouse | str, scenario: Scenario, out_path: str, start, stop) -> None:
     """Scan the latest snapshot until stopped. Every scan must work, show each append commit
     whole or not at all, show each key once, and never go back in time (a row seen stays
@@ -354,7 +387,7 @@ def run(warehouse: Warehouse | str, scenario: Scenario, work_dir: str, timeout_s
     """Create the table under `warehouse`, run the processes, read the table back."""
     create_table(warehouse, scenario)
     ctx = context()
-    start = ctx.Barrier(scenario.writers + scenario.compactor + scenario.reader + 1)
+    start = ctx.Barrier(scenario.writers + scenario.compactor + scenario.reader + scenario.tagger + 1)
     stop = ctx.Event()
     os.makedirs(work_dir, exist_ok=True)
     outs = [os.path.join(work_dir, f"writer-{w}.json") for w in range(scenario.writers)]
@@ -367,6 +400,9 @@ def run(warehouse: Warehouse | str, scenario: Scenario, work_dir: str, timeout_s
     if scenario.reader:
         procs.append(ctx.Process(target=reader_main, args=(warehouse, scenario, reader_out, start, stop),
                                  daemon=True))
+    tagger_out = os.path.join(work_dir, "tagger.json")
+    if scenario.tagger:
+        procs.append(ctx.Process(target=tagger_main, args=(warehouse, tagger_out, start, stop), daemon=True))
     began = time.monotonic()
     for p in procs:
         p.start()
@@ -395,7 +431,8 @@ def run(warehouse: Warehouse | str, scenario: Scenario, work_dir: str, timeout_s
     results = [_load(path) or _load_journal(path + "l", w) for w, path in enumerate(outs)]
     outcome.figures["killed_writers"] = sum(results[w] is not None and results[w].get("killed", False)
                                             for w in doomed)
-    helpers = [_load(path) for path, on in ((compactor_out, scenario.compactor), (reader_out, scenario.reader)) if on]
+    helpers = [_load(path) for path, on in ((compactor_out, scenario.compactor), (reader_out, scenario.reader),
+                                            (tagger_out, scenario.tagger)) if on]
     verify(warehouse, scenario, results, helpers, outcome)
     outcome.figures["seconds"] = elapsed
     return outcome
@@ -476,7 +513,8 @@ def verify(warehouse: Warehouse | str, scenario: Scenario, results: list, helper
                    compaction_conflicts=stats["compaction_conflicts"],
                    compaction_errors=stats["compaction_errors"], tag_errors=stats["tag_errors"],
                    dropped_compactions=stats["dropped_compactions"], reads=stats["reads"],
-                   read_errors=stats["read_errors"])
+                   read_errors=stats["read_errors"], old_tags=stats["old_tags"],
+                   old_tags_missed=stats["old_tags_missed"])
 
     table = open_catalog(warehouse).load_table(TABLE)
     back = checks.read_everything(table)
