@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from tarn.errors import InvalidOption, SchemaMismatch, TarnError
 from tarn.lsm.merge import DELETE, INSERT, SEQUENCE, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND, MergeSpec
-from tarn.lsm.partial_update import (default_values, fill_default_values, merge_partial_update,
+from tarn.data.defaults import default_values, fill_default_values
+from tarn.lsm.partial_update import (merge_partial_update,
                                      partial_update_rules, sequence_group_columns,
                                      validate_partial_update)
 from tarn.options import Options

@@ -11,7 +11,7 @@ from tarn.data.runs import LookupMerge, merge_sections
 from tarn.fs import FileIO
 from tarn.lsm.merge import (SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, keys_in, lookup_merge_applies,
                             newest_wins_applies)
-from tarn.lsm.partial_update import default_values, fill_default_values
+from tarn.data.defaults import default_values, fill_default_values
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.scan.planner import Split
