@@ -80,6 +80,7 @@ class ExpirePlan:
     `data_paths` (data and changelog files with their extra files: the many)."""
 
     snapshot_ids: tuple[int, ...] = ()
+    tagged_ids: frozenset[int] = frozenset()  # snapshot ids tagged when the plan was made
     data_paths: tuple[str, ...] = ()
     index_paths: tuple[str, ...] = ()
     metadata_paths: tuple[str, ...] = ()
@@ -172,8 +173,8 @@ def plan_expire_until(table: "Table", earliest: int, end: int, files: TableFiles
         index_names = {e.file_name for e in files.index_manifest(snapshot.index_manifest, True)}
         index.extend(files.metadata_paths(snapshot, {n for n in names if n in index_names}))
         metadata.extend(files.metadata_paths(snapshot, {n for n in names if n not in index_names}))
-    return ExpirePlan(tuple(s.id for s in expired), _unique(data), _unique(index), _unique(metadata),
-                      end, files.options.bool("snapshot.clean-empty-directories"))
+    return ExpirePlan(tuple(s.id for s in expired), frozenset(t.id for t in tags), _unique(data), _unique(index),
+                      _unique(metadata), end, files.options.bool("snapshot.clean-empty-directories"))
 
 
 def execute_expire(table: "Table", plan: ExpirePlan, delete: Deleter | None = None) -> int:
@@ -186,12 +187,21 @@ def execute_expire(table: "Table", plan: ExpirePlan, delete: Deleter | None = No
         store.write_hint(paths.EARLIEST, plan.earliest_hint)
     for snapshot_id in sorted(plan.snapshot_ids):  # ascending: the base of a newer commit goes first
         store.delete(snapshot_id)
+    if _tagged_since_planned(table, plan):  # its files stay (orphan removal frees them later)
+        return len(plan.snapshot_ids)
     delete_paths(table.file_io, [*plan.index_paths, *plan.metadata_paths])
     if plan.data_paths:
         delete(list(plan.data_paths))
         if plan.clean_empty_dirs:
             delete_empty_dirs(table.file_io, table.root, plan.data_paths)
     return len(plan.snapshot_ids)
+
+
+def _tagged_since_planned(table: "Table", plan: ExpirePlan) -> bool:
+    """Was a snapshot of the plan tagged after the plan was made (create_tag racing expiry)?"""
+    expired = set(plan.snapshot_ids)
+    return any(t.snapshot.id in expired and t.snapshot.id not in plan.tagged_ids
+               for t in table.tag_store.tags())
 
 
 def _unique(items: list[str]) -> tuple[str, ...]:

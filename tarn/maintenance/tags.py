@@ -103,11 +103,26 @@ def create_tag(table: "Table", name: str, snapshot_id: int | None = None, time_r
         snapshot = find_snapshot(table, int(snapshot_id))
     tag = store.write(name, snapshot, dt.datetime.now() if retained else None, retained, create=True)
     if tag is not None:
+        _check_still_there(table, tag)
         return tag
     if ignore_if_exists:
         return store.get(name)
     raise InvalidArgument(f"table {table.name}: tag '{name}' already exists "
                           f"(snapshot {store.get(name).snapshot.id})")
+
+
+def _check_still_there(table: "Table", tag: Tag) -> None:
+    """Expiry deletes a snapshot's file before its files and re-reads the tags after: a tag
+    written while its snapshot still exists is seen by that expiry. If the snapshot is already
+    gone (and no other tag holds it), its files may be too: take the tag back."""
+    snapshot_id = tag.snapshot.id
+    if table.snapshot_store.exists(snapshot_id):
+        return
+    if any(t.snapshot.id == snapshot_id and t.name != tag.name for t in tag_store(table).tags()):
+        return
+    tag_store(table).delete(tag.name)
+    raise SnapshotNotFound(f"table {table.name}: snapshot {snapshot_id} expired while tag '{tag.name}' was "
+                           "being created; no tag was created")
 
 
 def replace_tag(table: "Table", name: str, snapshot_id: int | None = None, time_retained=None) -> Tag:
