@@ -86,6 +86,19 @@ def test_failed_compaction_job_raises_and_keeps_inputs(catalog):
 # ------------------------------------------------------------------ reused snapshot ids
 
 
+def before_first_create(monkeypatch, action) -> None:
+    """Run `action` (another writer's work) once, just before the next snapshot file is created."""
+    real_create = SnapshotStore.create
+    pending = [action]
+
+    def create(store, snapshot):
+        while pending:
+            pending.pop()()
+        return real_create(store, snapshot)
+
+    monkeypatch.setattr(SnapshotStore, "create", create)
+
+
 def test_expired_snapshot_id_is_never_reused(catalog, monkeypatch):
     """A writer builds snapshot 2 on 1; meanwhile others commit 2 and 3 and expiry removes 1
     and 2. Creating snapshot-2 then succeeds, but it lies behind snapshot 3: the commit must
@@ -93,18 +106,13 @@ def test_expired_snapshot_id_is_never_reused(catalog, monkeypatch):
     t = append_table(catalog)
     t.write(rows([1]))
     other = catalog.load_table("db.log")
-    real_create = SnapshotStore.create
-    state = {"interfered": False}
 
-    def create_after_interference(store, snapshot):
-        if not state["interfered"]:
-            state["interfered"] = True
-            other.write(rows([2]))
-            other.write(rows([3]))
-            assert other.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=2**62) == 2
-        return real_create(store, snapshot)
+    def interfere():
+        other.write(rows([2]))
+        other.write(rows([3]))
+        assert other.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=2**62) == 2
 
-    monkeypatch.setattr(SnapshotStore, "create", create_after_interference)
+    before_first_create(monkeypatch, interfere)
     t.write(rows([4]))
     monkeypatch.undo()
     assert read(t) == [(1, "x1"), (2, "x2"), (3, "x3"), (4, "x4")]
@@ -117,16 +125,7 @@ def test_commit_on_a_rolled_back_base_retries(catalog, monkeypatch):
     t.write(rows([1]))
     t.write(rows([2]))
     other = catalog.load_table("db.log")
-    real_create = SnapshotStore.create
-    state = {"interfered": False}
-
-    def create_after_rollback(store, snapshot):
-        if not state["interfered"]:
-            state["interfered"] = True
-            other.rollback_to(1)
-        return real_create(store, snapshot)
-
-    monkeypatch.setattr(SnapshotStore, "create", create_after_rollback)
+    before_first_create(monkeypatch, lambda: other.rollback_to(1))
     t.write(rows([3]))
     monkeypatch.undo()
     assert read(t) == [(1, "x1"), (3, "x3")]
