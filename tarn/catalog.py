@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tarn.errors import InvalidArgument, InvalidOption, SchemaMismatch, TableAlreadyExists, TableNotFound, TarnError
-from tarn.fs import file_io_for, join
+from tarn.errors import InvalidArgument, SchemaMismatch, TableAlreadyExists, TableNotFound, TarnError
+from tarn.fs import FileIO, file_io_for, join
 from tarn.meta.schema import new_schema
 from tarn.validate import validate_table
 from tarn.store.schemas import SchemaStore
@@ -73,23 +73,12 @@ class Catalog:
         """Create a table; options are validated (unknown or invalid ones fail, naming the
         closest known option) before anything is written."""
         path = self.table_path(identifier)
-        options = {str(k): str(v) for k, v in (options or {}).items()}
         if SchemaStore(self.file_io, path).list_ids():
             if ignore_if_exists:
                 return self.load_table(identifier)
             raise TableAlreadyExists(f"table {identifier} already exists at {path}")
-        leftovers = [d for d in ("snapshot", "manifest") if self.file_io.list_dir(join(path, d))]
-        if leftovers:
-            raise TableAlreadyExists(f"table {identifier}: {path} holds {' and '.join(leftovers)} files but no "
-                                     "schema file; refusing to create a table over existing data "
-                                     "(restore the schema files or drop the table)")
-        table_schema = new_schema(schema, partition_keys or (), primary_key or (), options, comment)
-        if not table_schema.fields:
-            raise SchemaMismatch(f"table {identifier}: a table needs at least one column")
-        validate_table(table_schema, identifier)
-        self.file_io.mkdirs(self.database_path(self.split_identifier(identifier)[0]))
-        SchemaStore(self.file_io, path).create(table_schema)
-        return Table(self.file_io, path, identifier)
+        return create_table_at(self.file_io, path, identifier, schema, primary_key, partition_keys, options,
+                               comment)
 
     def load_table(self, identifier: str) -> Table:
         path = self.table_path(identifier)
@@ -106,6 +95,28 @@ class Catalog:
                 return
             raise TableNotFound(f"table {identifier} does not exist")
         self.file_io.delete_dir(self.table_path(identifier))
+
+
+def create_table_at(file_io: FileIO, path: str, name: str, schema: pa.Schema | list[DataField],
+                    primary_key=None, partition_keys=None, options: dict | None = None,
+                    comment: str | None = None) -> Table:
+    """Create the table at `path` (named `name` in messages): the one creation path of the
+    catalog and the Spark connector. Everything is validated before anything is written."""
+    if SchemaStore(file_io, path).list_ids():
+        raise TableAlreadyExists(f"table {name} already exists at {path}")
+    leftovers = [d for d in ("snapshot", "manifest") if file_io.list_dir(join(path, d))]
+    if leftovers:
+        raise TableAlreadyExists(f"table {name}: {path} holds {' and '.join(leftovers)} files but no "
+                                 "schema file; refusing to create a table over existing data "
+                                 "(restore the schema files or drop the table)")
+    options = {str(k): str(v) for k, v in (options or {}).items()}
+    table_schema = new_schema(schema, partition_keys or (), primary_key or (), options, comment)
+    if not table_schema.fields:
+        raise SchemaMismatch(f"table {name}: a table needs at least one column")
+    validate_table(table_schema, name)
+    file_io.mkdirs(path)
+    SchemaStore(file_io, path).create(table_schema)
+    return Table(file_io, path, name)
 
 
 def check_name(kind: str, name) -> None:

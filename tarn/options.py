@@ -1176,3 +1176,9 @@ def as_options(options: "Options | Mapping[str, str] | None") -> Options:
     if isinstance(options, Options):
         return options
     return Options(dict(options or {}))
+
+
+def is_immutable(key: str) -> bool:
+    """Paimon refuses to change this option once the table exists."""
+    option = BY_NAME.get(key)
+    return option is not None and option.immutable

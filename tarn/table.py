@@ -16,14 +16,14 @@ from tarn.errors import FileMissing, InvalidOption, SchemaMismatch, SnapshotNotF
 from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema, apply_changes
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
-from tarn.options import BY_NAME, Options
+from tarn.options import Options, is_immutable
 from tarn.scan.planner import Planner, Split, planner_for
 from tarn.scan.predicate import Predicate, check_columns
 from tarn.scan.reader import SplitReader
 from tarn.store.context import TableContext
 from tarn.types import arrow_schema
 from tarn.validate import validate_change
-from tarn.write.conform import to_arrow_table
+from tarn.write.conform import check_static_partition, to_arrow_table
 from tarn.write.message import CommitMessage
 from tarn.write.writer import TableWriter, abort, merge_spec_of, restore_from
 
@@ -60,7 +60,7 @@ class Table(TableContext):
         after = apply_changes(before, changes)
         validate_change(before, after, self.name)
         for key in set(before.options) | set(after.options):
-            if before.options.get(key) != after.options.get(key) and _is_immutable(key):
+            if before.options.get(key) != after.options.get(key) and is_immutable(key):
                 raise InvalidOption(f"table {self.name}: option '{key}' cannot be changed after creation")
         return self.schema_store.alter(changes)
 
@@ -73,14 +73,15 @@ class Table(TableContext):
         schema = schema or self.schema()
         return Committer(self, schema or self.schema())
 
-    def new_writer(self, ignore_previous_files: bool = False) -> TableWriter:
+    def new_writer(self, ignore_previous_files: bool = False, options: dict | None = None) -> TableWriter:
         """A writer for one commit: `write()` any number of batches, then `commit()` its messages.
         `ignore_previous_files` (INSERT OVERWRITE): start every bucket empty, as Java does, so
         the writer never compacts files the overwrite removes, and write no changelog files (an
-        overwrite commits none)."""
+        overwrite commits none). `options` override table options for this writer only (file
+        prefixes, write tuning)."""
         schema = self.schema()
         restore = (lambda: {}) if ignore_previous_files else restore_from(self, schema)
-        return TableWriter(self.file_io, self.root, self.name, schema, Options(schema.options),
+        return TableWriter(self.file_io, self.root, self.name, schema, Options({**schema.options, **(options or {})}),
                            restore, self.schema_by_id, produce_changelog=not ignore_previous_files)
 
     def commit(self, messages: list[CommitMessage], commit_user: str | None = None,
@@ -153,7 +154,7 @@ class Table(TableContext):
             if unknown:
                 raise SchemaMismatch(f"table {self.name}: {unknown} are not partition keys "
                                      f"(partition keys: {list(schema.partition_keys)})")
-            table = _check_static_partition(table, partition, self.name)
+            check_static_partition(table, partition, self.name)
             spec = Overwrite(static=dict(partition))
         else:
             if dynamic is None:
@@ -369,18 +370,3 @@ def _zeros(t: pa.DataType, n: int) -> pa.Array:
         return pc.cast(pa.nulls(n, t), t)
 
 
-def _check_static_partition(table: pa.Table, partition: dict, table_name: str) -> pa.Table:
-    for key, value in partition.items():
-        if key not in table.column_names or table.num_rows == 0:
-            continue
-        column = table.column(key)
-        wanted = pa.scalar(value).cast(column.type) if value is not None else None
-        same = pc.is_null(column) if wanted is None else pc.equal(column, wanted)
-        if not pc.all(pc.fill_null(same, False)).as_py():
-            raise SchemaMismatch(f"table {table_name}: rows outside the static partition {key}={value!r}")
-    return table
-
-
-def _is_immutable(key: str) -> bool:
-    option = BY_NAME.get(key)
-    return option is not None and option.immutable

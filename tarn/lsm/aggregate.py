@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from tarn.codec.binary_row import encode_rows
 from tarn.errors import InvalidOption, TarnError
 from tarn.lsm import kv
+from tarn.lsm.folds import first_where, hash_fold, last_where, take_rows
 from tarn.options import Options, as_options
 from tarn.types import INTEGER_ROOTS, MAX_LENGTH, NUMERIC_ROOTS, DataField, DataType
 
@@ -212,13 +213,11 @@ class Runs:
 
     def first_where(self, mask: np.ndarray) -> np.ndarray:
         """Per run: the first row where `mask` holds, -1 if none."""
-        n = len(mask)
-        first = np.minimum.reduceat(np.where(mask, np.arange(n), n), self.starts)
-        return np.where(first == n, -1, first)
+        return first_where(mask, self.starts, -1)
 
     def last_where(self, mask: np.ndarray) -> np.ndarray:
         """Per run: the last row where `mask` holds, -1 if none."""
-        return np.maximum.reduceat(np.where(mask, np.arange(len(mask)), -1), self.starts)
+        return last_where(mask, self.starts)
 
     def total(self, values: np.ndarray) -> np.ndarray:
         return np.add.reduceat(values, self.starts)
@@ -334,11 +333,6 @@ def _valid(column: pa.Array) -> np.ndarray:
     return column.is_valid().to_numpy(zero_copy_only=False)
 
 
-def _take(column: pa.Array, rows: np.ndarray) -> pa.Array:
-    """`column[rows]`, null where a row is -1."""
-    return column.take(pa.array(rows, mask=rows < 0))
-
-
 def _primary_key(column, agg, runs, retract):
     return column.take(pa.array(runs.lasts))
 
@@ -349,7 +343,7 @@ def _last_value(column, agg, runs, retract, only_non_null=False):
         considered &= _valid(column)
     rows = runs.last_where(considered)
     rows = np.where((rows >= 0) & retract[np.maximum(rows, 0)], -1, rows)
-    return _take(column, rows)
+    return take_rows(column, rows)
 
 
 def _last_non_null_value(column, agg, runs, retract):
@@ -361,7 +355,7 @@ def _first_value(column, agg, runs, retract, only_non_null=False):
     rows = runs.first_where(adds)
     seeds = runs.seed_rows()
     if seeds.max() < 0:
-        return _take(column, rows)
+        return take_rows(column, rows)
     # A seed replaces the accumulator but keeps the aggregator's "initialized" flag.
     initialized = runs.added_before_seed
     if only_non_null:
@@ -369,7 +363,7 @@ def _first_value(column, agg, runs, retract, only_non_null=False):
         dropped = runs.dropped.column(agg.name).combine_chunks()
         initialized[runs.dropped_run[_valid(dropped)]] = True
     use_seed = (seeds >= 0) & (initialized | (rows < 0))
-    return _take(column, np.where(use_seed, seeds, rows))
+    return take_rows(column, np.where(use_seed, seeds, rows))
 
 
 def _first_non_null_value(column, agg, runs, retract):
@@ -377,13 +371,8 @@ def _first_non_null_value(column, agg, runs, retract):
 
 
 def _hash_aggregate(values: pa.Array, mask: np.ndarray, runs: Runs, how: str) -> pa.Array:
-    """Arrow's hash aggregation `how` of the values where `mask` holds, one per run (null for a
-    run without any)."""
-    found = pa.table({"run": runs.run_of[mask], "v": values.filter(pa.array(mask))})
-    found = found.group_by("run", use_threads=False).aggregate([("v", how)])
-    at = np.full(runs.count, -1)
-    at[found.column("run").to_numpy()] = np.arange(found.num_rows)
-    return _take(found.column(f"v_{how}").combine_chunks(), at)
+    """The hash aggregation `how` of the values where `mask` holds, one per run."""
+    return hash_fold(values, mask, runs.run_of, runs.count, how)
 
 
 def _group_reduce(column, agg, runs, retract, how: str):
@@ -566,7 +555,7 @@ def _product_decimal(column, agg, runs, retract):
                                                          pc.if_else(pa.array(div), quotient, a)))
         slot = np.full(runs.count, -1)
         slot[run] = np.arange(len(run))
-        acc = pc.if_else(pa.array(slot >= 0), _take(new, slot), acc)
+        acc = pc.if_else(pa.array(slot >= 0), take_rows(new, slot), acc)
     return acc.cast(pa.decimal128(t.precision, t.scale))
 
 
@@ -605,7 +594,7 @@ def _keep_untouched_seed(column: pa.Array, merged: pa.Array, runs: Runs, changes
     untouched = (seeds >= 0) & ~np.logical_or.reduceat(changes, runs.starts)
     if not untouched.any():
         return merged
-    return pc.if_else(pa.array(untouched), _take(column, seeds).cast(merged.type), merged)
+    return pc.if_else(pa.array(untouched), take_rows(column, seeds).cast(merged.type), merged)
 
 
 def _distinct_tokens(strings: pa.Array, run_of: np.ndarray, delimiter: str):

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.lsm.kv import DELETE, INSERT, SEQUENCE, UPDATE_AFTER, VALUE_KIND, MergeSpec, key_changes
+from tarn.lsm.folds import first_where, hash_fold, last_where, take_rows
 from tarn.options import Options, as_options
 from tarn.types import DataField, from_arrow_type
 
@@ -236,11 +237,11 @@ class _Keys:
 
     def last(self, mask: np.ndarray) -> np.ndarray:
         """Per key: the last row where `mask` holds, else -1."""
-        return np.maximum.reduceat(np.where(mask, self.rows, -1), self.starts)
+        return last_where(mask, self.starts)
 
     def first(self, mask: np.ndarray) -> np.ndarray:
         """Per key: the first row where `mask` holds, else n."""
-        return np.minimum.reduceat(np.where(mask, self.rows, self.n), self.starts)
+        return first_where(mask, self.starts, self.n)
 
     def after(self, per_key: np.ndarray) -> np.ndarray:
         """Rows after the per-key position `per_key` (of their own key)."""
@@ -268,13 +269,6 @@ def _dense_rank(table: pa.Table) -> np.ndarray:
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.cumsum(run_start) - 1
     return rank
-
-
-def _take(column, index: np.ndarray) -> pa.Array:
-    """Values at per-key row `index`; -1 gives null."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    return column.take(pa.array(index, type=pa.int64(), mask=index < 0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -481,7 +475,7 @@ def _assemble(table, spec, rules, rows: _Rows, groups, base, base_trigger) -> pa
         elif name == VALUE_KIND:
             columns.append(pa.array(kinds, type=field_type))
         elif name in spec.key_columns:
-            columns.append(_take(table.column(name), keys.ends))
+            columns.append(take_rows(table.column(name), keys.ends))
         else:
             g = rules.group_of(name)
             columns.append(_column(table.column(name), name, g, rules, rows, groups, base, after, at_base))
@@ -496,7 +490,7 @@ def _column(column, name, g, rules, rows: _Rows, groups, base, after, at_base) -
     keys = rows.keys
     if g is None:
         # not in a group: the last non-null +I/+U value (or the base row's value)
-        return _take(column, keys.last((rows.add & after & _valid(column)) | at_base))
+        return take_rows(column, keys.last((rows.add & after & _valid(column)) | at_base))
     group = groups[g]
     func = rules.aggregates.get(name)
     if func is None:
@@ -504,7 +498,7 @@ def _column(column, name, g, rules, rows: _Rows, groups, base, after, at_base) -
         if name not in rules.groups[g].order:
             retracted = _at(group.accepted & rows.retract, winner)
             winner = np.where(retracted, -1, winner)
-        return _take(column, winner)
+        return take_rows(column, winner)
     events = _Events.of(rows, group, base, after, at_base, _valid(column))
     if name in rules.ignore_retract:
         events.t[:] = False
@@ -537,11 +531,10 @@ class _Events:
 
 
 def _group_fold(column, events: _Events, values: pa.Array, function: str) -> pa.Array:
-    """Fold `values` (nulls skipped; all null -> null) per key with a hash aggregate."""
-    folded = pa.table({"k": events.keys.kid, "v": values}).group_by("k", use_threads=False).aggregate(
-        [("v", function, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1))])
+    """Fold `values` (nulls skipped; all null -> null) per key (tarn.lsm.folds.hash_fold)."""
+    folded = hash_fold(values, np.ones(len(values), dtype=bool), events.keys.kid, len(events.keys.starts), function)
     try:
-        return folded.column(f"v_{function}").combine_chunks().cast(column.type)
+        return folded.cast(column.type)
     except pa.ArrowInvalid as e:  # Paimon: ArithmeticException on overflow
         raise SchemaMismatch(f"aggregate '{function}' overflows {column.type}: {e}") from None
 
@@ -570,7 +563,7 @@ def _extreme(function: str):
 def _last_value(column, ev: _Events, base) -> pa.Array:
     last = ev.keys.last(ev.a | ev.t)
     winner = np.where(last >= 0, np.where(ev.a[np.maximum(last, 0)], last, -1), base)
-    return _take(column, winner)
+    return take_rows(column, winner)
 
 
 def _last_non_null(column, ev: _Events, base) -> pa.Array:
@@ -580,7 +573,7 @@ def _last_non_null(column, ev: _Events, base) -> pa.Array:
     acc_null = (acc < 0) | ~ev.valid[np.maximum(acc, 0)]
     # a losing row fills the value only while it is null
     fill = keys.first(ev.r & ev.valid & keys.after(np.maximum(last, base)))
-    return _take(column, np.where(acc_null, np.where(fill < keys.n, fill, -1), acc))
+    return take_rows(column, np.where(acc_null, np.where(fill < keys.n, fill, -1), acc))
 
 
 def _last_after(ev: _Events, mask: np.ndarray, position: np.ndarray) -> np.ndarray:
@@ -595,7 +588,7 @@ def _first_value(column, ev: _Events, base) -> pa.Array:
     started = np.where(ev.seen_before, base, first)  # from here on a losing row takes over
     value = np.where(ev.seen_before | (first == keys.n) | ~ev.a[np.minimum(first, keys.n - 1)], base, first)
     late = _last_after(ev, ev.r, started)
-    return _take(column, np.where(late >= 0, late, value))
+    return take_rows(column, np.where(late >= 0, late, value))
 
 
 def _first_non_null(column, ev: _Events, base) -> pa.Array:
@@ -619,7 +612,7 @@ def _first_non_null(column, ev: _Events, base) -> pa.Array:
     entry = np.where(ev.seen_before, base, np.where(base_valid, entry1, entry0))
     acc = np.where(ev.seen_before, base, np.where(base_valid, np.where(entry1 == n, base, acc1), acc0))
     late = np.where(entry < n, _last_after(ev, ev.r, entry), -1)
-    return _take(column, np.where(late >= 0, late, acc))
+    return take_rows(column, np.where(late >= 0, late, acc))
 
 
 _AGGREGATORS = {

@@ -22,25 +22,23 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 import tarn
+from tarn.catalog import create_table_at
 from tarn.commit.committer import Overwrite
 from tarn.errors import InvalidOption, SchemaMismatch, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
-from tarn.meta.schema import TableSchema, new_schema
-from tarn.options import BY_NAME, Options
+from tarn.meta.schema import TableSchema
+from tarn.options import is_immutable
 from tarn.scan import changes
 from tarn.scan.planner import planner_for
 from tarn.spark.target import WRITE_OPTIONS, check_options, load, storage_of, table_path
 from tarn.spark.types import arrow_of
-from tarn.validate import validate_table
-from tarn.store.schemas import SchemaStore
-from tarn.write.conform import conform
+from tarn.write.conform import check_static_partition, conform
 from tarn.write.message import CommitMessage
-from tarn.write.writer import TableWriter, abort, restore_from
+from tarn.write.writer import TableWriter, abort
 
 
 @dataclass
@@ -78,12 +76,9 @@ def _names(text: str | None, columns: list[str]) -> list[str]:
 
 def create_table(path: str, data_schema: pa.Schema, primary_key: list[str], partition: list[str],
                  options: dict[str, str], storage: dict | None = None) -> tarn.Table:
-    """Create the table at `path` from an Arrow schema (as Catalog.create_table does)."""
-    schema = new_schema(data_schema, partition, primary_key, options)
-    validate_table(schema, path)
+    """Create the table at `path` from an Arrow schema (Catalog.create_table's own path)."""
     file_io, root = file_io_for(path, storage)
-    file_io.mkdirs(root)
-    SchemaStore(file_io, root).create(schema)
+    create_table_at(file_io, root, path, data_schema, primary_key, partition, options)
     return tarn.load_table(path, storage)
 
 
@@ -105,7 +100,7 @@ def find_or_create(path: str, data_schema: pa.Schema, options: dict[str, str]) -
             raise InvalidOption(f"table {path}: option '{what}'={given} differs from the existing "
                                 f"table's {list(actual)}")
     fixed = [k for k, v in table_options.items()
-             if BY_NAME.get(k) is not None and BY_NAME[k].immutable and schema.options.get(k, v) != v]
+             if is_immutable(k) and schema.options.get(k, v) != v]
     fixed += [k for k in ("bucket",) if k in table_options and table_options[k] != schema.options.get("bucket")]
     if fixed:
         raise InvalidOption(f"table {path}: option(s) {sorted(set(fixed))} cannot differ from the existing "
@@ -158,15 +153,6 @@ def parse_partition_spec(text: str | None, schema: TableSchema) -> dict:
     return spec
 
 
-def check_static_rows(data: pa.Table, spec: dict, table_name: str) -> None:
-    """Rows written by a static partition overwrite must lie in that partition."""
-    for key, value in spec.items():
-        column = data.column(key)
-        wanted = pa.scalar(value).cast(column.type)
-        if not pc.all(pc.fill_null(pc.equal(column, wanted), False)).as_py():
-            raise SchemaMismatch(f"table {table_name}: rows outside the overwritten partition {key}={value!r}")
-
-
 # ---------------------------------------------------------------------------------------------
 # the writer
 
@@ -194,13 +180,10 @@ class WritePlan:
     def task_writer(self, table: tarn.Table, token: str) -> TableWriter:
         """A TableWriter for one task; it compacts only buckets it owns."""
         schema = table.schema()
-        raw = {**schema.options, **self.overrides}
-        raw.update(job_prefixes(raw, token))
+        options = {**self.overrides, **job_prefixes({**schema.options, **self.overrides}, token)}
         if schema.primary_keys and not self.bucket_owned:
-            raw["write-only"] = "true"  # other tasks may write the same buckets
-        restore = (lambda: {}) if self.overwrite is not None else restore_from(table, schema)
-        return TableWriter(table.file_io, table.root, table.name, schema, Options(raw), restore,
-                           table.schema_by_id)
+            options["write-only"] = "true"  # other tasks may write the same buckets
+        return table.new_writer(ignore_previous_files=self.overwrite is not None, options=options)
 
     def token_of(self, batch_id: int | None) -> str:
         return self.job_token if batch_id is None else f"{self.job_token}b{batch_id}-"
@@ -216,7 +199,7 @@ class WritePlan:
                 if batch.num_rows:
                     data = pa.Table.from_batches([batch])
                     if static:
-                        check_static_rows(data, static, table.name)
+                        check_static_partition(data, static, table.name)
                     writer.write(data)
             messages = writer.prepare_commit()
         except BaseException:

@@ -28,11 +28,10 @@ from tarn.errors import TarnError
 from tarn.fs import FileIO, join
 from tarn.maintenance import expire, orphans, rollback, tags
 from tarn.maintenance.references import delete_paths
-from tarn.options import Options
 from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import TaskMessages, job_prefixes, new_job_token, sweep
 from tarn.spark.target import storage_of
-from tarn.write.writer import TableWriter, abort, restore_from
+from tarn.write.writer import abort
 
 COMPACT_FORMAT = "tarn_compact"
 BUCKETS_SCHEMA = StructType([StructField("partition", BinaryType(), False),
@@ -63,9 +62,7 @@ class CompactWriter(DataSourceArrowWriter):
             return TaskMessages([])
         table = self.plan.open()
         schema = table.schema()
-        options = Options({**schema.options, **job_prefixes(schema.options, self.plan.job_token)})
-        writer = TableWriter(table.file_io, table.root, table.name, schema, options,
-                             restore_from(table, schema), table.schema_by_id)
+        writer = table.new_writer(options=job_prefixes(schema.options, self.plan.job_token))
         messages = writer.compact(sorted(buckets), self.plan.full)
         if table.file_io.exists(self.marker(table)):  # the job was aborted while this task ran
             abort(table.file_io, table.root, schema, messages)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tarn.errors import SchemaMismatch
 from tarn.types import DataField, arrow_schema, from_arrow_type, is_widening, to_arrow_type
@@ -94,3 +95,14 @@ def _castable(source_type: pa.DataType, f: DataField) -> bool:
     if any(source.root in fam and target.root in fam for fam in families):
         return True
     return is_widening(source, target)
+
+
+def check_static_partition(rows: pa.Table, partition: dict, table_name: str) -> None:
+    """Rows written by a static-partition overwrite must all lie in that partition."""
+    for key, value in partition.items():
+        if key not in rows.column_names or rows.num_rows == 0:
+            continue
+        column = rows.column(key)
+        same = pc.is_null(column) if value is None else pc.equal(column, pa.scalar(value).cast(column.type))
+        if not pc.all(pc.fill_null(same, False)).as_py():
+            raise SchemaMismatch(f"table {table_name}: rows outside the static partition {key}={value!r}")
