@@ -66,7 +66,7 @@ def commit(table, manifests: ManifestStore, latest: Snapshot | None, delta: list
 def build(root: str, files: int, snapshots: int, tags: int):
     catalog = tarn.Catalog(root)
     table = catalog.create_table("db.t", schema=pa.schema([("k", pa.int64())]))
-    manifests = table._planner(table.schema()).manifests
+    manifests = table.planner(table.schema()).manifests
     bucket = os.path.join(table.root, "bucket-0")
     os.makedirs(bucket)
     names = [f"data-{i}.parquet" for i in range(files + snapshots)]

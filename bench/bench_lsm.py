@@ -64,7 +64,7 @@ def bench_merge_read(workdir: str, n: int, engine: str) -> tuple[float, float]:
     for run in runs:
         table.write(run)
     assert len(table.latest_snapshot().id.__str__()) and all(
-        e.file.level == 0 for e in table._planner(table.schema()).live_entries(table.latest_snapshot()))
+        e.file.level == 0 for e in table.planner(table.schema()).live_entries(table.latest_snapshot()))
     merged = timed(lambda: table.scan().to_arrow(), 3)
     assert table.scan().to_arrow().num_rows == n
     return raw, merged
@@ -112,7 +112,7 @@ t0 = time.perf_counter()
 table.write(batches())
 elapsed = time.perf_counter() - t0
 peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-files = len(table._planner(table.schema()).live_entries(table.latest_snapshot()))
+files = len(table.planner(table.schema()).live_entries(table.latest_snapshot()))
 print(f"{elapsed:.1f} {peak_mb:.0f} {files}")
 '''
 

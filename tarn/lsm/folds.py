@@ -29,12 +29,15 @@ def last_where(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.maximum.reduceat(np.where(mask, np.arange(len(mask)), -1), starts)
 
 
-def hash_fold(values: pa.Array, include: np.ndarray, key_of_row: np.ndarray, keys: int, how: str) -> pa.Array:
-    """Arrow's hash aggregate `how` (sum, min, max, all, any) of the included non-null values,
-    one value per key in key order; null for a key without any."""
+def hash_fold(values: pa.Array, include: np.ndarray | None, key_of_row: np.ndarray, keys: int,
+              how: str) -> pa.Array:
+    """Arrow's hash aggregate `how` (sum, min, max, all, any) of the included (None: all)
+    non-null values, one value per key in key order; null for a key without any."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    found = pa.table({"key": key_of_row[include], "v": values.filter(pa.array(include))})
+    if include is not None:
+        key_of_row, values = key_of_row[include], values.filter(pa.array(include))
+    found = pa.table({"key": key_of_row, "v": values})
     options = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
     found = found.group_by("key", use_threads=False).aggregate([("v", how, options)])
     at = np.full(keys, -1)

@@ -532,7 +532,7 @@ class _Events:
 
 def _group_fold(column, events: _Events, values: pa.Array, function: str) -> pa.Array:
     """Fold `values` (nulls skipped; all null -> null) per key (tarn.lsm.folds.hash_fold)."""
-    folded = hash_fold(values, np.ones(len(values), dtype=bool), events.keys.kid, len(events.keys.starts), function)
+    folded = hash_fold(values, None, events.keys.kid, len(events.keys.starts), function)
     try:
         return folded.cast(column.type)
     except pa.ArrowInvalid as e:  # Paimon: ArithmeticException on overflow
