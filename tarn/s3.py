@@ -98,7 +98,10 @@ class S3Config:
 
     def filesystem(self) -> pafs.S3FileSystem:
         kwargs = {"region": self.region, "access_key": self.access_key, "secret_key": self.secret_key,
-                  "session_token": self.session_token, "force_virtual_addressing": not self.path_style}
+                  "session_token": self.session_token, "force_virtual_addressing": not self.path_style,
+                  # generous limits: a busy store answering late is not a failed read
+                  "request_timeout": 30, "connect_timeout": 10,
+                  "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=5)}
         if self.endpoint:
             url = urlparse(self.endpoint if "://" in self.endpoint else f"https://{self.endpoint}")
             kwargs.update(endpoint_override=url.netloc + url.path.rstrip("/"), scheme=url.scheme)
