@@ -168,6 +168,21 @@ def test_unreadable_tag_after_commit(catalog):
         f"and {len(visible)}/2 of its rows are visible")
 
 
+def slow_write_while_others_commit(catalog, monkeypatch, t, method: str, path_part: str) -> None:
+    """Three base writes; then a write during whose first matching storage call seven other
+    commits land (and aggressive expiry runs): it must land whole or fail cleanly."""
+    other = catalog.load_table("db.t")
+    for i in range(3):
+        t.write(kv([i], "base"))
+    hook = Interference(monkeypatch, method, path_part,
+                        lambda: [other.write(kv([100 + i], "other")) for i in range(7)])
+    hook.armed = True
+    outcome = attempt(lambda: t.write(kv([50, 51], "slow")))
+    assert hook.fired
+    assert_sound(t)
+    assert_all_or_nothing(t, outcome, [50, 51], "slow")
+
+
 @pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])
 def test_expiry_during_a_writers_restore_is_not_an_error(catalog, monkeypatch, primary_key):
     """Defect 6, write side: a writer restores its buckets from the latest snapshot's
@@ -176,16 +191,7 @@ def test_expiry_during_a_writers_restore_is_not_an_error(catalog, monkeypatch, p
     FileMissing from the restore."""
     options = dict(AGGRESSIVE_EXPIRY, **({"bucket": "1"} if primary_key else {}))
     t = catalog.create_table("db.t", schema=KV, primary_key=["k"] if primary_key else None, options=options)
-    other = catalog.load_table("db.t")
-    for i in range(3):
-        t.write(kv([i], "base"))
-    hook = Interference(monkeypatch, "read_bytes", "/manifest/manifest-list-",
-                        lambda: [other.write(kv([100 + i], "other")) for i in range(7)])
-    hook.armed = True
-    outcome = attempt(lambda: t.write(kv([50, 51], "slow")))
-    assert hook.fired
-    assert_sound(t)
-    assert_all_or_nothing(t, outcome, [50, 51], "slow")
+    slow_write_while_others_commit(catalog, monkeypatch, t, "read_bytes", "/manifest/manifest-list-")
 
 
 def test_expiry_during_a_writers_compaction_is_not_an_error(catalog, monkeypatch):
@@ -196,16 +202,7 @@ def test_expiry_during_a_writers_compaction_is_not_an_error(catalog, monkeypatch
     t = catalog.create_table("db.t", schema=KV, primary_key=["k"],
                              options=dict(AGGRESSIVE_EXPIRY, **{"bucket": "1",
                                                                 "num-sorted-run.compaction-trigger": "2"}))
-    other = catalog.load_table("db.t")
-    for i in range(3):
-        t.write(kv([i], "base"))
-    hook = Interference(monkeypatch, "open_input_file", "/bucket-0/data-",
-                        lambda: [other.write(kv([100 + i], "other")) for i in range(7)])
-    hook.armed = True
-    outcome = attempt(lambda: t.write(kv([50, 51], "slow")))
-    assert hook.fired
-    assert_sound(t)
-    assert_all_or_nothing(t, outcome, [50, 51], "slow")
+    slow_write_while_others_commit(catalog, monkeypatch, t, "open_input_file", "/bucket-0/data-")
 
 
 def test_tagging_a_snapshot_that_expiry_takes_meanwhile(catalog, monkeypatch):
