@@ -135,14 +135,15 @@ class Committer:
 
     def _try_once(self, latest, messages, request: "CommitRequest") -> Snapshot | None:
         delta = self._delta_entries(messages)
+        deletes = any(e.kind == DELETE for e in delta)
+        if deletes:  # the files the messages remove (an overwrite's own come from live entries)
+            self._check_deletes_live(latest, delta)
         kind = snap.COMPACT if self._only_compaction(messages) else snap.APPEND
         if request.overwrite is not None:
             delta = self._overwrite_deletes(latest, delta, request.overwrite) + delta
             kind = snap.OVERWRITE
-        elif any(e.kind == DELETE for e in delta) and kind == snap.APPEND:
+        elif deletes and kind == snap.APPEND:
             kind = snap.OVERWRITE
-        if any(e.kind == DELETE for e in delta):
-            self._check_deletes_live(latest, delta)
         changelog = self._changelog_entries(messages)
         written: list[str] = []
         try:
@@ -224,8 +225,7 @@ class Committer:
     def _check_files_still_there(self, messages) -> None:
         """After taking back a snapshot that landed behind: an expiry may have deleted files
         only it referenced (its changelog); then this commit cannot be retried."""
-        missing = [m.file_name for msg in messages
-                   for m in [*msg.new_files, *msg.compact_after, *msg.changelog_files, *msg.compact_changelog_files]
+        missing = [m.file_name for msg in messages for m in msg.added_files()
                    if not self.context.file_io.exists(
                        join(self.context.bucket_dir(self.schema, msg.partition, msg.bucket), m.file_name))]
         if missing:
@@ -335,8 +335,7 @@ class Committer:
 
 def _added_names(messages: list[CommitMessage]) -> set[str]:
     """Names of the files these messages add (data, compaction outputs, changelog)."""
-    return {m.file_name for msg in messages
-            for m in [*msg.new_files, *msg.compact_after, *msg.changelog_files, *msg.compact_changelog_files]}
+    return {m.file_name for msg in messages for m in msg.added_files()}
 
 
 def _same_partition_value(actual, wanted) -> bool:

@@ -26,6 +26,11 @@ class CommitMessage:
                     or self.changelog_files or self.new_index_files or self.deleted_index_files
                     or self.compact_changelog_files)
 
+    def added_files(self) -> list[DataFileMeta]:
+        """Every file this message adds: data, compaction outputs, changelog (an upgraded
+        compaction output keeps the name of its input)."""
+        return [*self.new_files, *self.compact_after, *self.changelog_files, *self.compact_changelog_files]
+
     def append_part(self) -> "CommitMessage":
         """The new files, their changelog and index changes: committed as an APPEND snapshot."""
         return replace(self, compact_before=[], compact_after=[], compact_changelog_files=[])

@@ -490,8 +490,7 @@ def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[Commit
         directory = message_dir(root, schema, message)
         new = {m.file_name for m in message.new_files}
         kept = ({m.file_name for m in message.compact_before} - new) | set(keep)
-        for meta in [*message.new_files, *message.compact_after, *message.changelog_files,
-                     *message.compact_changelog_files]:
+        for meta in message.added_files():
             if meta.file_name not in kept:
                 file_io.delete(join(directory, meta.file_name))
 
