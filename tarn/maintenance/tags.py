@@ -143,7 +143,7 @@ def rename_tag(table: "Table", name: str, new_name: str) -> None:
     store = tag_store(table)
     if not store.exists(name):
         raise SnapshotNotFound(f"table {table.name}: tag '{name}' does not exist (tags: {store.names()})")
-    if store.exists(new_name) or not store.rename(name, new_name):
+    if not store.rename(name, new_name):  # create-if-absent: one winner
         raise InvalidArgument(f"table {table.name}: tag '{new_name}' already exists")
 
 

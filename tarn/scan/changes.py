@@ -58,37 +58,36 @@ def stream_files(planner: Planner, root: str, schema: TableSchema, snapshot: Sna
     if read_overwrite is None:
         read_overwrite = options.bool("streaming-read-overwrite")
     if options.changelog_producer != "none" and schema.primary_keys:
-        return _files_of(planner, root, schema, snapshot.changelog_manifest_list, removed=False)
+        return _files_of(planner, root, schema, snapshot.changelog_manifest_list)
     if snapshot.commit_kind == snap.APPEND:
-        return _files_of(planner, root, schema, snapshot.delta_manifest_list, removed=False)
+        return _files_of(planner, root, schema, snapshot.delta_manifest_list)
     if snapshot.commit_kind == snap.OVERWRITE and read_overwrite:
-        return (_files_of(planner, root, schema, snapshot.delta_manifest_list, removed=True)
-                + _files_of(planner, root, schema, snapshot.delta_manifest_list, removed=False))
+        files = _files_of(planner, root, schema, snapshot.delta_manifest_list, with_removed=True)
+        return [f for f in files if f.removed] + [f for f in files if not f.removed]
     return []
 
 
 def committed_files(planner: Planner, root: str, schema: TableSchema, snapshot: Snapshot) -> list[AddedFile]:
     """Every file `snapshot`'s delta or changelog added, whatever a stream would read of it."""
-    listing = snapshot.changelog_manifest_list if snapshot.changelog_manifest_list else None
-    files = _files_of(planner, root, schema, snapshot.delta_manifest_list, removed=False)
-    return files + (_files_of(planner, root, schema, listing, removed=False) if listing else [])
+    return (_files_of(planner, root, schema, snapshot.delta_manifest_list)
+            + _files_of(planner, root, schema, snapshot.changelog_manifest_list))
 
 
 def _files_of(planner: Planner, root: str, schema: TableSchema, manifest_list: str | None,
-              removed: bool) -> list[AddedFile]:
-    """ADD (or, when `removed`, DELETE) entries of a manifest list, with their directories."""
+              with_removed: bool = False) -> list[AddedFile]:
+    """The ADD entries (and with `with_removed` the DELETE entries, flagged `removed`) of a
+    manifest list, with their directories."""
     if not manifest_list:
         return []
     default_name = Options(schema.options).get("partition.default-name")
-    wanted = DELETE if removed else ADD
     files = []
     for meta in planner.manifests.read_manifest_list(manifest_list):
         for entry in planner.manifests.read_manifest(meta.file_name):
-            if entry.kind != wanted:
+            if entry.kind != ADD and not (with_removed and entry.kind == DELETE):
                 continue
             values = planner.partition_values(entry.partition)
             files.append(AddedFile(partition.bucket_path(root, schema, default_name, values, entry.bucket),
-                                   entry.file, removed))
+                                   entry.file, entry.kind == DELETE))
     return files
 
 
