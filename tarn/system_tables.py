@@ -6,6 +6,14 @@ shown in the local time zone; file creation times are stored as local wall clock
 are shown unchanged. Text columns render values as Java does: partitions through Paimon's
 CAST to STRING (`{v1, v2}` for a partition row), keys and stats through the Java `toString`
 of Paimon's internal values (a DATE is its epoch day, a TIMESTAMP `2024-01-01T00:00`).
+
+Deletion vectors: `$table_indexes` lists the index files of the latest snapshot as Java's
+TableIndexesTable does (2.0 columns). `$files` has one column Java lacks, appended last:
+`deleted_row_count`, the rows of the file its deletion vector marks deleted (the index
+manifest's cardinality; the vector is read only if that is missing). It is 0 for a file without
+a vector in a deletion-vector table (option `deletion-vectors.enabled`, or a snapshot holding
+deletion-vector index files) and null in other tables. `deleteRowCount` stays Java's: the
+file's own delete rows (-D/-U records).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from tarn.meta.snapshot import Snapshot
 from tarn.meta.schema import TableSchema
 from tarn.stats import decode_stats
 from tarn.scan.planner import planner_for
+from tarn.store.deletion_vectors import DeletionVectorFiles, deleted_row_counts, live_index_entries
 from tarn.types import DataType, field_to_json
 
 if TYPE_CHECKING:
@@ -63,7 +72,7 @@ FILES_SCHEMA = _schema(
     ("null_value_counts", STR, False), ("min_value_stats", STR, False), ("max_value_stats", STR, False),
     ("min_sequence_number", I64, True), ("max_sequence_number", I64, True), ("creation_time", TS, True),
     ("deleteRowCount", I64, True), ("file_source", STR, True), ("first_row_id", I64, True),
-    ("write_cols", pa.list_(STR), True))
+    ("write_cols", pa.list_(STR), True), ("deleted_row_count", I64, True))
 MANIFESTS_SCHEMA = _schema(
     ("file_name", STR, False), ("file_size", I64, False), ("num_added_files", I64, False),
     ("num_deleted_files", I64, False), ("schema_id", I64, False), ("min_partition_stats", STR, True),
@@ -77,6 +86,13 @@ BUCKETS_SCHEMA = _schema(
     ("partition", STR, True), ("bucket", I32, False), ("record_count", I64, False),
     ("file_size_in_bytes", I64, False), ("file_count", I64, False), ("last_update_time", TS, True))
 CONSUMERS_SCHEMA = _schema(("consumer_id", STR, False), ("next_snapshot_id", I64, False))
+DV_RANGE_TYPE = pa.struct([pa.field("f0", STR, nullable=False), pa.field("f1", I32, nullable=False),
+                           pa.field("f2", I32, nullable=False), pa.field("_CARDINALITY", I64, nullable=True)])
+TABLE_INDEXES_SCHEMA = _schema(
+    ("partition", STR, True), ("bucket", I32, False), ("index_type", STR, False), ("file_name", STR, False),
+    ("file_size", I64, False), ("row_count", I64, False), ("dv_ranges", pa.list_(DV_RANGE_TYPE), True),
+    ("row_range_start", I64, True), ("row_range_end", I64, True), ("index_field_id", I32, True),
+    ("index_field_name", STR, True))
 
 
 def _rows(schema: pa.Schema, rows: list[tuple]) -> pa.Table:
@@ -290,12 +306,24 @@ def files_table(table: "Table", snapshot: Snapshot | None = None) -> pa.Table:
     default_name = table.options.get("partition.default-name")
     entries = sorted(planner.live_entries(snapshot),
                      key=lambda e: (e.partition, e.bucket, e.file.min_sequence_number, e.file.file_name))
+    deleted = _deleted_rows_by_file(table, planner, snapshot)
     rows = []
     for e in entries:
         values = planner.partition_values(e.partition)
         bucket_path = partitions.bucket_path(table.root, schema, default_name, values, e.bucket)
-        rows.append(_file_row(table, schema, _row_text(list(values), types), e.bucket, bucket_path, e.file))
+        row = _file_row(table, schema, _row_text(list(values), types), e.bucket, bucket_path, e.file)
+        count = None if deleted is None else deleted.get((e.partition, e.bucket, e.file.file_name), 0)
+        rows.append(row + (count,))
     return _rows(FILES_SCHEMA, rows)
+
+
+def _deleted_rows_by_file(table: "Table", planner, snapshot: Snapshot) -> dict | None:
+    """(partition, bucket, file name) -> rows its deletion vector deletes; None: no DV table."""
+    index_entries = live_index_entries(planner.manifests, snapshot)
+    holds_vectors = any(e.index_type == DELETION_VECTORS_INDEX for e in index_entries)
+    if not holds_vectors and not table.options.bool("deletion-vectors.enabled"):
+        return None
+    return deleted_row_counts(DeletionVectorFiles(table.file_io, table.root), index_entries)
 
 
 def _file_row(table: "Table", schema: TableSchema, partition: str, bucket: int, bucket_path: str,
@@ -376,12 +404,39 @@ def _deleted_rows_by_partition(table: "Table", schema: TableSchema, snapshot: Sn
     if snapshot is None or snapshot.index_manifest is None or not table.options.bool("deletion-vectors.enabled"):
         return {}
     deleted: dict[bytes, int] = {}
-    for entry in planner_for(table, schema).manifests.read_index_manifest(snapshot.index_manifest):
-        if entry.index_type != DELETION_VECTORS_INDEX or not entry.dv_ranges:
-            continue
-        count = sum(r.cardinality or 0 for r in entry.dv_ranges)
-        deleted[entry.partition] = deleted.get(entry.partition, 0) + count
+    entries = live_index_entries(planner_for(table, schema).manifests, snapshot)
+    for (partition, _, _), count in deleted_row_counts(DeletionVectorFiles(table.file_io, table.root),
+                                                       entries).items():
+        deleted[partition] = deleted.get(partition, 0) + count
     return deleted
+
+
+def table_indexes_table(table: "Table", snapshot: Snapshot | None = None) -> pa.Table:
+    """The index files (deletion vectors, dynamic-bucket hashes, global indexes) of a snapshot,
+    in index manifest order (Java's TableIndexesTable)."""
+    snapshot = snapshot or table.latest_snapshot()
+    if snapshot is None:
+        return _rows(TABLE_INDEXES_SCHEMA, [])
+    schema = table.schema()
+    types = [schema.field(k).type for k in schema.partition_keys]
+    planner = planner_for(table, schema)
+    names = {f.id: f.name for f in schema.fields}
+    rows = []
+    for e in live_index_entries(planner.manifests, snapshot):
+        ranges = None if e.dv_ranges is None else [
+            {"f0": r.data_file, "f1": r.offset, "f2": r.length, "_CARDINALITY": r.cardinality}
+            for r in e.dv_ranges]
+        g = e.global_index
+        field_name = None
+        if g is not None:
+            ids = [g["_INDEX_FIELD_ID"], *(g.get("_EXTRA_FIELD_IDS") or [])]
+            if all(i in names for i in ids):  # Java leaves it null when a column was dropped
+                field_name = ",".join(names[i] for i in ids)
+        rows.append((_row_text(list(planner.partition_values(e.partition)), types), e.bucket, e.index_type,
+                     e.file_name, e.file_size, e.row_count, ranges,
+                     None if g is None else g["_ROW_RANGE_START"], None if g is None else g["_ROW_RANGE_END"],
+                     None if g is None else g["_INDEX_FIELD_ID"], field_name))
+    return _rows(TABLE_INDEXES_SCHEMA, rows)
 
 
 def buckets_table(table: "Table", snapshot: Snapshot | None = None) -> pa.Table:
@@ -412,6 +467,7 @@ SYSTEM_TABLES: dict[str, Callable[["Table"], pa.Table]] = {
     "partitions": partitions_table,
     "buckets": buckets_table,
     "consumers": consumers_table,
+    "table_indexes": table_indexes_table,
 }
 
 

@@ -3,11 +3,16 @@
 import datetime as dt
 import json
 import os
+import uuid
+from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from tarn.errors import InvalidArgument
+from tarn.meta.manifest import ADD, HASH_INDEX, IndexManifestEntry
+from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.maintenance import tags as T
 from tarn.store.consumers import ConsumerStore
 from tarn.system_tables import SYSTEM_TABLES, cast_text, internal_text, java_double_text, system_table
@@ -26,7 +31,7 @@ COLUMNS = {
     "files": ["partition", "bucket", "file_path", "file_format", "schema_id", "level", "record_count",
               "file_size_in_bytes", "min_key", "max_key", "null_value_counts", "min_value_stats",
               "max_value_stats", "min_sequence_number", "max_sequence_number", "creation_time",
-              "deleteRowCount", "file_source", "first_row_id", "write_cols"],
+              "deleteRowCount", "file_source", "first_row_id", "write_cols", "deleted_row_count"],
     "manifests": ["file_name", "file_size", "num_added_files", "num_deleted_files", "schema_id",
                   "min_partition_stats", "max_partition_stats", "min_row_id", "max_row_id"],
     "partitions": ["partition", "record_count", "file_size_in_bytes", "file_count", "last_update_time",
@@ -34,6 +39,8 @@ COLUMNS = {
                    "deleted_record_count"],
     "buckets": ["partition", "bucket", "record_count", "file_size_in_bytes", "file_count", "last_update_time"],
     "consumers": ["consumer_id", "next_snapshot_id"],
+    "table_indexes": ["partition", "bucket", "index_type", "file_name", "file_size", "row_count", "dv_ranges",
+                      "row_range_start", "row_range_end", "index_field_id", "index_field_name"],
 }
 
 
@@ -136,3 +143,74 @@ def test_java_text_forms():
     import decimal
     assert cast_text(decimal.Decimal("12.30"), DECIMAL(10, 2)) == "12.30"
     assert internal_text(2.5, FLOAT()) == "2.5"
+
+
+# ---------------------------------------------------------------------------------------------
+# deletion vectors: `$table_indexes` and `$files.deleted_row_count` over hand-made index files
+
+
+def commit_index_files(table, entries):
+    """A snapshot on top of the latest with the same data files and `entries` as its index
+    manifest (what a deletion-vector commit leaves, made by hand)."""
+    latest = table.latest_snapshot()
+    name = table.manifests().write_index_manifest(entries)
+    snapshot = replace(latest, id=latest.id + 1, index_manifest=name, uuid=str(uuid.uuid4()))
+    assert table.snapshot_store.create(snapshot)
+    return snapshot
+
+
+def test_table_indexes_and_deleted_row_counts(orders):
+    files = system_table(orders, "files").to_pylist()
+    assert all(r["deleted_row_count"] is None for r in files)  # no deletion vectors here
+    assert system_table(orders, "table_indexes").num_rows == 0
+    by_place = {}
+    for meta in orders.live_entries(orders.latest_snapshot()):
+        by_place.setdefault((meta.partition, meta.bucket), []).append(meta)
+    (d1_part, d1_bucket), = [k for k, v in by_place.items() if any(m.file.row_count == 2 for m in v)]
+    d1_file = by_place[(d1_part, d1_bucket)][0].file.file_name
+    d2 = sorted(k for k in by_place if k[0] != d1_part)[0]
+    d2_file = by_place[d2][0].file.file_name
+    vectors = DeletionVectorFiles(orders.file_io, orders.root)
+    first = vectors.write(d1_part, d1_bucket, {d1_file: np.array([1])}, bitmap64=False)
+    second = vectors.write(d2[0], d2[1], {d2_file: np.array([0])}, bitmap64=True)
+    second = replace(second, dv_ranges=tuple(replace(r, cardinality=None) for r in second.dv_ranges))
+    hash_index = IndexManifestEntry(ADD, d1_part, d1_bucket, HASH_INDEX, "index-hash-0", 8, 2)
+    global_index = IndexManifestEntry(ADD, d1_part, 0, "btree", "index-global-0", 64, 3, global_index={
+        "_ROW_RANGE_START": 0, "_ROW_RANGE_END": 9, "_INDEX_FIELD_ID": 3, "_EXTRA_FIELD_IDS": [1],
+        "_INDEX_META": None, "_SOURCE_META": None})
+    commit_index_files(orders, [first, second, hash_index, global_index])
+
+    indexes = system_table(orders, "table_indexes")
+    assert indexes.schema.field("dv_ranges").type.value_type == pa.struct([
+        pa.field("f0", pa.string(), nullable=False), pa.field("f1", pa.int32(), nullable=False),
+        pa.field("f2", pa.int32(), nullable=False), pa.field("_CARDINALITY", pa.int64())])
+    assert not indexes.schema.field("bucket").nullable and indexes.schema.field("partition").nullable
+    rows = indexes.to_pylist()
+    assert rows == [
+        {"partition": "{d1}", "bucket": d1_bucket, "index_type": "DELETION_VECTORS",
+         "file_name": first.file_name, "file_size": first.file_size, "row_count": 1,
+         "dv_ranges": [{"f0": d1_file, "f1": 1, "f2": 22, "_CARDINALITY": 1}],
+         "row_range_start": None, "row_range_end": None, "index_field_id": None, "index_field_name": None},
+        {"partition": "{d2}", "bucket": d2[1], "index_type": "DELETION_VECTORS",
+         "file_name": second.file_name, "file_size": 43, "row_count": 1,
+         "dv_ranges": [{"f0": d2_file, "f1": 1, "f2": 42, "_CARDINALITY": None}],
+         "row_range_start": None, "row_range_end": None, "index_field_id": None, "index_field_name": None},
+        {"partition": "{d1}", "bucket": d1_bucket, "index_type": "HASH", "file_name": "index-hash-0",
+         "file_size": 8, "row_count": 2, "dv_ranges": None, "row_range_start": None, "row_range_end": None,
+         "index_field_id": None, "index_field_name": None},
+        {"partition": "{d1}", "bucket": 0, "index_type": "btree", "file_name": "index-global-0",
+         "file_size": 64, "row_count": 3, "dv_ranges": None, "row_range_start": 0, "row_range_end": 9,
+         "index_field_id": 3, "index_field_name": "qty,id"},
+    ]
+    counts = {r["file_path"].rsplit("/", 1)[-1]: r["deleted_row_count"] for r in system_table(orders, "files").to_pylist()}
+    assert counts[d1_file] == 1  # from the manifest's cardinality
+    assert counts[d2_file] == 1  # no cardinality: the vector was read
+    assert all(v == 0 for k, v in counts.items() if k not in (d1_file, d2_file))
+    assert len(counts) == 3
+
+
+def test_deleted_row_count_is_zero_in_a_deletion_vector_table_without_vectors(catalog):
+    t = catalog.create_table("db.dv", schema=ORDERS_SCHEMA, options={"deletion-vectors.enabled": "true"})
+    t.write(orders_rows(["d1", "d2"], [1, 2], ["a", "b"], [5, 6]))
+    assert [r["deleted_row_count"] for r in system_table(t, "files").to_pylist()] == [0]
+    assert system_table(t, "table_indexes").num_rows == 0
