@@ -74,6 +74,14 @@ def test_write_and_read_back(files, tmp_path):
     assert second.file_name.endswith("-1") and second.file_name[:-1] == entry.file_name[:-1]
 
 
+def test_concurrent_writes_get_distinct_files(files):
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(4) as pool:
+        entries = list(pool.map(lambda i: files.write(PARTITION, i, {"f": np.array([i])}), range(64)))
+    assert len({e.file_name for e in entries}) == 64
+    assert [files.read_one(e, "f").tolist() for e in entries] == [[i] for i in range(64)]
+
+
 def test_bitmap64_files(files):
     entry = files.write(PARTITION, 0, {"big.parquet": np.array([3, 2**33 + 1])}, bitmap64=True)
     assert entry.dv_ranges[0].length == entry.file_size - 1  # the whole record

@@ -102,6 +102,7 @@ class DeletionVectorFiles:
         self.file_io = file_io
         self.root = root
         self._namer = paths.FileNamer(INDEX_PREFIX)
+        self._naming = threading.Lock()  # writers flush buckets in threads: names stay unique
 
     @property
     def dir(self) -> str:
@@ -117,7 +118,8 @@ class DeletionVectorFiles:
         data, ranges = encode_index_file(vectors, bitmap64)
         if not ranges:
             return None
-        name = self._namer.next()
+        with self._naming:
+            name = self._namer.next()
         self.file_io.write_bytes(join(self.dir, name), data)
         return IndexManifestEntry(
             kind=ADD, partition=partition, bucket=bucket, index_type=DELETION_VECTORS_INDEX,
