@@ -10,8 +10,10 @@ output: one row per key. Rules follow Paimon's PartialUpdateMergeFunction:
   a row with all of s1, s2 null leaves the group alone; otherwise, if its sequence is >= the
   merged one (nulls lowest), it overwrites the whole group - nulls included - and a retract row
   sets the guarded fields to null. `fields.<f>.aggregate-function` on a guarded field folds
-  instead. A -D newer in a group named by `partial-update.remove-record-on-sequence-group`
-  replaces the whole row and makes it a -D.
+  instead, through the aggregation engine's field aggregators (tarn.lsm.field_aggs): a row
+  that wins the group is agg'ed, one that loses it agg-reversed, a retract row retracted. A -D
+  newer in a group named by `partial-update.remove-record-on-sequence-group` replaces the whole
+  row and makes it a -D.
 - A key whose first row is a retract starts from that row's values (Paimon's `initRow`).
 - The merged row is +I if any +I/+U was merged (and the last row did not remove the record),
   else -D; its `_SEQUENCE_NUMBER` is that of the last row merged (0 if all were ignored).
@@ -24,29 +26,21 @@ segment that matters.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn.errors import InvalidOption, SchemaMismatch
+from tarn.lsm.field_aggs import (LAST_NON_NULL, RETRACTABLE, REVERSIBLE, FieldAgg, aggregate, canonical,
+                                 check_field, check_name, field_agg)
+from tarn.lsm.folds import Fold, first_where, last_where, take_rows
 from tarn.lsm.kv import DELETE, INSERT, SEQUENCE, UPDATE_AFTER, VALUE_KIND, MergeSpec, key_changes
-from tarn.lsm.folds import first_where, hash_fold, last_where, take_rows
 from tarn.options import Options, as_options
 from tarn.types import DataField, from_arrow_type
 
-LAST_NON_NULL = "last_non_null_value"
-# Aggregate functions tarn folds inside partial-update (on fields guarded by a sequence group).
-GROUP_AGGREGATES = (
-    LAST_NON_NULL, "last_value", "first_value", "first_non_null_value", "sum", "min", "max",
-    "bool_and", "bool_or",
-)
-AGGREGATE_ALIASES = {"first_not_null_value": "first_non_null_value"}
-RETRACTABLE = ("sum", "last_value", LAST_NON_NULL)
-
-_NESTED = ("ARRAY", "MAP", "MULTISET", "ROW")
-_NUMERIC = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL")
+_NESTED = ("ARRAY", "MAP", "MULTISET", "ROW")  # types that cannot order a sequence group
 
 DELETE_NOT_ACCEPTED = (
     "By default, Partial update can not accept delete records, you can choose one of the "
@@ -82,6 +76,7 @@ class PartialUpdateRules:
     ignore_retract: frozenset[str] = frozenset()
     remove_record_on_delete: bool = False
     remove_groups: frozenset[int] = frozenset()  # indexes into `groups`
+    field_aggs: Mapping[str, FieldAgg] | None = None  # guarded field -> how it aggregates
 
     def group_of(self, name: str) -> int | None:
         for i, group in enumerate(self.groups):
@@ -134,50 +129,47 @@ def partial_update_rules(fields, primary_keys, options, table_name: str = "table
                                     f"a sequence-group ordering field in option '{group.option}'")
     ordering = {n for g in groups for n in g.order}
     guarded = {n for g in groups for n in g.fields}
-    aggregates = _aggregates(fields, keys, ordering, guarded, raw, table_name)
+    field_aggs = _aggregates(fields, keys, ordering, guarded, typed, table_name)
+    aggregates = {n: agg.function for n, agg in field_aggs.items()}
     ignore_delete = bool(typed.bool("ignore-delete"))
     remove_on_delete = bool(typed.bool("partial-update.remove-record-on-delete"))
     remove_fields = typed.list("partial-update.remove-record-on-sequence-group")
     _check_conflicts(table_name, groups, ignore_delete, remove_on_delete, remove_fields, ordering)
     remove_groups = frozenset(i for i, g in enumerate(groups) if set(g.order) & set(remove_fields))
-    ignore_retract = frozenset(n for n in aggregates if typed.bool(f"fields.{n}.ignore-retract"))
-    return PartialUpdateRules(groups, aggregates, ignore_retract, remove_on_delete, remove_groups)
+    ignore_retract = frozenset(n for n, agg in field_aggs.items() if agg.ignore_retract)
+    return PartialUpdateRules(groups, aggregates, ignore_retract, remove_on_delete, remove_groups, field_aggs)
 
 
-def _aggregates(fields, keys, ordering, guarded, raw, table_name) -> dict[str, str]:
-    default = raw.get("fields.default-aggregate-function")
+def _aggregates(fields, keys, ordering, guarded, options: Options, table_name) -> dict[str, FieldAgg]:
+    """The guarded fields that aggregate, each checked as the aggregation engine checks it, plus
+    whether its function folds reversed rows (a row that lost the group)."""
+    default = options.get("fields.default-aggregate-function")
     found = {}
     for f in fields:
         if f.name in keys or f.name in ordering:
             continue  # keys and sequence fields never aggregate
         option = f"fields.{f.name}.aggregate-function"
-        func = raw.get(option, default)
-        if func is None:
+        explicit = options.get(option)
+        name = explicit if explicit is not None else default
+        if name is None:
             continue
-        func = AGGREGATE_ALIASES.get(func, func)
+        name = name.strip()
+        func = canonical(name)
         if f.name not in guarded:
             if func != LAST_NON_NULL:
                 raise InvalidOption(f"table {table_name}: must use sequence group for aggregation "
                                     f"functions but not found for field '{f.name}' "
                                     f"('{option}' = '{func}')")
             continue
-        _check_aggregate(f, func, option, table_name)
-        found[f.name] = func
+        where = option if explicit is not None else "fields.default-aggregate-function"
+        check_name(name, where, table_name)
+        if func not in REVERSIBLE:
+            raise InvalidOption(f"table {table_name}: option '{where}': aggregate function '{func}' is not "
+                                f"supported inside partial-update by tarn; supported: {', '.join(REVERSIBLE)}")
+        agg = field_agg(f, options, func)
+        check_field(agg, where, table_name)
+        found[f.name] = agg
     return found
-
-
-def _check_aggregate(f: DataField, func: str, option: str, table_name: str) -> None:
-    if func not in GROUP_AGGREGATES:
-        raise InvalidOption(f"table {table_name}: aggregate function '{func}' ('{option}') is not "
-                            f"supported inside partial-update by tarn; supported: "
-                            f"{', '.join(GROUP_AGGREGATES)}")
-    root = f.type.root
-    wrong = ((func == "sum" and root not in _NUMERIC)
-             or (func in ("bool_and", "bool_or") and root != "BOOLEAN")
-             or (func in ("min", "max") and root in _NESTED + ("BOOLEAN", "BINARY", "VARBINARY")))
-    if wrong:
-        raise InvalidOption(f"table {table_name}: aggregate function '{func}' ('{option}') does not "
-                            f"support field '{f.name}' of type {root}")
 
 
 def _check_conflicts(table_name, groups, ignore_delete, remove_on_delete, remove_fields, ordering):
@@ -446,7 +438,7 @@ def _check_not_null(table, fields, spec, rows: _Rows, base, with_groups: bool) -
 
 
 def _check_retract(table, name, rules, rows: _Rows, groups, reached: np.ndarray) -> None:
-    """Aggregates other than sum / last_value / last_non_null_value refuse a retract of a
+    """Aggregates that cannot retract (tarn.lsm.field_aggs.RETRACTABLE) refuse a retract of a
     non-empty group that reaches them, unless `fields.<f>.ignore-retract`."""
     func = rules.aggregates[name]
     if func in RETRACTABLE or name in rules.ignore_retract or name not in table.column_names:
@@ -492,137 +484,24 @@ def _column(column, name, g, rules, rows: _Rows, groups, base, after, at_base) -
         # not in a group: the last non-null +I/+U value (or the base row's value)
         return take_rows(column, keys.last((rows.add & after & _valid(column)) | at_base))
     group = groups[g]
-    func = rules.aggregates.get(name)
-    if func is None:
+    agg = rules.field_aggs.get(name)
+    if agg is None:
         winner = keys.last(group.accepted | at_base)
         if name not in rules.groups[g].order:
             retracted = _at(group.accepted & rows.retract, winner)
             winner = np.where(retracted, -1, winner)
         return take_rows(column, winner)
-    events = _Events.of(rows, group, base, after, at_base, _valid(column))
-    if name in rules.ignore_retract:
-        events.t[:] = False
-    return _AGGREGATORS[func](column, events, base)
+    return aggregate(column, _fold(rows, group, base, after, at_base), agg)
 
 
-@dataclass
-class _Events:
-    """The fold of one guarded field after its key's base row: `a` rows win the group (agg),
-    `r` rows lose it (reversed agg), `t` rows retract (also the processed first-row retract)."""
-
-    keys: _Keys
-    a: np.ndarray
-    r: np.ndarray
-    t: np.ndarray
-    at_base: np.ndarray
-    valid: np.ndarray
-    seen_before: np.ndarray  # per key: a non-empty +I/+U reached the aggregate before the base
-    seen_value_before: np.ndarray  # ... one with a non-null value
-
-    @classmethod
-    def of(cls, rows: _Rows, group: _Group, base, after, at_base, valid) -> _Events:
-        keys = rows.keys
-        a = group.accepted & rows.add
-        r = rows.add & after & group.nonempty & ~group.accepted
-        t = rows.retract & group.nonempty & ((rows.processed & after) | (group.accepted & at_base))
-        before = ~after & ~at_base
-        reached = rows.add & group.nonempty & before
-        return cls(keys, a, r, t, at_base, valid, keys.last(reached) >= 0, keys.last(reached & valid) >= 0)
-
-
-def _group_fold(column, events: _Events, values: pa.Array, function: str) -> pa.Array:
-    """Fold `values` (nulls skipped; all null -> null) per key (tarn.lsm.folds.hash_fold)."""
-    folded = hash_fold(values, None, events.keys.kid, len(events.keys.starts), function)
-    try:
-        return folded.cast(column.type)
-    except pa.ArrowInvalid as e:  # Paimon: ArithmeticException on overflow
-        raise SchemaMismatch(f"aggregate '{function}' overflows {column.type}: {e}") from None
-
-
-def _where(mask: np.ndarray, values, otherwise) -> pa.Array:
-    return pc.if_else(pa.array(mask), values, otherwise)
-
-
-def _sum(column, ev: _Events, base) -> pa.Array:
-    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    null = pa.nulls(len(column), column.type)
-    base_value = _where(ev.t, pc.subtract(column, column), column)
-    values = _where(ev.a | ev.r, column,
-                    _where(ev.at_base, base_value, _where(ev.t, pc.negate(column), null)))
-    return _group_fold(column, ev, values, "sum")
-
-
-def _extreme(function: str):
-    def fold(column, ev: _Events, base) -> pa.Array:
-        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        values = _where(ev.a | ev.r | ev.at_base, column, pa.nulls(len(column), column.type))
-        return _group_fold(column, ev, values, function)
-    return fold
-
-
-def _last_value(column, ev: _Events, base) -> pa.Array:
-    last = ev.keys.last(ev.a | ev.t)
-    winner = np.where(last >= 0, np.where(ev.a[np.maximum(last, 0)], last, -1), base)
-    return take_rows(column, winner)
-
-
-def _last_non_null(column, ev: _Events, base) -> pa.Array:
-    keys = ev.keys
-    last = keys.last((ev.a | ev.t) & ev.valid)
-    acc = np.where(last >= 0, np.where(ev.a[np.maximum(last, 0)], last, -1), base)
-    acc_null = (acc < 0) | ~ev.valid[np.maximum(acc, 0)]
-    # a losing row fills the value only while it is null
-    fill = keys.first(ev.r & ev.valid & keys.after(np.maximum(last, base)))
-    return take_rows(column, np.where(acc_null, np.where(fill < keys.n, fill, -1), acc))
-
-
-def _last_after(ev: _Events, mask: np.ndarray, position: np.ndarray) -> np.ndarray:
-    """Per key: the last row of `mask` after `position`, else -1."""
-    last = ev.keys.last(mask)
-    return np.where(last > position, last, -1)
-
-
-def _first_value(column, ev: _Events, base) -> pa.Array:
-    keys = ev.keys
-    first = keys.first(ev.a | ev.r)
-    started = np.where(ev.seen_before, base, first)  # from here on a losing row takes over
-    value = np.where(ev.seen_before | (first == keys.n) | ~ev.a[np.minimum(first, keys.n - 1)], base, first)
-    late = _last_after(ev, ev.r, started)
-    return take_rows(column, np.where(late >= 0, late, value))
-
-
-def _first_non_null(column, ev: _Events, base) -> pa.Array:
-    # Before the base row Paimon's aggregate is initialised by a non-null value; modelled here as
-    # "some non-null +I/+U reached it" (exact unless it only ever lost its group there).
-    ev = replace(ev, seen_before=ev.seen_value_before)
-    keys, n = ev.keys, ev.keys.n
-    base_valid = (base >= 0) & ev.valid[np.maximum(base, 0)]
-    first_add = keys.first(ev.a & ev.valid)
-    first_any_r = keys.first(ev.r)
-    first_r = keys.first(ev.r & ev.valid)
-    second_r = keys.first(ev.r & keys.after(np.minimum(first_r, n - 1)) & (first_r < n)[keys.kid])
-    # state "filled, not yet initialised" (a non-null base): the next +I wins, or a losing row
-    # initialises it as it is
-    entry1 = np.minimum(first_add, first_any_r)
-    acc1 = np.where(first_add < first_any_r, first_add, base)
-    # state "empty": a winning non-null, or a second losing row after a non-null losing one
-    entry0 = np.minimum(first_add, second_r)
-    acc0 = np.where(first_add < second_r, first_add, first_r)
-    acc0 = np.where(entry0 == n, np.where(first_r < n, first_r, base), acc0)
-    entry = np.where(ev.seen_before, base, np.where(base_valid, entry1, entry0))
-    acc = np.where(ev.seen_before, base, np.where(base_valid, np.where(entry1 == n, base, acc1), acc0))
-    late = np.where(entry < n, _last_after(ev, ev.r, entry), -1)
-    return take_rows(column, np.where(late >= 0, late, acc))
-
-
-_AGGREGATORS = {
-    "sum": _sum,
-    "min": _extreme("min"),
-    "max": _extreme("max"),
-    "bool_and": _extreme("all"),
-    "bool_or": _extreme("any"),
-    "last_value": _last_value,
-    LAST_NON_NULL: _last_non_null,
-    "first_value": _first_value,
-    "first_non_null_value": _first_non_null,
-}
+def _fold(rows: _Rows, group: _Group, base, after, at_base) -> Fold:
+    """How the aggregator of a field of `group` sees the rows: from the key's base row on, a row
+    winning the group is agg'ed, a +I/+U losing it agg-reversed, a retract row reaching it
+    retracted (the processed first-row retract too: its values are the base, then it retracts).
+    Rows before the base only leave first_value's state (`seen`)."""
+    keys = rows.keys
+    agg = group.accepted & rows.add
+    reversed_ = rows.add & after & group.nonempty & ~group.accepted
+    retract = rows.retract & group.nonempty & ((rows.processed & after) | (group.accepted & at_base))
+    seen = rows.add & group.nonempty & ~after & ~at_base
+    return Fold(keys.starts, keys.kid, base, agg, reversed_, retract, seen)
