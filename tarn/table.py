@@ -12,7 +12,8 @@ import pyarrow.compute as pc
 from tarn import maintenance, partition, system_tables
 from tarn.maintenance import expire, orphans, rollback, tags, time_travel
 from tarn.commit.committer import Committer, Overwrite
-from tarn.errors import FileMissing, InvalidOption, SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
+from tarn.delete import delete_where
+from tarn.errors import FileMissing, InvalidArgument, InvalidOption, SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
 from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema, apply_changes
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
@@ -62,7 +63,25 @@ class Table(TableContext):
         for key in set(before.options) | set(after.options):
             if before.options.get(key) != after.options.get(key) and is_immutable(key):
                 raise InvalidOption(f"table {self.name}: option '{key}' cannot be changed after creation")
+        self._check_deletion_vector_switch(before, after)
         return self.schema_store.alter(changes)
+
+    def _check_deletion_vector_switch(self, before: TableSchema, after: TableSchema) -> None:
+        """The PIP's migration rule: switch 'deletion-vectors.enabled' on a primary-key table only
+        after a full compaction (every file at the top level, no deletion vector left)."""
+        was = bool(Options(before.options).bool("deletion-vectors.enabled"))
+        will = bool(Options(after.options).bool("deletion-vectors.enabled"))
+        latest = self.latest_snapshot()
+        if was == will or not before.primary_keys or latest is None:
+            return
+        from tarn.lsm.policy import num_levels
+
+        top = num_levels(Options(before.options)) - 1
+        low = [e.file.file_name for e in self.live_entries(latest, before) if e.file.level != top]
+        held = self.manifests(before).read_index_manifest(latest.index_manifest) if latest.index_manifest else []
+        if low or any(e.index_type == "DELETION_VECTORS" for e in held):
+            raise TarnError(f"table {self.name}: run a full compaction (table.compact(full=True)) before "
+                            f"switching 'deletion-vectors.enabled' to {str(will).lower()}")
 
     # ------------------------------------------------------------------ plumbing
 
@@ -133,8 +152,15 @@ class Table(TableContext):
             buckets = [b for b in buckets if b[0] in wanted]
         return self.commit(writer.compact(buckets, full))
 
-    def delete(self, keys) -> Snapshot | None:
-        """Delete rows by primary key in one commit (-D rows); other columns may be omitted."""
+    def delete(self, keys=None, *, filter: Predicate | None = None) -> Snapshot | None:
+        """Delete rows in one commit: by primary key (`keys`: rows holding at least the key
+        columns; written as -D rows), or every row matching `filter` (tarn/delete.py: -D rows on
+        primary-key tables, deletion vectors on append tables with deletion-vectors.enabled,
+        otherwise the files holding matches are rewritten)."""
+        if filter is not None:
+            if keys is not None:
+                raise InvalidArgument(f"table {self.name}: delete takes keys or filter, not both")
+            return delete_where(self, filter)
         schema = self.schema()
         if not schema.primary_keys:
             raise SchemaMismatch(f"table {self.name}: delete by key needs a primary-key table")
@@ -181,7 +207,19 @@ class Table(TableContext):
             scan.follows_latest = True
             return scan
         snapshot = time_travel.resolve(self, snapshot_id, tag, as_of_timestamp_ms)
+        if snapshot is not None:
+            self._check_deletion_vector_mode(snapshot)
         return self.scan_snapshot(snapshot, filter, columns)
+
+    def _check_deletion_vector_mode(self, snapshot: Snapshot) -> None:
+        """The PIP's migration rule: time travel across a switch of 'deletion-vectors.enabled'
+        is refused (those snapshots were written for the other read mode)."""
+        then = bool(Options(self.schema_by_id(snapshot.schema_id).options).bool("deletion-vectors.enabled"))
+        now = bool(self.options.bool("deletion-vectors.enabled"))
+        if then != now:
+            raise TarnError(f"table {self.name}: snapshot {snapshot.id} was written with "
+                            f"'deletion-vectors.enabled'={str(then).lower()}, the table now has "
+                            f"{str(now).lower()}; time travel across that switch is not allowed")
 
     def scan_snapshot(self, snapshot: Snapshot | None, filter: Predicate | None = None,
                       columns: list[str] | None = None, schema: TableSchema | None = None) -> "Scan":

@@ -44,6 +44,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: _check_format(options, identifier),
         lambda: _check_partition_types(schema, identifier),
         lambda: check_merge_engine(schema, options, identifier),
+        lambda: _check_deletion_vectors(schema, options, identifier),
         lambda: check_retention_options(schema.options, identifier),
         lambda: check_tag_options(options, identifier),
     ]
@@ -66,6 +67,19 @@ def _check_bucket(schema: TableSchema, options: Options, identifier: str) -> Non
                         f"(got bucket={bucket}; dynamic and postpone bucket modes are not supported yet)")
     if not schema.primary_keys and bucket > 0 and not options.get("bucket-key"):
         raise TarnError(f"table {identifier}: an append table with bucket={bucket} needs 'bucket-key'")
+
+
+def _check_deletion_vectors(schema: TableSchema, options: Options, identifier: str) -> None:
+    """The PIP's limits of deletion-vector mode (first-row is refused by its engine check)."""
+    if not options.bool("deletion-vectors.enabled") or not schema.primary_keys:
+        return
+    producer = options.changelog_producer
+    if producer not in ("none", "lookup"):
+        raise InvalidOption(f"table {identifier}: 'deletion-vectors.enabled' works with 'changelog-producer' "
+                            f"none or lookup only, not '{producer}'")
+    if options.bool("lookup-wait") is False:
+        raise InvalidOption(f"table {identifier}: 'deletion-vectors.enabled' needs "
+                            "'lookup-wait' = true")
 
 
 def _check_format(options: Options, identifier: str) -> None:

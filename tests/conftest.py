@@ -34,3 +34,9 @@ def s3_server():
     server = S3Server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def catalog_factory(tmp_path_factory):
+    """New empty catalogs, one per call (for hypothesis tests that need a fresh table per example)."""
+    return lambda: tarn.Catalog(str(tmp_path_factory.mktemp("warehouse")))

@@ -18,7 +18,7 @@ LAYERS = [
     {"data"},
     {"scan", "write"},
     {"commit"},
-    {"maintenance", "system_tables"},
+    {"maintenance", "system_tables", "delete"},
     {"validate"},
     {"table"},
     {"catalog", "__init__"},

@@ -20,7 +20,7 @@ from tarn.fs import join
 from tarn.options import Options
 from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound, TarnError
 from tarn.meta import snapshot as snap
-from tarn.meta.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta
+from tarn.meta.manifest import ADD, DELETE, DELETION_VECTORS_INDEX, ManifestEntry, ManifestFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.store.manifests import ManifestStore
@@ -147,7 +147,8 @@ class Committer:
         changelog = self._changelog_entries(messages)
         written: list[str] = []
         try:
-            new_snapshot = self._write_snapshot(latest, delta, kind, request, written, changelog)
+            index_manifest = self._index_manifest(latest, messages, delta, request.overwrite is not None, written)
+            new_snapshot = self._write_snapshot(latest, delta, kind, request, written, changelog, index_manifest)
             if self._publish(new_snapshot, latest, messages):
                 return new_snapshot
         except BaseException:
@@ -235,7 +236,7 @@ class Committer:
     def _delta_entries(self, messages: list[CommitMessage]) -> list[ManifestEntry]:
         entries = []
         for m in messages:
-            for f in m.compact_before:
+            for f in [*m.deleted_files, *m.compact_before]:
                 entries.append(ManifestEntry(DELETE, m.partition, m.bucket, m.total_buckets, f))
             for f in [*m.new_files, *m.compact_after]:
                 entries.append(ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f))
@@ -250,7 +251,67 @@ class Committer:
 
     @staticmethod
     def _only_compaction(messages: list[CommitMessage]) -> bool:
-        return all(not m.new_files and (m.compact_before or m.compact_after) for m in messages)
+        """Compaction changes or deletion vectors only (a delete on an append table)."""
+        return all(not m.new_files and not m.changelog_files and not m.deleted_files
+                   and (m.compact_before or m.compact_after or m.new_index_files or m.deleted_index_files)
+                   for m in messages)
+
+    # ------------------------------------------------------------------ index files
+
+    def _index_manifest(self, latest, messages, delta, overwrite: bool, written: list[str]) -> str | None:
+        """The index manifest of the new snapshot: the latest one's live entries, minus the index
+        files the messages replace and those of partitions an overwrite empties, plus the new
+        ones; rewritten in full when anything changed (FORMAT.md section 4)."""
+        previous = latest.index_manifest if latest else None
+        added = [e for m in messages for e in m.new_index_files]
+        removed = [e for m in messages for e in m.deleted_index_files]
+        if not (added or removed or overwrite):
+            return previous
+        live = self.manifests.read_index_manifest(previous) if previous else []
+        live_names = {e.file_name for e in live}
+        for e in removed:
+            if e.file_name not in live_names:
+                raise CommitConflict(f"table {self.table_name}: index file {e.file_name} (bucket {e.bucket}) was "
+                                     "already replaced by a concurrent commit; this commit cannot be applied")
+        gone = {e.file_name for e in removed}
+        kept = [e for e in live if e.file_name not in gone]
+        if overwrite or added:
+            kept = self._check_index_targets(latest, delta, kept, added)
+        entries = [replace(e, kind=ADD) for e in kept + added]
+        if entries == live:
+            return previous
+        if not entries:
+            return None
+        name = self.manifests.write_index_manifest(entries)
+        written.append(name)
+        return name
+
+    def _check_index_targets(self, latest, delta, kept, added) -> list:
+        """Deletion vectors must point at live data files: one a concurrent commit removed makes
+        this commit conflict (its vectors were computed against files that are gone); kept
+        entries all of whose files are gone (an overwrite) are dropped. A bucket of a
+        primary-key table holds one deletion-vector file."""
+        live: dict[tuple, set[str]] = {}
+        for e in self.manifests.merge_live([*self.manifests.live_entries(latest), *delta]):
+            live.setdefault((e.partition, e.bucket), set()).add(e.file.file_name)
+        for e in added:
+            files = live.get((e.partition, e.bucket), set())
+            dead = [r.data_file for r in e.dv_ranges or () if r.data_file not in files]
+            if dead:
+                raise CommitConflict(f"table {self.table_name}: deletion vectors of data file(s) {dead[:3]} "
+                                     f"(bucket {e.bucket}) whose files a concurrent commit removed; "
+                                     "this commit cannot be applied")
+        kept = [e for e in kept if not e.dv_ranges
+                or any(r.data_file in live.get((e.partition, e.bucket), ()) for r in e.dv_ranges)]
+        if self.schema.primary_keys:
+            seen = set()
+            for e in kept + added:
+                key = (e.partition, e.bucket, e.index_type)
+                if e.index_type == DELETION_VECTORS_INDEX and key in seen:
+                    raise CommitConflict(f"table {self.table_name}: a concurrent commit wrote deletion vectors "
+                                         f"of bucket {e.bucket} too; this commit cannot be applied")
+                seen.add(key)
+        return kept
 
     def _overwrite_deletes(self, latest, delta, overwrite: Overwrite) -> list[ManifestEntry]:
         live = self.manifests.live_entries(latest)
@@ -276,7 +337,7 @@ class Committer:
                     "removed by a concurrent commit; this commit cannot be applied")
 
     def _write_snapshot(self, latest, delta, kind, request: "CommitRequest", written: list[str],
-                        changelog: list[ManifestEntry]) -> Snapshot:
+                        changelog: list[ManifestEntry], index_manifest: str | None) -> Snapshot:
         schema_id = self.schema.id
         previous = self.manifests.data_manifests(latest) if latest else []
         base = self.manifests.merge_manifests(previous, schema_id) if previous else []
@@ -305,7 +366,7 @@ class Committer:
             base_manifest_list=base_list, base_manifest_list_size=base_size,
             delta_manifest_list=delta_list, delta_manifest_list_size=delta_size,
             changelog_manifest_list=changelog_list, changelog_manifest_list_size=changelog_size,
-            index_manifest=latest.index_manifest if latest else None,
+            index_manifest=index_manifest,
             commit_user=request.commit_user, commit_identifier=request.commit_identifier, commit_kind=kind,
             time_millis=int(time.time() * 1000), total_record_count=previous_total + delta_count,
             delta_record_count=delta_count, changelog_record_count=changelog_count, watermark=watermark,
@@ -335,7 +396,8 @@ class Committer:
 
 def _added_names(messages: list[CommitMessage]) -> set[str]:
     """Names of the files these messages add (data, compaction outputs, changelog)."""
-    return {m.file_name for msg in messages for m in msg.added_files()}
+    return {m.file_name for msg in messages for m in msg.added_files()} | \
+        {e.file_name for msg in messages for e in msg.new_index_files}
 
 
 def _same_partition_value(actual, wanted) -> bool:

@@ -18,28 +18,55 @@ from tarn.meta.schema import TableSchema
 from tarn.types import DataField
 
 SchemaLookup = Callable[[int], TableSchema]
+Deletions = Callable[[str], "np.ndarray | None"]  # data file name -> deleted row positions
 BATCH_ROWS = 262144
 
 
 class FileReader:
-    """Reads one table's data files shaped as (a subset of) the current schema, by field id."""
+    """Reads one table's data files shaped as (a subset of) the current schema, by field id.
 
-    def __init__(self, file_io: FileIO, schema: TableSchema, schemas: SchemaLookup, options):
+    `deletions` (deletion vectors: a data file name -> its deleted row positions, or None) drops
+    those rows from everything read, unless a read asks for every row (`skip_deleted=False`)."""
+
+    def __init__(self, file_io: FileIO, schema: TableSchema, schemas: SchemaLookup, options,
+                 deletions: Deletions | None = None):
         self.file_io = file_io
         self.schema = schema
         self.schemas = schemas
         self.file_format = (options.get("file.format") or "parquet").lower()
+        self.deletions = deletions
 
-    def read(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool) -> pa.Table:
+    def read(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool,
+             skip_deleted: bool = True) -> pa.Table:
         file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
         raw = read_data_file(self.file_io, path, self.format_of(meta), system + file_fields)
-        return self._shape(raw, file_fields, fields, system)
+        shaped = self._shape(raw, file_fields, fields, system)
+        return self._drop_deleted(shaped, meta, 0) if skip_deleted else shaped
 
     def iter(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool,
              batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
         file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
+        offset = 0
         for raw in iter_data_file(self.file_io, path, self.format_of(meta), system + file_fields, batch_rows):
-            yield self._shape(raw, file_fields, fields, system)
+            yield self._drop_deleted(self._shape(raw, file_fields, fields, system), meta, offset)
+            offset += raw.num_rows
+
+    def with_deletions(self, deletions: Deletions | None) -> "FileReader":
+        """This reader with other deletion vectors."""
+        return FileReader(self.file_io, self.schema, self.schemas, {"file.format": self.file_format}, deletions)
+
+    def deleted_rows(self, meta: DataFileMeta) -> np.ndarray | None:
+        """The file's deleted row positions (sorted), None when it has no deletion vector."""
+        if self.deletions is None:
+            return None
+        positions = self.deletions(meta.file_name)
+        return positions if positions is not None and len(positions) else None
+
+    def _drop_deleted(self, rows: pa.Table, meta: DataFileMeta, offset: int) -> pa.Table:
+        deleted = self.deleted_rows(meta)
+        if deleted is None:
+            return rows
+        return rows.filter(pa.array(keep_mask(deleted, offset, rows.num_rows)))
 
     def _plan(self, bucket_path, meta, fields, with_system):
         by_id = {f.id: f for f in self.schemas(meta.schema_id).fields}
@@ -67,6 +94,14 @@ class FileReader:
         for meta in run_files:
             for chunk in self.iter(bucket_path, meta, fields, with_system=True):
                 yield with_level_column(chunk, meta.level) if with_level else chunk
+
+
+def keep_mask(deleted: np.ndarray, offset: int, count: int) -> np.ndarray:
+    """Rows offset..offset+count-1 of a file: True where a row is not in `deleted` (sorted)."""
+    keep = np.ones(count, dtype=bool)
+    lo, hi = np.searchsorted(deleted, [offset, offset + count])
+    keep[deleted[lo:hi] - offset] = False
+    return keep
 
 
 def with_level_column(chunk: pa.Table, level: int) -> pa.Table:

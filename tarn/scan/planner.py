@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from tarn import partition as partitions
 from tarn.codec.binary_row import deserialize_row
-from tarn.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
+from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
@@ -26,17 +26,25 @@ class Split:
     files: list[DataFileMeta]
     primary_key: bool
     row_count: int = field(init=False)
+    # deletion vectors: the table writes them (then files above level 0 are read without
+    # merging), and the index file entry holding each data file's vector
+    deletion_vectors: bool = False
+    deletion_files: dict[str, IndexManifestEntry] = field(default_factory=dict)
+    table_root: str = ""
 
     def __post_init__(self):
         self.row_count = sum(f.row_count for f in self.files)
 
     @property
     def raw_convertible(self) -> bool:
-        """Readable without merging: append files, or one primary-key file above level 0 that
-        holds no retract rows. (Level-0 files are always merged: some writers record
-        `_DELETE_ROW_COUNT` 0 for files that do hold -D rows.)"""
+        """Readable without merging: append files; with deletion vectors, primary-key files
+        above level 0 (each key has one live row there); else one primary-key file above
+        level 0 that holds no retract rows. (Level-0 files are always merged: some writers
+        record `_DELETE_ROW_COUNT` 0 for files that do hold -D rows.)"""
         if not self.primary_key:
             return True
+        if self.deletion_vectors:
+            return all(f.level > 0 for f in self.files)
         only = self.files[0]
         return len(self.files) == 1 and only.level > 0 and only.delete_row_count == 0
 
@@ -124,17 +132,37 @@ class Planner:
             if predicate is not None and not self._file_may_match(entry.file, predicate):
                 continue
             groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)
+        vectors = self.deletion_files(snapshot)
+        deletion_vectors = bool(self.options.bool("deletion-vectors.enabled"))
         splits = []
         for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
             values = self.partition_values(partition)
             bucket_path = partitions.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
                                                 values, bucket)
             files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
+            held = vectors.get((partition, bucket), {})
             if self.schema.primary_keys:
-                splits.append(Split(partition, values, bucket, bucket_path, files, True))
+                splits.append(Split(partition, values, bucket, bucket_path, files, True, deletion_vectors,
+                                    {f.file_name: held[f.file_name] for f in files if f.file_name in held},
+                                    self.root))
             else:
-                splits.extend(Split(partition, values, bucket, bucket_path, [f], False) for f in files)
+                splits.extend(Split(partition, values, bucket, bucket_path, [f], False, deletion_vectors,
+                                    {f.file_name: held[f.file_name]} if f.file_name in held else {}, self.root)
+                              for f in files)
         return splits
+
+    def deletion_files(self, snapshot: Snapshot | None) -> dict[tuple[bytes, int], dict[str, IndexManifestEntry]]:
+        """(partition, bucket) -> {data file name: the index entry holding its deletion vector}."""
+        if snapshot is None or not snapshot.index_manifest:
+            return {}
+        found: dict[tuple[bytes, int], dict[str, IndexManifestEntry]] = {}
+        for entry in self.manifests.read_index_manifest(snapshot.index_manifest):
+            if entry.index_type != DELETION_VECTORS_INDEX:
+                continue
+            held = found.setdefault((entry.partition, entry.bucket), {})
+            for r in entry.dv_ranges or ():
+                held[r.data_file] = entry
+        return found
 
     def _file_may_match(self, meta: DataFileMeta, predicate: Predicate) -> bool:
         """Stats skipping: value stats for append tables, key stats only for PK tables."""

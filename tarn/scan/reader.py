@@ -15,6 +15,7 @@ from tarn.data.defaults import default_values, fill_default_values
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.scan.planner import Split
+from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.scan.predicate import Predicate, columns_of, filter_table
 from tarn.types import DataField, arrow_schema
 
@@ -58,23 +59,33 @@ class SplitReader:
                 yield data.select([f.name for f in self.read_fields]).cast(self.output_schema)
 
     def _merged(self, split: Split) -> Iterator[pa.Table]:
+        files = self._files_of(split)
         if split.raw_convertible:
             for meta in split.files:
-                yield self.files.read(split.bucket_path, meta, self.value_fields, with_system=False)
+                yield files.read(split.bucket_path, meta, self.value_fields, with_system=False)
             return
         if newest_wins_applies(self.merge_spec) and _disjoint(split.files):
-            data = self._read_newest_wins(split)
+            data = self._read_newest_wins(files, split)
             if data is not None:
                 yield data.drop_columns([SEQUENCE, VALUE_KIND])
             return
-        for data in self._read_sections(split):
+        for data in self._read_sections(files, split):
             yield data.drop_columns([SEQUENCE, VALUE_KIND])
 
-    def _read_sections(self, split: Split) -> Iterator[pa.Table]:
+    def _files_of(self, split: Split) -> FileReader:
+        """The file reader of a split: with the split's deletion vectors, if it has any."""
+        if not split.deletion_files:
+            return self.files
+        store = DeletionVectorFiles(self.files.file_io, split.table_root)
+        held = split.deletion_files
+        return self.files.with_deletions(
+            lambda name: store.read_one(held[name], name) if name in held else None)
+
+    def _read_sections(self, files: FileReader, split: Split) -> Iterator[pa.Table]:
         """Key-overlapping sections of the bucket merged one at a time (`data.runs`)."""
         key_types = [self.schema.field(k).type for k in self.schema.trimmed_primary_keys]
         lookup = LookupMerge() if self._lookup_merge else None
-        return merge_sections(self.files, split.bucket_path, split.files, self.value_fields, self.merge_spec,
+        return merge_sections(files, split.bucket_path, split.files, self.value_fields, self.merge_spec,
                               key_types, lookup)
 
     @property
@@ -84,20 +95,20 @@ class SplitReader:
         either way, so only the other engines pay for tracking levels."""
         return self.merge_spec.engine != "deduplicate" and lookup_merge_applies(self.merge_spec)
 
-    def _read_newest_wins(self, split: Split) -> pa.Table | None:
+    def _read_newest_wins(self, files_reader: FileReader, split: Split) -> pa.Table | None:
         """Deduplicate without sorting: newest file first; an older file contributes only the
         keys no newer file holds. Older files are probed by their key columns alone, and read
         in full only if some of their rows survive."""
         files = sorted(split.files, key=lambda f: f.min_sequence_number)
         key_fields = [self.schema.field(k) for k in self.merge_spec.key_columns]
-        newest = self.files.read(split.bucket_path, files[-1], self.value_fields, with_system=True)
+        newest = files_reader.read(split.bucket_path, files[-1], self.value_fields, with_system=True)
         kept, newer_keys = [newest], [newest.select([f.name for f in key_fields])]
         for meta in reversed(files[:-1]):
-            keys = self.files.read(split.bucket_path, meta, key_fields, with_system=False)
+            keys = files_reader.read(split.bucket_path, meta, key_fields, with_system=False)
             survivors = ~keys_in(keys, newer_keys)
             newer_keys.append(keys)
             if survivors.any():
-                older = self.files.read(split.bucket_path, meta, self.value_fields, with_system=True)
+                older = files_reader.read(split.bucket_path, meta, self.value_fields, with_system=True)
                 kept.append(older.filter(survivors))
         data = pa.concat_tables(kept) if len(kept) > 1 else kept[0]
         return drop_retracts(data)

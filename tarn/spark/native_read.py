@@ -41,8 +41,8 @@ def native_paths(target: ReadTarget) -> list[str] | None:
     splits: list[Split] = target.scan(table).plan()
     paths = []
     for split in splits:
-        if not split.raw_convertible:
-            return None
+        if not split.raw_convertible or split.deletion_files:
+            return None  # deletion vectors: the tarn source drops the deleted rows
         for meta in split.files:
             if meta.schema_id != schema_id or not meta.file_name.endswith(".parquet"):
                 return None

@@ -74,6 +74,9 @@ class BucketCompactor:
     changelog_writer: FileWriter | None = None
     num_levels: int = 0
     compare: tuple | None = None
+    # files rewritten even where they would keep their place (a full compaction of a table
+    # with deletion vectors rewrites every file that has one)
+    rewrite_files: frozenset = frozenset()
 
     @property
     def first_row(self) -> bool:
@@ -98,7 +101,7 @@ class BucketCompactor:
     def _compact(self, unit: CompactUnit, drop_deletes: bool, result: CompactResult) -> None:
         if unit.file_rewrite:
             for meta in unit.files:
-                self._rewrite([[SortedRun((meta,))]], unit.output_level, drop_deletes, result)
+                self._rewrite([[SortedRun((meta,))]], meta.level, drop_deletes, result, force=True)
             return
         pending: list[list[SortedRun]] = []
         for section in partition_sections(list(unit.files), self.key_types):
@@ -115,6 +118,9 @@ class BucketCompactor:
         self._rewrite(pending, unit.output_level, drop_deletes, result)
 
     def _upgrade(self, meta: DataFileMeta, level: int, drop_deletes: bool, result: CompactResult) -> None:
+        if meta.file_name in self.rewrite_files:
+            self._rewrite([[SortedRun((meta,))]], level, True, result, force=True)
+            return
         if meta.level == level:
             return
         if drop_deletes and (meta.delete_row_count is None or meta.delete_row_count > 0):
@@ -134,12 +140,16 @@ class BucketCompactor:
         return not (self.spec.engine == "deduplicate" and not self.spec.sequence_columns)
 
     def _rewrite(self, sections: list[list[SortedRun]], level: int, drop_deletes: bool,
-                 result: CompactResult) -> None:
+                 result: CompactResult, force: bool = False) -> None:
+        """Merge the runs into new files at `level`; a lone file already there stays as it is
+        unless it has rows to drop or `force`."""
         runs = [run for section in sections for run in section]
         if not runs:
             return
-        if len(runs) == 1 and len(runs[0].files) == 1 and runs[0].files[0].level == level and not drop_deletes:
-            return
+        if len(runs) == 1 and len(runs[0].files) == 1 and runs[0].files[0].level == level and not force:
+            only = runs[0].files[0]
+            if not drop_deletes or only.delete_row_count == 0:
+                return
         higher = self._higher_keys(level) if self.first_row else []
         chunks = merge_runs(self.reader, self.bucket_path, runs, self.fields, self.spec,
                             self._lookup_merge(runs, level), drop_deletes=drop_deletes, drop_keys=higher)

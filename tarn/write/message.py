@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from tarn.meta.manifest import DataFileMeta, IndexManifestEntry
+from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry
 
 
 @dataclass
@@ -19,12 +19,13 @@ class CommitMessage:
     new_index_files: list[IndexManifestEntry] = field(default_factory=list)
     deleted_index_files: list[IndexManifestEntry] = field(default_factory=list)
     compact_changelog_files: list[DataFileMeta] = field(default_factory=list)  # changelog of compactions
+    deleted_files: list[DataFileMeta] = field(default_factory=list)  # data files a rewrite replaces (copy-on-write)
 
     @property
     def is_empty(self) -> bool:
         return not (self.new_files or self.compact_before or self.compact_after
                     or self.changelog_files or self.new_index_files or self.deleted_index_files
-                    or self.compact_changelog_files)
+                    or self.compact_changelog_files or self.deleted_files)
 
     def added_files(self) -> list[DataFileMeta]:
         """Every file this message adds: data, compaction outputs, changelog (an upgraded
@@ -32,10 +33,19 @@ class CommitMessage:
         return [*self.new_files, *self.compact_after, *self.changelog_files, *self.compact_changelog_files]
 
     def append_part(self) -> "CommitMessage":
-        """The new files, their changelog and index changes: committed as an APPEND snapshot."""
-        return replace(self, compact_before=[], compact_after=[], compact_changelog_files=[])
+        """The new files, their changelog and index changes other than deletion vectors:
+        committed as an APPEND snapshot."""
+        return replace(self, compact_before=[], compact_after=[], compact_changelog_files=[],
+                       new_index_files=[e for e in self.new_index_files if not _is_dv(e)],
+                       deleted_index_files=[e for e in self.deleted_index_files if not _is_dv(e)])
 
     def compact_part(self) -> "CommitMessage":
-        """The compaction changes and their changelog: committed after the append part as a
-        COMPACT snapshot."""
-        return replace(self, new_files=[], changelog_files=[], new_index_files=[], deleted_index_files=[])
+        """The compaction changes, their changelog and the deletion-vector index changes (as
+        Java commits them): committed after the append part as a COMPACT snapshot."""
+        return replace(self, new_files=[], changelog_files=[], deleted_files=[],
+                       new_index_files=[e for e in self.new_index_files if _is_dv(e)],
+                       deleted_index_files=[e for e in self.deleted_index_files if _is_dv(e)])
+
+
+def _is_dv(entry: IndexManifestEntry) -> bool:
+    return entry.index_type == DELETION_VECTORS_INDEX

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn import partition
+from tarn import partition, paths
 from tarn.bucket import bucket_ids
 from tarn.data.layout import layout_of
 from tarn.data.reader import FileReader
@@ -24,7 +24,11 @@ from tarn.lsm.merge import (INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, MergeS
                             merge_table, sort_indices)
 from tarn.lsm.policy import (PickState, drops_deletes, estimate_last_full_compaction, full_compaction_delta_commits,
                              full_compaction_due, full_compaction_unit, num_levels, pick, should_stop_writes)
-from tarn.meta.manifest import DataFileMeta
+from tarn.data.lookup import KeyCodec, KeyLookup
+from tarn.lsm.policy import CompactUnit
+from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry
+from tarn.store.deletion_vectors import DeletionVectorFiles
+from tarn.write.deletions import BucketVectors
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER
 from tarn.options import Options
@@ -42,6 +46,7 @@ class Restored:
 
     files: dict = field(default_factory=dict)  # (partition bytes, bucket) -> [DataFileMeta]
     total_buckets: dict = field(default_factory=dict)  # partition bytes -> {totalBuckets}
+    vectors: dict = field(default_factory=dict)  # (partition bytes, bucket) -> DV IndexManifestEntry
 
 
 log = logging.getLogger(__name__)
@@ -55,7 +60,13 @@ def restore_from(context, schema: TableSchema, attempts: int = 5) -> Restore:
     def restore() -> Restored:
         for attempt in range(attempts):
             try:
-                return _restored_of(context.live_entries(context.latest_snapshot(), schema))
+                snapshot = context.latest_snapshot()
+                restored = _restored_of(context.live_entries(snapshot, schema))
+                if snapshot is not None and snapshot.index_manifest:
+                    for entry in context.manifests(schema).read_index_manifest(snapshot.index_manifest):
+                        if entry.index_type == DELETION_VECTORS_INDEX:
+                            restored.vectors[(entry.partition, entry.bucket)] = entry
+                return restored
             except (FileMissing, SnapshotNotFound):
                 if attempt == attempts - 1:
                     raise
@@ -87,6 +98,12 @@ class BucketState:
     changelog: list[DataFileMeta] = field(default_factory=list)  # input changelog of new files
     compact_changelog: list[DataFileMeta] = field(default_factory=list)
     pick_state: PickState = field(default_factory=PickState)
+    vectors: BucketVectors | None = None  # deletion vectors (deletion-vectors.enabled)
+    new_index: list[IndexManifestEntry] = field(default_factory=list)
+    deleted_index: list[IndexManifestEntry] = field(default_factory=list)
+
+    def deleted_rows(self, file_name: str):
+        return self.vectors.of(file_name) if self.vectors is not None else None
 
     def add_new(self, metas: list[DataFileMeta]) -> None:
         self.new_files.extend(metas)
@@ -119,7 +136,8 @@ class BucketState:
         return CommitMessage(self.partition, self.bucket, total_buckets, new_files=list(self.new_files),
                              compact_before=list(self.compact_before), compact_after=list(self.compact_after),
                              changelog_files=list(self.changelog),
-                             compact_changelog_files=list(self.compact_changelog))
+                             compact_changelog_files=list(self.compact_changelog),
+                             new_index_files=list(self.new_index), deleted_index_files=list(self.deleted_index))
 
 
 class TableWriter:
@@ -146,6 +164,8 @@ class TableWriter:
         self.buffer_limit = options.memory_bytes("write-buffer-size")
         self.states: dict[tuple[bytes, int], BucketState] = {}
         self._restored: Restored | None = None
+        self.deletion_vectors = self.layout.is_key_value and bool(options.bool("deletion-vectors.enabled"))
+        self.vector_files = DeletionVectorFiles(file_io, root)
         self._check_writable()
 
     def _check_writable(self) -> None:
@@ -252,6 +272,7 @@ class TableWriter:
                 full = full_compaction or self._full_compaction_due()
                 touched = [st for st in self.states.values() if st.new_files or full_compaction]
                 self._parallel([lambda st=st: self._compact(st, full=full) for st in touched])
+            self._write_vectors()
         except BaseException:
             abort(self.file_io, self.root, self.schema, self.messages())
             raise
@@ -266,10 +287,17 @@ class TableWriter:
         states = [self._state_for(partition, bucket) for partition, bucket in buckets]
         try:
             self._parallel([lambda st=st: self._compact(st, full=full) for st in states])
+            self._write_vectors()
         except BaseException:
             abort(self.file_io, self.root, self.schema, self.messages())
             raise
         return self.messages()
+
+    def _write_vectors(self) -> None:
+        """Each bucket whose deletion vectors changed gets its new index file (replacing the old)."""
+        for state in self.states.values():
+            if state.vectors is not None and not state.new_index and not state.deleted_index:
+                state.new_index, state.deleted_index = state.vectors.commit_changes()
 
     def _parallel(self, tasks) -> None:
         if not tasks:
@@ -335,6 +363,10 @@ class TableWriter:
                                          values, bucket)
             state = BucketState(partition_bytes, tuple(values), bucket, path, files, next_sequence)
             state.pick_state = PickState(estimate_last_full_compaction(files, num_levels(self.options)))
+            if self.deletion_vectors:
+                state.vectors = BucketVectors(self.vector_files, partition_bytes, bucket,
+                                              self._restored_state().vectors.get(key),
+                                              bitmap64=bool(self.options.bool("deletion-vectors.bitmap64")))
             self.states[key] = state
         return state
 
@@ -397,34 +429,82 @@ class TableWriter:
         key_types = [self.schema.field(k).type for k in self.layout.key_names]
         levels = Levels.from_files(state.files, levels_count, key_types)
         runs = levels.sorted_runs()
+        vectors = state.vectors
         if full:
-            unit = full_compaction_unit(runs, levels_count)
+            with_vectors = [m.file_name for m in state.files if vectors is not None and vectors.of(m.file_name) is not None]
+            unit = full_compaction_unit(runs, levels_count, files_to_rewrite=with_vectors)
         else:
             unit, state.pick_state = pick(levels_count, runs, self.options, state.pick_state)
+            if unit is None and vectors is not None:
+                unit = self._mostly_deleted(state)
         if unit is None or not unit.files:
             return
-        drop_deletes = drops_deletes(unit, levels, False)
+        drop_deletes = drops_deletes(unit, levels, vectors is not None)
         in_unit = {(m.file_name, m.level) for m in unit.files}
         other_runs = [(r.level, [m for m in r.run.files if (m.file_name, m.level) not in in_unit])
                       for r in runs]
         producer = self.producer if self.producer in (FULL_COMPACTION, LOOKUP) else None
         compactor = BucketCompactor(
-            reader=FileReader(self.file_io, self.schema, self.schemas, self.options),
+            reader=FileReader(self.file_io, self.schema, self.schemas, self.options, deletions=state.deleted_rows),
             writer=FileWriter(self.file_io, state.path, self.schema, self.options),
             bucket_path=state.path, spec=self.merge_spec(), key_types=key_types,
             fields=list(self.schema.fields), min_file_size=self._compaction_file_size(),
             other_runs=[(level, files) for level, files in other_runs if files],
             changelog=producer, num_levels=levels_count, compare=self._changelog_compare(),
             changelog_writer=FileWriter(self.file_io, state.path, self.schema, self.options,
-                                        changelog=True) if producer else None)
+                                        changelog=True) if producer else None,
+            rewrite_files=frozenset(m.file_name for m in state.files if full and vectors is not None
+                                    and vectors.of(m.file_name) is not None))
         try:
             result = compactor.run(unit, drop_deletes)
+            if vectors is not None:
+                self._update_vectors(state, compactor, unit, result)
         except FileMissing as exc:  # another job compacted the inputs away and expiry deleted them
             log.warning("table %s: compaction of bucket %s given up: %s", self.name, state.bucket, exc)
             return
         state.compact_changelog.extend(result.changelog)
         for name in state.apply_compaction(result.before, result.after):
             self.file_io.delete(join(state.path, name))
+
+    def _mostly_deleted(self, state: BucketState) -> CompactUnit | None:
+        """Files whose deleted share reached `compaction.delete-ratio-threshold`, each rewritten
+        at its level without its deleted rows."""
+        threshold = self.options.float("compaction.delete-ratio-threshold")
+        doomed = [m for m in state.files if m.level > 0 and m.row_count
+                  and state.vectors.deleted_count(m.file_name) / m.row_count >= threshold]
+        if not doomed:
+            return None
+        return CompactUnit(max(m.level for m in doomed), tuple(doomed), file_rewrite=True)
+
+    def _update_vectors(self, state: BucketState, compactor: BucketCompactor, unit: CompactUnit, result) -> None:
+        """PIP rules a-c: a key reaching the upper levels only from level 0 marks its live
+        older row (looked up in the levels above the output) deleted; the vectors of the files
+        the compaction replaced go with them."""
+        level0 = [m for m in unit.files if m.level == 0]
+        if level0 and unit.output_level > 0:
+            above = [(level, files) for level, files in compactor.other_runs if level > unit.output_level]
+            if above:
+                codec = KeyCodec(tuple(self.layout.key_names),
+                                 tuple(self.schema.field(k) for k in self.layout.key_names))
+                probes = self._level0_only_keys(compactor.reader, state.path, unit, codec)
+                lookup = KeyLookup(compactor.reader, state.path, codec,
+                                   self.options.memory_bytes("lookup.cache-max-memory-size"),
+                                   self.options.memory_bytes("lookup.cache-max-disk-size"))
+                for file_name, positions in lookup.find(probes, above, state.deleted_rows).items():
+                    state.vectors.mark(file_name, positions)
+        kept = {m.file_name for m in result.after}
+        state.vectors.drop(m.file_name for m in result.before if m.file_name not in kept)
+
+    @staticmethod
+    def _level0_only_keys(reader: FileReader, path: str, unit: CompactUnit, codec: KeyCodec):
+        """Encoded keys of the unit's level-0 files that no upper-level input holds."""
+        fields = list(codec.fields)
+        level0 = [codec.encode(reader.read(path, m, fields, with_system=False)) for m in unit.files if m.level == 0]
+        keys = np.unique(np.concatenate(level0))
+        upper = [codec.encode(reader.read(path, m, fields, with_system=False)) for m in unit.files if m.level > 0]
+        if upper and len(keys):
+            keys = _setdiff(keys, np.concatenate(upper))
+        return keys
 
     @property
     def producer(self) -> str:
@@ -468,6 +548,14 @@ def _ignore_delete(options: Options) -> bool:
     return bool(options.bool("ignore-delete"))
 
 
+def _setdiff(keys: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Sorted unique `keys` not in `other` (bytes columns of different widths compared alike)."""
+    if keys.dtype.kind == "S" and keys.dtype != other.dtype:
+        width = max(keys.dtype.itemsize, other.dtype.itemsize)
+        keys, other = keys.astype(f"S{width}"), other.astype(f"S{width}")
+    return np.setdiff1d(keys, other, assume_unique=False)
+
+
 def _is_batch_stream(data) -> bool:
     """An iterator/generator or reader of batches (written incrementally, bounded memory)."""
     if isinstance(data, pa.RecordBatchReader):
@@ -493,6 +581,9 @@ def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[Commit
         for meta in message.added_files():
             if meta.file_name not in kept:
                 file_io.delete(join(directory, meta.file_name))
+        for entry in message.new_index_files:
+            if entry.file_name not in keep:
+                file_io.delete(entry.external_path or join(root, paths.INDEX_DIR, entry.file_name))
 
 
 def message_dir(root: str, schema: TableSchema, message: CommitMessage) -> str:

@@ -1,0 +1,135 @@
+"""Deleting the rows that match a predicate (`Table.delete(filter=...)`), in one commit.
+
+- Primary-key tables: the matching rows' keys are written as -D rows (in deletion-vector
+  mode the commit's compaction then marks the old rows in deletion vectors).
+- Append tables with `deletion-vectors.enabled`: the matching rows' positions are added to their
+  files' deletion vectors; each touched (partition, bucket) gets one new index file holding
+  every vector of the index files it replaces. Nothing is rewritten; a COMPACT snapshot carries
+  the index change, as Java commits deletion vectors.
+- Other append tables: copy-on-write. Every file with a matching row is rewritten without
+  those rows (same sequence numbers) and replaced in one OVERWRITE snapshot.
+A concurrent commit that replaces the same index or data files makes this one fail with
+CommitConflict, and nothing is committed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from tarn.data.reader import FileReader
+from tarn.data.writer import FileWriter
+from tarn.meta.manifest import DELETE
+from tarn.options import Options
+from tarn.scan.predicate import Predicate, check_columns, columns_of, to_arrow
+from tarn.store.deletion_vectors import DeletionVectorFiles
+from tarn.write.message import CommitMessage
+from tarn.write.writer import abort
+
+if TYPE_CHECKING:
+    from tarn.meta.snapshot import Snapshot
+    from tarn.table import Table
+
+_POSITION = "__tarn_position"
+
+
+def delete_where(table: "Table", predicate: Predicate) -> "Snapshot | None":
+    schema = table.schema()
+    check_columns(predicate, schema.field_names, table.name)
+    if schema.primary_keys:
+        keys = table.scan(filter=predicate, columns=list(schema.primary_keys)).to_arrow()
+        return table.delete(keys) if keys.num_rows else None
+    scan = table.scan(filter=predicate)
+    splits = scan.plan()
+    options = Options(schema.options)
+    fields = [schema.field(n) for n in schema.field_names if n in columns_of(predicate)]
+    reader = FileReader(table.file_io, schema, table.schema_by_id, options)
+    total_buckets = options.int("bucket") if options.int("bucket") > 0 else -1
+    if options.bool("deletion-vectors.enabled"):
+        messages = _vector_messages(table, splits, reader, fields, predicate, total_buckets)
+    else:
+        messages = _rewrite_messages(table, splits, reader, predicate, total_buckets)
+    return table.commit(messages) if messages else None
+
+
+def _matches(reader: FileReader, split, meta, fields, predicate: Predicate) -> np.ndarray:
+    """Sorted row positions of the file's rows matching the predicate (deleted rows included)."""
+    rows = reader.read(split.bucket_path, meta, fields, with_system=False, skip_deleted=False)
+    rows = rows.append_column(_POSITION, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    return rows.filter(to_arrow(predicate)).column(_POSITION).to_numpy()
+
+
+def _vector_messages(table, splits, reader, fields, predicate, total_buckets) -> list[CommitMessage]:
+    store = DeletionVectorFiles(table.file_io, table.root)
+    bitmap64 = bool(table.options.bool("deletion-vectors.bitmap64"))
+    touched: dict[tuple[bytes, int], dict] = {}
+    live: dict[tuple[bytes, int], set[str]] = {}
+    for split in splits:
+        for meta in split.files:
+            found = _matches(reader, split, meta, fields, predicate)
+            held = split.deletion_files.get(meta.file_name)
+            old = store.read_one(held, meta.file_name) if held is not None else None
+            if old is not None:
+                found = np.setdiff1d(found, old)
+            live.setdefault((split.partition, split.bucket), set()).add(meta.file_name)
+            if len(found):
+                group = touched.setdefault((split.partition, split.bucket), {"entries": {}, "new": {}})
+                group["new"][meta.file_name] = found if old is None else np.union1d(old, found)
+                if held is not None:
+                    group["entries"][held.file_name] = held
+    all_live = _live_names(table, splits)
+    messages = []
+    for (partition, bucket), group in touched.items():
+        vectors: dict[str, np.ndarray] = {}
+        for entry in group["entries"].values():  # carried over: the other vectors of replaced files
+            vectors.update((name, v) for name, v in store.read(entry).items()
+                           if name in all_live.get((partition, bucket), ()))
+        vectors.update(group["new"])
+        written = store.write(partition, bucket, vectors, bitmap64)
+        messages.append(CommitMessage(
+            partition, bucket, total_buckets, new_index_files=[written] if written else [],
+            deleted_index_files=[_as_delete(e) for e in group["entries"].values()]))
+    return messages
+
+
+def _live_names(table, splits) -> dict[tuple[bytes, int], set[str]]:
+    """Every live data file per (partition, bucket) of the scanned snapshot (not only those the
+    predicate's statistics kept)."""
+    if not splits:
+        return {}
+    names: dict[tuple[bytes, int], set[str]] = {}
+    for entry in table.live_entries(table.latest_snapshot()):
+        names.setdefault((entry.partition, entry.bucket), set()).add(entry.file.file_name)
+    return names
+
+
+def _as_delete(entry):
+    return replace(entry, kind=DELETE)
+
+
+def _rewrite_messages(table, splits, reader, predicate, total_buckets) -> list[CommitMessage]:
+    schema = table.schema()
+    all_fields = list(schema.fields)
+    messages = []
+    try:
+        for split in splits:
+            for meta in split.files:
+                rows = reader.read(split.bucket_path, meta, all_fields, with_system=False)
+                positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+                doomed = rows.append_column(_POSITION, positions).filter(to_arrow(predicate)).column(_POSITION)
+                if len(doomed) == 0:
+                    continue
+                keep = np.ones(rows.num_rows, dtype=bool)
+                keep[doomed.to_numpy()] = False
+                writer = FileWriter(table.file_io, split.bucket_path, schema, Options(schema.options))
+                kept = rows.filter(pa.array(keep))
+                written = writer.write(kept, first_sequence=meta.min_sequence_number) if kept.num_rows else []
+                messages.append(CommitMessage(split.partition, split.bucket, total_buckets,
+                                              new_files=written, deleted_files=[meta]))
+    except BaseException:
+        abort(table.file_io, table.root, schema, messages)
+        raise
+    return messages
