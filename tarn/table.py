@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from tarn import maintenance, partition, system_tables
 from tarn.maintenance import expire, orphans, rollback, tags, time_travel
 from tarn.commit.committer import Committer, Overwrite
-from tarn.delete import delete_where
+from tarn.delete import delete_where, rewrite_deleted
 from tarn.errors import FileMissing, InvalidArgument, InvalidOption, SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
 from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema, apply_changes
@@ -144,6 +144,8 @@ class Table(TableContext):
         it to those partitions (dicts of partition column -> value). One COMPACT snapshot."""
         schema = self.schema()
         if not schema.primary_keys:
+            if Options(schema.options).bool("deletion-vectors.enabled"):
+                return rewrite_deleted(self, full)
             raise TarnError(f"table {self.name}: compaction of append tables is not supported yet")
         writer = self.new_writer()
         buckets = sorted(writer.restored_buckets())

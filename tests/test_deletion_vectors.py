@@ -293,3 +293,79 @@ def test_switching_needs_full_compaction_and_blocks_time_travel(catalog):
     table.compact(full=True)
     table.alter(tarn.SetOption("deletion-vectors.enabled", "false"))
     assert by_key(table.scan().to_arrow().to_pylist())[1] == (50, "x50")
+
+
+# ---------------------------------------------------------------------------------------------
+# compaction by deleted share, index file lifecycle, crashes between the two snapshots
+
+
+def test_append_compaction_rewrites_mostly_deleted_files(catalog):
+    from tarn import col
+
+    table = catalog.create_table("a", schema=APPEND, options={"deletion-vectors.enabled": "true"})
+    table.write(append_rows(range(100)))
+    table.write(append_rows(range(100, 200)))
+    table.delete(filter=col("id") < 60)  # 60% of the first file
+    table.delete(filter=col("id") == 150)  # 1% of the second
+    first, second = sorted((m for s in table.scan().plan() for m in s.files), key=lambda m: m.min_sequence_number)
+    table.compact()
+    after = {m.file_name: m for s in table.scan().plan() for m in s.files}
+    assert first.file_name not in after and second.file_name in after
+    assert table.latest_snapshot().commit_kind == "COMPACT"
+    expected = [i for i in range(60, 200) if i != 150]
+    assert by_id(table.scan().to_arrow().to_pylist()) == expected
+    assert by_id(dv_read_append(table)) == expected
+    files = table.system_table("files").to_arrow().to_pylist()
+    assert sorted(r["deleted_row_count"] for r in files) == [0, 1]
+    table.compact(full=True)
+    assert table.latest_snapshot().index_manifest is None
+    assert by_id(table.scan().to_arrow().to_pylist()) == expected
+
+
+def test_primary_key_files_mostly_deleted_are_rewritten(catalog):
+    table = dv_table(catalog, **{"compaction.delete-ratio-threshold": "0.3"})
+    oracle = with_base(table)
+    table.delete(pa.table({"k": pa.array(range(1000, 2200), pa.int64())}))  # 40% of the base file
+    for k in range(1000, 2200):
+        oracle.pop(k)
+    check(table, oracle)
+    table.write(rows([5], [5]))  # nothing else due: the mostly deleted file is rewritten
+    oracle[5] = (5, "x5")
+    check(table, oracle)
+    counts = [r["deleted_row_count"] for r in table.system_table("files").to_arrow().to_pylist()]
+    assert counts and max(counts) < 0.3 * BASE
+
+
+def test_expiry_and_orphan_cleanup_keep_exactly_the_live_index_files(catalog):
+    table = dv_table(catalog, **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2"})
+    oracle = with_base(table)
+    for commit in range(4):
+        table.write(rows(range(1000 + commit, 1004 + commit), [commit] * 4))
+        oracle.update({k: (commit, f"x{commit}") for k in range(1000 + commit, 1004 + commit)})
+    index_dir = f"{table.root}/index"
+    on_disk = set(table.file_io.list_dir(index_dir))
+    live = {r["file_name"] for r in table.system_table("table_indexes").to_arrow().to_pylist()}
+    referenced = set()
+    for snapshot in table.snapshots():
+        if snapshot.index_manifest:
+            referenced |= {e.file_name for e in table.manifests().read_index_manifest(snapshot.index_manifest)}
+    assert live <= on_disk and on_disk == referenced, "expiry left or removed the wrong index files"
+    table.remove_orphan_files(older_than=2**62)
+    assert live <= set(table.file_io.list_dir(index_dir))
+    check(table, oracle)
+
+
+def test_a_crash_between_append_and_compact_leaves_a_readable_table(catalog):
+    table = dv_table(catalog)
+    oracle = with_base(table)
+    writer = table.new_writer()
+    writer.write(rows([1000, 1001, 7], [70, 71, 72]))
+    messages = writer.prepare_commit()
+    table.committer().commit([m.append_part() for m in messages], "crashed")  # COMPACT never lands
+    oracle.update({1000: (70, "x70"), 1001: (71, "x71"), 7: (72, "x72")})
+    assert by_key(table.scan().to_arrow().to_pylist()) == oracle  # tarn merges the level-0 bucket
+    table.write(rows([8], [8]))  # the next commit pushes level 0 up and marks the old rows
+    oracle[8] = (8, "x8")
+    check(table, oracle)
+    table.remove_orphan_files(older_than=2**62)  # the crashed writer's compaction outputs go
+    check(table, oracle)
