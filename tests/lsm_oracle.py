@@ -13,7 +13,8 @@ a key's content by ONE merge of all its rows, row by row, as Java Paimon's merge
   groups, remove-record-on-delete, Paimon's `initRow` of a key whose first row is a retract) and
   AggregateMergeFunction with its field aggregators (sum, product, max, min, last_value,
   last_non_null_value, listagg with delimiter and distinct, bool_and, bool_or, first_value,
-  first_non_null_value, ignore-retract, aggregation.remove-record-on-delete);
+  first_non_null_value, nested_update with or without nested-key, ignore-retract,
+  aggregation.remove-record-on-delete);
 - a merged row whose kind is -U/-D is not part of the table's content;
 - `fields.<f>.default-value` fills nulls when reading.
 
@@ -207,6 +208,46 @@ class BoolOr(Agg):
         return acc or value
 
 
+class NestedUpdate(Agg):
+    """Java's FieldNestedUpdateAgg on ARRAY<ROW> values (lists of dicts, null elements skipped):
+    with `nested_key` the elements merge by key, the input's replacing the accumulator's, else
+    they append; a retraction removes the keys (or every equal element). Keyed elements keep the
+    order of first insertion, as a LinkedHashMap would (Java's HashMap order is unspecified;
+    tarn keeps first appearance). No count-limit, no nested-sequence-field."""
+
+    retractable = True
+    nested_key: tuple[str, ...] = ()
+
+    def _key(self, element) -> tuple:
+        return tuple(element[k] for k in self.nested_key)
+
+    def agg(self, acc, value):
+        if value is None:
+            return acc
+        if not self.nested_key:
+            return [e for e in (acc or []) if e is not None] + [e for e in value if e is not None]
+        merged = {}
+        for e in (acc or []) + list(value):
+            if e is not None:
+                merged[self._key(e)] = e
+        return list(merged.values())
+
+    def retract(self, acc, value):
+        if acc is None or value is None:
+            return acc
+        if not self.nested_key:
+            kept = [e for e in acc if e is not None]
+            for gone in value:
+                if gone is not None:
+                    kept = [e for e in kept if e != gone]
+            return kept
+        kept = {self._key(e): e for e in acc if e is not None}
+        for gone in value:
+            if gone is not None:
+                kept.pop(self._key(gone), None)
+        return list(kept.values())
+
+
 class PrimaryKey(Agg):
     retractable = True
 
@@ -241,7 +282,7 @@ FUNCTIONS = {
     "sum": Sum, "product": Product, "max": Max, "min": Min, "last_value": LastValue,
     "last_non_null_value": LastNonNull, "first_value": FirstValue,
     "first_non_null_value": FirstNonNull, "first_not_null_value": FirstNonNull,
-    "listagg": ListAgg, "bool_and": BoolAnd, "bool_or": BoolOr,
+    "listagg": ListAgg, "bool_and": BoolAnd, "bool_or": BoolOr, "nested_update": NestedUpdate,
 }
 
 
@@ -252,7 +293,7 @@ FUNCTIONS = {
 @dataclass(frozen=True)
 class Column:
     name: str
-    kind: str  # "int" (32 bit), "bigint", "string", "bool"
+    kind: str  # "int" (32 bit), "bigint", "string", "bool", "items" (an ARRAY<ROW>: lists of dicts)
 
     @property
     def bits(self) -> int:
@@ -318,6 +359,8 @@ class TableDef:
             function = "last_non_null_value"
         agg = FUNCTIONS[function](name, column.bits, self.opt(f"fields.{name}.list-agg-delimiter", ","),
                                   self.flag(f"fields.{name}.distinct"))
+        if isinstance(agg, NestedUpdate):
+            agg.nested_key = tuple(k for k in self.opt(f"fields.{name}.nested-key", "").split(",") if k)
         return IgnoreRetract(agg) if self.flag(f"fields.{name}.ignore-retract") else agg
 
 

@@ -17,7 +17,9 @@ from tarn.lsm.partial_update import (merge_partial_update,
                                      partial_update_rules, sequence_group_columns,
                                      validate_partial_update)
 from tarn.options import Options
-from tarn.types import ARRAY, DECIMAL, FLOAT, INT, STRING, DataField
+from tarn.types import ARRAY, BIGINT, DECIMAL, FLOAT, INT, ROW, STRING, DataField, arrow_schema
+from tests.lsm_oracle import ENGINES, Column, Refused, TableDef
+from tests.lsm_oracle import Row as OracleRow
 
 N = None
 
@@ -501,3 +503,126 @@ def test_merging_merged_rows_gives_the_same_result(data, cfg, cut):
     merged = pa.concat_tables([tarn_merge(p, cfg) for p in parts])
     order = merged.sort_by([("k", "ascending"), (SEQUENCE, "ascending")])
     assert rows_of(tarn_merge(order, cfg)) == rows_of(once)
+
+
+# ---------------------------------------------------------------------------------------------
+# the aggregation engine's other functions inside sequence groups, against tests/lsm_oracle.py
+
+
+ITEM = ROW([DataField(10, "id", INT()), DataField(11, "v", INT())])
+SHARED = (("k", "int", INT(False)), ("g", "int", INT()), ("pr", "bigint", BIGINT()), ("la", "string", STRING()),
+          ("ld", "string", STRING()), ("nu", "items", ARRAY(ITEM)), ("h", "int", INT()), ("pi", "int", INT()),
+          ("na", "items", ARRAY(ITEM)), ("sm", "int", INT()))
+SHARED_OPTIONS = {
+    "merge-engine": "partial-update",
+    "fields.g.sequence-group": "pr,la,ld,nu", "fields.h.sequence-group": "pi,na,sm",
+    "fields.pr.aggregate-function": "product", "fields.pi.aggregate-function": "product",
+    "fields.la.aggregate-function": "listagg", "fields.la.ignore-retract": "true",
+    "fields.ld.aggregate-function": "listagg", "fields.ld.list-agg-delimiter": "|", "fields.ld.distinct": "true",
+    "fields.ld.ignore-retract": "true",
+    "fields.nu.aggregate-function": "nested_update", "fields.nu.nested-key": "id",
+    "fields.na.aggregate-function": "nested_update", "fields.sm.aggregate-function": "sum",
+}
+SHARED_VALUES = {
+    "g": st.none() | st.integers(0, 3), "h": st.none() | st.integers(0, 3),
+    "pr": st.sampled_from([None, -1, 1, 2, 3]), "pi": st.sampled_from([None, -1, 1, 2, 3]),
+    "la": st.sampled_from([None, "a", "b", "a,b", " ", ""]), "ld": st.sampled_from([None, "a", "b|c", "a|a", " "]),
+    "nu": st.none() | st.lists(st.none() | st.fixed_dictionaries(
+        {"id": st.none() | st.integers(0, 2), "v": st.none() | st.integers(0, 2)}), max_size=3),
+    "na": st.none() | st.lists(st.none() | st.fixed_dictionaries(
+        {"id": st.integers(0, 1), "v": st.none() | st.integers(0, 1)}), max_size=2),
+    "sm": st.none() | st.integers(-3, 3),
+}
+KIND_NAMES = {INSERT: "+I", UPDATE_AFTER: "+U", UPDATE_BEFORE: "-U", DELETE: "-D"}
+
+
+def shared_table(rows, kinds):
+    fields = tuple(DataField(i, n, t) for i, (n, _, t) in enumerate(SHARED))
+    data = pa.table({n: [r[n] for r in rows] for n, _, _ in SHARED}, schema=arrow_schema(fields))
+    data = data.append_column(SEQUENCE, pa.array(range(len(rows)), pa.int64()))
+    return data.append_column(VALUE_KIND, pa.array(kinds, pa.int8())), fields
+
+
+def shared_merge(rows, kinds, options):
+    table, fields = shared_table(rows, kinds)
+    spec = MergeSpec(("k",), "partial-update", False, (), fields, Options(options))
+    return merge_partial_update(table, spec)
+
+
+def shared_expected(rows, kinds, options):
+    """Java's PartialUpdateMergeFunction (tests/lsm_oracle.py), one merge per key."""
+    definition = TableDef(tuple(Column(n, kind) for n, kind, _ in SHARED), ("k",), options)
+    by_key = {}
+    for arrival, (row, kind) in enumerate(zip(rows, kinds)):
+        by_key.setdefault(row["k"], []).append(OracleRow(row, KIND_NAMES[kind], arrival))
+    merged = [ENGINES["partial-update"](definition, by_key[k]) for k in sorted(by_key)]
+    return [(INSERT if kind == "+I" else DELETE, values) for kind, values in merged]
+
+
+@st.composite
+def shared_rows(draw):
+    rows, kinds = [], []
+    for k in sorted(draw(st.lists(st.integers(0, 3), min_size=1, max_size=3, unique=True))):
+        for _ in range(draw(st.integers(1, 6))):
+            rows.append({"k": k, **{n: draw(v) for n, v in SHARED_VALUES.items()}})
+            kinds.append(draw(st.sampled_from([INSERT, INSERT, UPDATE_AFTER, UPDATE_BEFORE, DELETE])))
+    return rows, kinds
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=shared_rows())
+def test_shared_functions_in_sequence_groups_match_the_oracle(data):
+    """product, listagg (plain and distinct) and nested_update (keyed and appending) fold the
+    rows that lose their group through Java's aggReversed (agg(v, acc)): listagg and
+    nested_update put them in front; every retract row reaching them retracts."""
+    rows, kinds = data
+    try:
+        expected = shared_expected(rows, kinds, SHARED_OPTIONS)
+    except Refused:
+        with pytest.raises(TarnError):
+            shared_merge(rows, kinds, SHARED_OPTIONS)
+        return
+    out = shared_merge(rows, kinds, SHARED_OPTIONS).to_pylist()
+    assert [(r[VALUE_KIND], {n: r[n] for n, _, _ in SHARED}) for r in out] == expected
+
+
+def test_reversed_rows_of_shared_functions():
+    """Rows with an older sequence still reach the aggregate, reversed: product multiplies,
+    listagg and nested_update put them in front, the newer element winning a nested key."""
+    rows = [{"k": 1, "g": 2, "pr": 3, "la": "new", "ld": "x|y", "nu": [{"id": 1, "v": 2}],
+             "h": None, "pi": None, "na": None, "sm": None},
+            {"k": 1, "g": 1, "pr": 5, "la": "old", "ld": "y|z", "nu": [{"id": 1, "v": 1}, {"id": 0, "v": 0}],
+             "h": None, "pi": None, "na": None, "sm": None}]
+    [out] = shared_merge(rows, [INSERT, INSERT], SHARED_OPTIONS).to_pylist()
+    assert (out["g"], out["pr"], out["la"], out["ld"]) == (2, 15, "old,new", "y|z|x")
+    assert out["nu"] == [{"id": 1, "v": 2}, {"id": 0, "v": 0}]
+
+
+def test_retracted_first_row_of_shared_functions():
+    """A key's first row being a retract: its values start the row, then it retracts itself
+    (product: v / v, nested_update: every element removed)."""
+    row = {"k": 1, "g": 1, "pr": 4, "la": "a", "ld": "b", "nu": [{"id": 1, "v": 1}], "h": 1, "pi": 6,
+           "na": [{"id": 0, "v": 1}], "sm": 2}
+    later = dict(row, g=None, h=None)
+    [out] = shared_merge([row, later], [UPDATE_BEFORE, INSERT], SHARED_OPTIONS).to_pylist()
+    assert (out["pr"], out["pi"], out["nu"], out["na"], out["sm"]) == (1, 1, [], [], 0)
+    assert (out["la"], out["ld"]) == ("a", "b")  # ignore-retract
+    zero = dict(row, pr=0)
+    with pytest.raises(TarnError, match="'pr'.*divides by zero"):
+        shared_merge([zero, later], [UPDATE_BEFORE, INSERT], SHARED_OPTIONS)
+
+
+def test_shared_validation():
+    names = ["k", "a", "b", "g"]
+    check(names, {"fields.g.sequence-group": "a", "fields.a.aggregate-function": "count"},
+          "'count' is not supported inside partial-update")
+    check(names, {"fields.g.sequence-group": "a", "fields.a.aggregate-function": "listagg"},
+          "option 'fields.a.aggregate-function': aggregate function 'listagg' needs STRING but column 'a' is INT")
+    check(names, {"fields.g.sequence-group": "a", "fields.default-aggregate-function": "nope"},
+          "option 'fields.default-aggregate-function': unknown aggregate function 'nope'")
+    nested = fields_of(names) + (DataField(9, "n", ARRAY(ITEM)),)
+    with pytest.raises(InvalidOption, match="fields.n.nested-key.*'nope'"):
+        validate_partial_update(nested, ("k",), {"fields.g.sequence-group": "n", "fields.n.aggregate-function":
+                                                 "nested_update", "fields.n.nested-key": "nope"}, "t")
+    validate_partial_update(nested, ("k",), {"fields.g.sequence-group": "a,n", "fields.a.aggregate-function": "product",
+                                             "fields.n.aggregate-function": "nested-update"}, "t")

@@ -64,9 +64,10 @@ EXPECTED = {
 # Paimon functions tarn does not merge (yet).
 NOT_SUPPORTED = tuple(f for f in AGGREGATE_FUNCTIONS if f not in ACCEPTS)
 RETRACTABLE = ("sum", "count", "product", "last_value", LAST_NON_NULL, "nested_update", PRIMARY_KEY)
-# Functions that fold reversed rows, which partial-update needs inside a sequence group.
-REVERSIBLE = ("sum", "max", "min", "last_value", LAST_NON_NULL, "first_value", "first_non_null_value",
-              "bool_and", "bool_or")
+# Functions that fold reversed rows, which partial-update needs inside a sequence group. count
+# is not a FieldAggregator (it starts from the value of a key's first row) and has no reversed form.
+REVERSIBLE = ("sum", "product", "max", "min", "last_value", LAST_NON_NULL, "first_value",
+              "first_non_null_value", "listagg", "bool_and", "bool_or", "nested_update")
 
 # Java's Character.isWhitespace, the test StringUtils.isBlank applies to every char (listagg).
 _BLANK = r"^[\t\n\x{0B}\f\r\x{1C}-\x{1F} \x{1680}\x{2000}-\x{2006}\x{2008}-\x{200A}\x{2028}\x{2029}\x{205F}\x{3000}]*$"
@@ -515,8 +516,9 @@ def _distinct_tokens(strings: pa.Array, key_of: np.ndarray, delimiter: str):
 def _nested_update(column, agg, fold):
     """ARRAY<ROW> merged by nested key (the last or highest nested-sequence element wins, a
     retraction removes the key) or, without a key, appended (a retraction removes equal elements
-    added before it); reversed rows go in front and lose ties. Elements keep the order in which
-    their key first appears in the result (Java's order is a HashMap's)."""
+    added before it); reversed rows go in front and lose ties (Java's agg(v, acc) merges acc into
+    v). Elements keep the order in which their key first appears in the result (Java's order is a
+    HashMap's)."""
     valid = _valid(column)
     added = _added(fold) & valid
     retracted = fold.retract & valid
@@ -554,12 +556,18 @@ def _nested_update(column, agg, fold):
                               place, agg)
     values = elements.take(pa.array(winners)) if len(winners) else elements.slice(0, 0)
     merged = _lists(values, element_key[winners], fold.keys, present).cast(column.type)
-    # a key whose initial value nothing changes keeps it exactly (Java keeps the row's value)
-    changed = fold.any((fold.agg & valid) | fold.reversed | retracted)
-    untouched = (fold.init >= 0) & ~changed
+    # Java takes a value as it is when it becomes the accumulator whole: the initial row's, or a
+    # reversed row's meeting a null accumulator (agg(v, null) is v); a key that nothing changes
+    # after that keeps it exactly
+    first = fold.first((fold.agg | fold.reversed) & valid)
+    taken = np.where((fold.init >= 0) & valid[np.maximum(fold.init, 0)], fold.init,
+                     np.where((first >= 0) & fold.reversed[np.maximum(first, 0)], first, -1))
+    changes = (fold.agg & valid) | fold.reversed | retracted
+    untouched = (taken >= 0) & ~fold.any(changes & (fold.after(taken) | (fold.init_rows() & retracted)))
     if not untouched.any():
         return merged
-    return pc.if_else(pa.array(untouched), take_rows(column, fold.init).cast(merged.type), merged)
+    return pc.if_else(pa.array(untouched), take_rows(column, np.where(untouched, taken, -1)).cast(merged.type),
+                      merged)
 
 
 def _nested_winners(elements, key_columns, key_fields, element_key, element_retract, element_time, place,
