@@ -20,7 +20,7 @@ from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.options import Options, is_immutable
 from tarn.scan.planner import Planner, Split, planner_for
 from tarn.scan.predicate import Predicate, check_columns
-from tarn.scan.reader import SplitReader
+from tarn.scan.reader import SplitReader, parallel_map
 from tarn.store.context import TableContext
 from tarn.types import arrow_schema
 from tarn.validate import validate_change
@@ -362,7 +362,7 @@ class Scan:
 
     def _read_all(self) -> pa.Table:
         reader = self.reader()
-        tables = [reader.read(split) for split in self.plan()]
+        tables = parallel_map(reader.read, self.plan())
         if not tables:
             return self.arrow_schema.empty_table()
         return pa.concat_tables(tables)

@@ -498,7 +498,7 @@ def _check_columns(columns: list[str] | None, present: list[str], path: str) -> 
 
 
 def _read_parquet(source, path: str, fields, columns: list[str] | None) -> pa.Table:
-    parquet_file = pq.ParquetFile(source, coerce_int96_timestamp_unit="ns")
+    parquet_file = pq.ParquetFile(source, coerce_int96_timestamp_unit="ns", pre_buffer=True)
     _check_columns(columns, parquet_file.schema_arrow.names, path)
     return parquet_file.read(columns=columns)
 

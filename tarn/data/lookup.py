@@ -199,7 +199,7 @@ class KeyLookup:
         files): {file name: sorted row positions}. Rows already deleted (`deleted(file)`) do
         not count."""
         found: dict[str, np.ndarray] = {}
-        remaining = np.unique(probes)
+        remaining = sorted_unique(probes)
         for _, files in sorted(runs, key=lambda run: run[0]):
             if len(remaining) == 0:
                 break
@@ -212,10 +212,29 @@ class KeyLookup:
                 if not hit.any():
                     continue
                 gone = deleted(meta.file_name)
-                live = np.ones(len(positions), dtype=bool) if gone is None else ~np.isin(positions, gone)
+                live = np.ones(len(positions), dtype=bool) if gone is None else ~sorted_member(gone, positions)
                 hit_rows = np.flatnonzero(hit)
                 still[hit_rows[live]] = False
                 if live.any():
                     found[meta.file_name] = np.sort(positions[live])
             remaining = remaining[still]
         return found
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (a sort and a neighbour test; numpy's unique hashes)."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+def sorted_member(reference: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """For each value: whether it is in `reference` (sorted)."""
+    if len(reference) == 0:
+        return np.zeros(len(values), dtype=bool)
+    at = np.searchsorted(reference, values)
+    return reference[np.minimum(at, len(reference) - 1)] == values

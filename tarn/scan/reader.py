@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
 import pyarrow as pa
@@ -61,8 +63,8 @@ class SplitReader:
     def _merged(self, split: Split) -> Iterator[pa.Table]:
         files = self._files_of(split)
         if split.raw_convertible:
-            for meta in split.files:
-                yield files.read(split.bucket_path, meta, self.value_fields, with_system=False)
+            yield from parallel_map(lambda meta: files.read(split.bucket_path, meta, self.value_fields,
+                                                            with_system=False), split.files)
             return
         if newest_wins_applies(self.merge_spec) and _disjoint(split.files):
             data = self._read_newest_wins(files, split)
@@ -117,6 +119,15 @@ class SplitReader:
         for split in splits:
             for table in self.read_chunks(split):
                 yield from table.to_batches()
+
+
+def parallel_map(read, items: list) -> list:
+    """`read` of every item, in order; several at once (Arrow's readers and kernels release the
+    GIL, so a file's decoding overlaps another's filtering)."""
+    if len(items) < 2:
+        return [read(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(len(items), os.cpu_count() or 2)) as pool:
+        return list(pool.map(read, items))
 
 
 def _disjoint(files: list[DataFileMeta]) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from tarn.data.lookup import sorted_unique
 from tarn.meta.manifest import DELETE, IndexManifestEntry
 from tarn.store.deletion_vectors import DeletionVectorFiles
 
@@ -45,7 +46,8 @@ class BucketVectors:
         if len(positions) == 0:
             return
         old = self.vectors.get(file_name)
-        self.vectors[file_name] = np.asarray(positions, dtype=np.int64) if old is None else np.union1d(old, positions)
+        positions = np.asarray(positions, dtype=np.int64)
+        self.vectors[file_name] = sorted_unique(positions if old is None else np.concatenate([old, positions]))
         self.changed = True
 
     def drop(self, file_names: Iterable[str]) -> None:

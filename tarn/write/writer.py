@@ -24,7 +24,7 @@ from tarn.lsm.merge import (INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, MergeS
                             merge_table, sort_indices)
 from tarn.lsm.policy import (PickState, drops_deletes, estimate_last_full_compaction, full_compaction_delta_commits,
                              full_compaction_due, full_compaction_unit, num_levels, pick, should_stop_writes)
-from tarn.data.lookup import KeyCodec, KeyLookup
+from tarn.data.lookup import KeyCodec, KeyLookup, sorted_member, sorted_unique
 from tarn.lsm.policy import CompactUnit
 from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry
 from tarn.store.deletion_vectors import DeletionVectorFiles
@@ -500,7 +500,7 @@ class TableWriter:
         """Encoded keys of the unit's level-0 files that no upper-level input holds."""
         fields = list(codec.fields)
         level0 = [codec.encode(reader.read(path, m, fields, with_system=False)) for m in unit.files if m.level == 0]
-        keys = np.unique(np.concatenate(level0))
+        keys = sorted_unique(np.concatenate(level0))
         upper = [codec.encode(reader.read(path, m, fields, with_system=False)) for m in unit.files if m.level > 0]
         if upper and len(keys):
             keys = _setdiff(keys, np.concatenate(upper))
@@ -553,7 +553,7 @@ def _setdiff(keys: np.ndarray, other: np.ndarray) -> np.ndarray:
     if keys.dtype.kind == "S" and keys.dtype != other.dtype:
         width = max(keys.dtype.itemsize, other.dtype.itemsize)
         keys, other = keys.astype(f"S{width}"), other.astype(f"S{width}")
-    return np.setdiff1d(keys, other, assume_unique=False)
+    return keys[~sorted_member(np.sort(other), keys)]
 
 
 def _is_batch_stream(data) -> bool:
