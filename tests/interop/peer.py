@@ -23,6 +23,11 @@ Commands:
   batch       ``{"calls": [[command, spec], ...]}`` -> ``{"results": [answer, ...]}``;
               saves the ~1 s pypaimon import per call. With ``"errors": "return"`` a failing
               call answers ``{"error": "<exception class>: <message>"}`` instead of aborting.
+
+Any spec may set ``"java_manifests": true`` to read manifests that Java Paimon 0.9/1.0 wrote:
+pypaimon 2.1 fails on them with ``KeyError: '_VALUE_STATS_COLS'`` (a field those versions do not
+write); the flag applies the patch of shared/javaref/README.md (a missing field = stats cover all
+columns) for the rest of the process.
 """
 
 import contextlib
@@ -42,8 +47,29 @@ INSERT_KIND = "+I"
 DELETE_KIND = "-D"
 
 
+_JAVA_MANIFEST_PATCH = []
+
+
+def accept_java_manifests():
+    """Let pypaimon read manifest entries without ``_VALUE_STATS_COLS`` (Java 0.9/1.0 omit it)."""
+    if _JAVA_MANIFEST_PATCH:
+        return
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+
+    original = ManifestFileManager._get_value_stats_fields
+
+    def patched(self, file_dict, file_schema):
+        file_dict.setdefault("_VALUE_STATS_COLS", None)  # None = stats cover all columns
+        return original(self, file_dict, file_schema)
+
+    ManifestFileManager._get_value_stats_fields = patched
+    _JAVA_MANIFEST_PATCH.append(original)
+
+
 def open_table(spec):
     """The table named by ``table_path`` or by ``warehouse`` + ``table``."""
+    if spec.get("java_manifests"):
+        accept_java_manifests()
     if spec.get("table_path"):
         return FileStoreTable.from_path(spec["table_path"])
     catalog = CatalogFactory.create({"warehouse": spec["warehouse"]})
