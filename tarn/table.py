@@ -209,19 +209,7 @@ class Table(TableContext):
             scan.follows_latest = True
             return scan
         snapshot = time_travel.resolve(self, snapshot_id, tag, as_of_timestamp_ms)
-        if snapshot is not None:
-            self._check_deletion_vector_mode(snapshot)
         return self.scan_snapshot(snapshot, filter, columns)
-
-    def _check_deletion_vector_mode(self, snapshot: Snapshot) -> None:
-        """The PIP's migration rule: time travel across a switch of 'deletion-vectors.enabled'
-        is refused (those snapshots were written for the other read mode)."""
-        then = bool(Options(self.schema_by_id(snapshot.schema_id).options).bool("deletion-vectors.enabled"))
-        now = bool(self.options.bool("deletion-vectors.enabled"))
-        if then != now:
-            raise TarnError(f"table {self.name}: snapshot {snapshot.id} was written with "
-                            f"'deletion-vectors.enabled'={str(then).lower()}, the table now has "
-                            f"{str(now).lower()}; time travel across that switch is not allowed")
 
     def scan_snapshot(self, snapshot: Snapshot | None, filter: Predicate | None = None,
                       columns: list[str] | None = None, schema: TableSchema | None = None) -> "Scan":

@@ -369,3 +369,45 @@ def test_a_crash_between_append_and_compact_leaves_a_readable_table(catalog):
     check(table, oracle)
     table.remove_orphan_files(older_than=2**62)  # the crashed writer's compaction outputs go
     check(table, oracle)
+
+
+def test_filtered_reads_skip_row_groups_and_keep_positions(catalog):
+    from tarn import col
+    from tarn.scan.predicate import ColumnStats, may_match_stats
+
+    table = catalog.create_table("a", schema=pa.schema([("id", pa.int64()), ("s", pa.string())]),
+                                 options={"deletion-vectors.enabled": "true", "parquet.block.size": "4 kb"})
+    n = 50_000
+    table.write(pa.table({"id": np.arange(n), "s": [f"s{i % 7}" for i in range(n)]}))
+    table.delete(filter=col("id").isin([5, 40_003, 49_999]))
+    predicate = (col("id") >= 40_000) & (col("id") < 40_010)
+    (split,) = table.scan().plan()
+    store = DeletionVectorFiles(table.file_io, table.root)
+    held = split.deletion_files
+    schema = table.schema()
+    reader = FileReader(table.file_io, schema, table.schema_by_id, Options(schema.options),
+                        deletions=lambda name: store.read_one(held[name], name) if name in held else None)
+    pruned = reader.read_pruned(split.bucket_path, split.files[0], list(schema.fields),
+                                lambda stats, rows: may_match_stats(
+                                    predicate, {k: ColumnStats(*v) for k, v in stats.items()}, rows))
+    ids = pruned.column("id").to_pylist()
+    assert len(ids) < n // 10, "row groups were not skipped"
+    assert 40_003 not in ids and set(range(40_000, 40_010)) - {40_003} <= set(ids)
+    got = table.scan(filter=predicate).to_arrow().column("id").to_pylist()
+    assert got == [i for i in range(40_000, 40_010) if i != 40_003]
+
+
+def test_lookup_cache_spills_to_disk_and_stays_right(catalog):
+    from tarn.data.lookup import KEY_CACHE
+
+    KEY_CACHE.clear()
+    table = dv_table(catalog, **{"lookup.cache-max-memory-size": "1 kb", "lookup.cache-max-disk-size": "10 mb"})
+    oracle = with_base(table)
+    for commit in range(3):
+        keys = list(range(1000 + commit * 3, 1010 + commit * 3))
+        table.write(rows(keys, [commit] * len(keys)))
+        oracle.update({k: (commit, f"x{commit}") for k in keys})
+        check(table, oracle)
+    assert KEY_CACHE._spilled, "nothing was spilled under a 1 kb memory bound"
+    assert KEY_CACHE._memory_bytes <= 1024
+    KEY_CACHE.clear()

@@ -17,11 +17,13 @@ no columnar path).
 
 from __future__ import annotations
 
+import datetime as dt
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as orc
@@ -250,6 +252,10 @@ def _write_parquet(out, data: pa.Table, fields: list[DataField], options: dict[s
     kwargs = {}
     if "parquet.page.size" in options:
         kwargs["data_page_size"] = _bytes_option(options, "parquet.page.size")
+    block = options.get("parquet.block.size") or options.get("file.block-size")
+    if block is not None and table.num_rows:  # row group size in bytes, as Paimon's writer takes it
+        per_row = max(1, table.nbytes // table.num_rows)
+        kwargs["row_group_size"] = max(1, _bytes_option({"b": block}, "b") // per_row)
     pq.write_table(
         table, out,
         compression=compression,
@@ -495,6 +501,63 @@ def _check_columns(columns: list[str] | None, present: list[str], path: str) -> 
     absent = [c for c in columns or () if c not in present]
     if absent:
         raise CorruptFile(f"data file {path} has no column(s) {absent}")
+
+
+# statistics a row-group test may use: plain comparable values (others are left out)
+_STATS_ROOTS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "VARCHAR", "CHAR", "DATE", "BOOLEAN")
+
+RowGroupTest = Callable[[dict, int], bool]  # ({column: (min, max, null count)}, rows) -> may match
+
+
+def read_parquet_row_groups(file_io, path: str, fields: list[DataField],
+                            may_match: RowGroupTest) -> tuple[pa.Table, np.ndarray]:
+    """The row groups of a parquet data file whose statistics `may_match`, typed like
+    `read_data_file`, and the file row position of every row read (for deletion vectors)."""
+    columns = [f.name for f in fields]
+    try:
+        source = file_io.open_input_file(path)
+    except FileNotFoundError as exc:
+        raise FileMissing(f"data file not found: {path}") from exc
+    try:
+        with source:
+            parquet_file = pq.ParquetFile(source, coerce_int96_timestamp_unit="ns", pre_buffer=True)
+            _check_columns(columns, parquet_file.schema_arrow.names, path)
+            meta = parquet_file.metadata
+            tested = {f.name: f for f in fields if f.type.root in _STATS_ROOTS}
+            index = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+            kept, positions, start = [], [], 0
+            for group in range(meta.num_row_groups):
+                rows = meta.row_group(group).num_rows
+                if may_match(_group_stats(meta.row_group(group), tested, index), rows):
+                    kept.append(group)
+                    positions.append(np.arange(start, start + rows, dtype=np.int64))
+                start += rows
+            table = parquet_file.read_row_groups(kept, columns=columns) if kept else \
+                parquet_file.schema_arrow.empty_table().select(columns)
+    except TarnError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
+        raise CorruptFile(f"cannot read parquet data file {path}: {exc}") from exc
+    found = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
+    return _to_logical(table.select(columns), fields, path), found
+
+
+def _group_stats(group, tested: dict, index: dict) -> dict:
+    stats = {}
+    for name, f in tested.items():
+        at = index.get(name)
+        if at is None:
+            continue
+        column = group.column(at).statistics
+        if column is None or not column.has_min_max:
+            continue
+        low, high = column.min, column.max
+        if f.type.root == "DATE" and not isinstance(low, dt.date):
+            continue
+        if isinstance(low, bytes):
+            continue  # undecoded binary statistics: leave the column out
+        stats[name] = (low, high, column.null_count if column.has_null_count else None)
+    return stats
 
 
 def _read_parquet(source, path: str, fields, columns: list[str] | None) -> pa.Table:

@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from tarn.codec.data_file import iter_data_file, read_data_file
+from tarn.codec.data_file import iter_data_file, read_data_file, read_parquet_row_groups
 from tarn.data.evolution import adapt_table
 from tarn.data.layout import SYSTEM_FIELDS
 from tarn.fs import FileIO, join
@@ -50,6 +50,28 @@ class FileReader:
         for raw in iter_data_file(self.file_io, path, self.format_of(meta), system + file_fields, batch_rows):
             yield self._drop_deleted(self._shape(raw, file_fields, fields, system), meta, offset)
             offset += raw.num_rows
+
+    def read_pruned(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField],
+                    may_match: Callable[[dict, int], bool]) -> pa.Table:
+        """`read` without system columns, skipping the parquet row groups whose statistics
+        cannot match: `may_match({column: (min, max, null count)}, rows)` with current column
+        names (only columns whose type kept its kind). Other formats are read whole."""
+        if self.format_of(meta) != "parquet":
+            return self.read(bucket_path, meta, fields, with_system=False)
+        file_fields, _, path = self._plan(bucket_path, meta, fields, False)
+        current = {f.id: f for f in fields}
+        names = {ff.name: current[ff.id].name for ff in file_fields if ff.type.root == current[ff.id].type.root}
+
+        def test(stats: dict, rows: int) -> bool:
+            return may_match({names[n]: v for n, v in stats.items() if n in names}, rows)
+
+        raw, positions = read_parquet_row_groups(self.file_io, path, file_fields, test)
+        shaped = self._shape(raw, file_fields, fields, [])
+        deleted = self.deleted_rows(meta)
+        if deleted is None:
+            return shaped
+        at = np.minimum(np.searchsorted(deleted, positions), len(deleted) - 1)
+        return shaped.filter(pa.array(deleted[at] != positions))
 
     def with_deletions(self, deletions: Deletions | None) -> "FileReader":
         """This reader with other deletion vectors."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tarn.errors import InvalidArgument, SnapshotNotFound
+from tarn.errors import InvalidArgument, SnapshotNotFound, TarnError
+from tarn.options import Options
 from tarn.meta.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -27,12 +28,27 @@ def resolve(table: "Table", snapshot_id: int | None = None, tag: str | None = No
     if len(given) > 1:
         raise InvalidArgument(f"table {table.name}: time travel takes only one of {given}")
     if snapshot_id is not None:
-        return snapshot_by_id(table, snapshot_id)
-    if tag is not None:
-        return snapshot_by_tag(table, tag)
-    if timestamp_ms is not None:
-        return snapshot_at_time(table, timestamp_ms)
-    return table.latest_snapshot()
+        found = snapshot_by_id(table, snapshot_id)
+    elif tag is not None:
+        found = snapshot_by_tag(table, tag)
+    elif timestamp_ms is not None:
+        found = snapshot_at_time(table, timestamp_ms)
+    else:
+        return table.latest_snapshot()
+    if found is not None:
+        check_read_mode(table, found)
+    return found
+
+
+def check_read_mode(table: "Table", snapshot: Snapshot) -> None:
+    """The deletion-vector PIP's migration rule: time travel across a switch of
+    'deletion-vectors.enabled' is refused (those snapshots were written for the other mode)."""
+    then = bool(Options(table.schema_by_id(snapshot.schema_id).options).bool("deletion-vectors.enabled"))
+    now = bool(table.options.bool("deletion-vectors.enabled"))
+    if then != now:
+        raise TarnError(f"table {table.name}: snapshot {snapshot.id} was written with "
+                        f"'deletion-vectors.enabled'={str(then).lower()}, the table now has "
+                        f"{str(now).lower()}; time travel across that switch is not allowed")
 
 
 def snapshot_by_id(table: "Table", snapshot_id: int) -> Snapshot:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tarn import partition as partitions
 from tarn.codec.binary_row import deserialize_row
@@ -47,6 +47,15 @@ class Split:
             return all(f.level > 0 for f in self.files)
         only = self.files[0]
         return len(self.files) == 1 and only.level > 0 and only.delete_row_count == 0
+
+
+    def by_file(self) -> list["Split"]:
+        """A raw-convertible split as one split per file (read anywhere, in any order);
+        other splits as they are."""
+        if not self.raw_convertible or len(self.files) < 2:
+            return [self]
+        return [replace(self, files=[f], deletion_files={k: v for k, v in self.deletion_files.items()
+                                                         if k == f.file_name}) for f in self.files]
 
 
 def planner_for(context, schema: TableSchema | None = None) -> "Planner":

@@ -18,7 +18,7 @@ from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.scan.planner import Split
 from tarn.store.deletion_vectors import DeletionVectorFiles
-from tarn.scan.predicate import Predicate, columns_of, filter_table
+from tarn.scan.predicate import ColumnStats, Predicate, columns_of, filter_table, may_match_stats
 from tarn.types import DataField, arrow_schema
 
 
@@ -63,8 +63,7 @@ class SplitReader:
     def _merged(self, split: Split) -> Iterator[pa.Table]:
         files = self._files_of(split)
         if split.raw_convertible:
-            yield from parallel_map(lambda meta: files.read(split.bucket_path, meta, self.value_fields,
-                                                            with_system=False), split.files)
+            yield from parallel_map(lambda meta: self._read_raw(files, split, meta), split.files)
             return
         if newest_wins_applies(self.merge_spec) and _disjoint(split.files):
             data = self._read_newest_wins(files, split)
@@ -73,6 +72,18 @@ class SplitReader:
             return
         for data in self._read_sections(files, split):
             yield data.drop_columns([SEQUENCE, VALUE_KIND])
+
+    def _read_raw(self, files: FileReader, split: Split, meta: DataFileMeta) -> pa.Table:
+        """One file read alone; with a filter, parquet row groups its statistics rule out are
+        skipped (rows are still filtered exactly afterwards)."""
+        if self.predicate is None:
+            return files.read(split.bucket_path, meta, self.value_fields, with_system=False)
+        predicate = self.predicate
+
+        def may_match(stats: dict, rows: int) -> bool:
+            return may_match_stats(predicate, {n: ColumnStats(*v) for n, v in stats.items()}, rows)
+
+        return files.read_pruned(split.bucket_path, meta, self.value_fields, may_match)
 
     def _files_of(self, split: Split) -> FileReader:
         """The file reader of a split: with the split's deletion vectors, if it has any."""

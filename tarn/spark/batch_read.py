@@ -156,7 +156,7 @@ class BatchReader(DataSourceReader):
         if self.target.system:
             return [SplitGroup([])]
         table = self.target.open()
-        splits = self.scan(table).plan()
+        splits = [part for split in self.scan(table).plan() for part in split.by_file()]
         options = self.target.table_options()
         open_cost = options.memory_bytes("source.split.open-file-cost")
         size = task_size(splits, options.memory_bytes("source.split.target-size"), open_cost,

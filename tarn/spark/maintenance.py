@@ -126,10 +126,14 @@ def spread(sizes: dict[tuple[bytes, int], int], tasks: int) -> list[tuple[bytes,
 
 def compact(spark, table_path: str, full: bool = False, partitions: list[dict] | None = None,
             parallelism: int | None = None, storage_options: dict | None = None):
-    """Compact a primary-key table on Spark; returns the new snapshot or None (nothing to do).
+    """Compact a primary-key table on Spark (files whose deleted share reaches
+    `compaction.delete-ratio-threshold` included); an append table with deletion vectors has
+    those files rewritten on the driver. Returns the new snapshot or None (nothing to do).
     `storage_options` (s3.endpoint, ...) reach the executors with the job."""
     table = tarn.load_table(table_path, storage_options)
     if not table.primary_keys:
+        if table.options.bool("deletion-vectors.enabled"):  # files by deleted share, on the driver
+            return table.compact(full=full)
         raise TarnError(f"table {table.name}: compaction of append tables is not supported yet")
     before = table.snapshot_store.latest_id()
     sizes = bucket_sizes(table, partitions)
