@@ -1,8 +1,14 @@
-"""Paimon's default fixed-bucket function (FORMAT.md §6), vectorised over an Arrow table.
+"""Paimon's bucket functions, vectorised over Arrow tables and numpy arrays.
+
+Fixed buckets (FORMAT.md §6):
 
 bucket = abs(h % N), h = MurmurHash3_x86_32(seed 42) of the BinaryRow of the bucket-key fields.
 Keys of fixed-width fields are hashed straight from their words (a BinaryRow of such fields is
 a fixed byte pattern); others through materialised BinaryRows.
+
+Dynamic buckets (FORMAT.md §8): the same hash `h` of the trimmed primary key; HASH index files
+hold the hashes of a bucket's keys as big-endian int32s; assigner tasks split the keys of a
+partition by `assigner_channels` and create only the buckets `owns_bucket` gives them.
 """
 
 from __future__ import annotations
@@ -11,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from tarn.codec.binary_row import encode_rows, fixed_words
-from tarn.codec.murmur import hash_rows, hash_word_columns
-from tarn.errors import InvalidOption, SchemaMismatch
+from tarn.codec.murmur import hash_bytes, hash_rows, hash_word_columns
+from tarn.errors import CorruptFile, InvalidOption, SchemaMismatch
 from tarn.types import DataField
 
 
@@ -42,3 +48,47 @@ def bucket_ids(table: pa.Table, key_fields: list[DataField], num_buckets: int) -
         raise InvalidOption(f"option 'bucket' must be > 0 for fixed bucketing, got {num_buckets}")
     hashes = row_hashes(table, key_fields).astype(np.int64)
     return (np.abs(hashes) % num_buckets).astype(np.int32)
+
+
+# ---------------------------------------------------------------------------------------------
+# dynamic bucket mode (`bucket` = -1 with a primary key): FORMAT.md section 8
+
+MAX_DYNAMIC_BUCKETS = 32767  # Java keeps bucket ids in a short: ids 0..32766
+
+
+def encode_hash_index(hashes: np.ndarray) -> bytes:
+    """A HASH index file: every hash as an int32, big endian, back to back."""
+    return np.ascontiguousarray(hashes, dtype=">i4").tobytes()
+
+
+def decode_hash_index(data: bytes, name: str = "HASH index file") -> np.ndarray:
+    """The int32 hashes of a HASH index file (native byte order)."""
+    if len(data) % 4:
+        raise CorruptFile(f"{name}: {len(data)} bytes is not a whole number of int32 hashes")
+    return np.frombuffer(data, dtype=">i4").astype(np.int32)
+
+
+def partition_hash(partition: bytes) -> int:
+    """Java's BinaryRow.hashCode of a partition: Murmur3 of the row bytes (the serialized form
+    without its 4-byte arity prefix)."""
+    return hash_bytes(partition[4:])
+
+
+def _java_rem(values: np.ndarray, n: int) -> np.ndarray:
+    """Java's `%` (the sign of the dividend) on int64 arrays."""
+    return np.fmod(values, n)
+
+
+def assigner_channels(partition_hash_value: int, key_hashes: np.ndarray, channels: int,
+                      assigners: int) -> np.ndarray:
+    """Which of `channels` assigner tasks sees each key (Paimon's BucketAssigner.computeAssigner):
+    a partition's keys go to `assigners` consecutive tasks starting at abs(partition hash %
+    channels), by abs(key hash % assigners)."""
+    start = abs(int(np.fmod(partition_hash_value, channels)))
+    ids = np.abs(_java_rem(np.asarray(key_hashes, dtype=np.int64), assigners))
+    return ((start + ids) % channels).astype(np.int32)
+
+
+def owns_bucket(bucket, assigners: int, assign_id: int):
+    """Does assigner `assign_id` (of `assigners`) create bucket `bucket`? (BucketAssigner.isMyBucket)"""
+    return bucket % assigners == assign_id % assigners

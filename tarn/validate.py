@@ -15,6 +15,8 @@ from tarn.maintenance.expire import check_retention_options
 from tarn.maintenance.tags import check_tag_options
 from tarn.meta.schema import TableSchema
 from tarn.options import Options, validate_options
+from tarn.write.assign import check_dynamic_options
+from tarn.write.writer import bucket_mode_problem
 
 
 def validate_table(schema: TableSchema, identifier: str) -> None:
@@ -33,6 +35,10 @@ def validate_change(before: TableSchema, after: TableSchema, identifier: str) ->
     new = [p for p in table_problems(after, identifier) if str(p) not in known]
     if new:
         raise new[0]
+    try:
+        _check_bucket_change(before, after, identifier)
+    except ValueError:  # an unparsable bucket was reported above, or came with the table
+        pass
 
 
 def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
@@ -58,15 +64,35 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
 
 
 def _check_bucket(schema: TableSchema, options: Options, identifier: str) -> None:
+    """Bucket modes tarn writes: fixed (`bucket` > 0), dynamic (-1, primary key holding the
+    partition keys) and unaware (-1, append tables); Java's rules on `bucket-key` and the
+    dynamic-bucket options."""
     try:
         bucket = options.int("bucket")
     except ValueError as exc:
         raise InvalidOption(f"table {identifier}: option 'bucket': {exc}") from None
-    if schema.primary_keys and bucket <= 0:
-        raise TarnError(f"table {identifier}: primary-key tables need a fixed 'bucket' > 0 in tarn "
-                        f"(got bucket={bucket}; dynamic and postpone bucket modes are not supported yet)")
+    problem = bucket_mode_problem(schema, bucket)
+    if problem:
+        raise TarnError(f"table {identifier}: {problem}")
     if not schema.primary_keys and bucket > 0 and not options.get("bucket-key"):
         raise TarnError(f"table {identifier}: an append table with bucket={bucket} needs 'bucket-key'")
+    if bucket == -1 and options.get("bucket-key"):
+        raise InvalidOption(f"table {identifier}: 'bucket-key' needs a fixed 'bucket' > 0 (with bucket=-1 "
+                            "there are no hashed buckets to spread keys over)")
+    if bucket == -1 and schema.primary_keys:
+        check_dynamic_options(options, identifier)
+
+
+def _check_bucket_change(before: TableSchema, after: TableSchema, identifier: str) -> None:
+    """Java's alter rules: a table leaves or enters bucket=-1 (dynamic or unaware) only by being
+    created again; other bucket counts change freely (then rescale)."""
+    old, new = Options(before.options).int("bucket"), Options(after.options).int("bucket")
+    if old == new:
+        return
+    if old == -1:
+        raise InvalidOption(f"table {identifier}: 'bucket' cannot change when it is -1")
+    if new == -1:
+        raise InvalidOption(f"table {identifier}: 'bucket' cannot change to -1")
 
 
 def _check_deletion_vectors(schema: TableSchema, options: Options, identifier: str) -> None:

@@ -20,7 +20,7 @@ from tarn.fs import join
 from tarn.options import Options
 from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound, TarnError
 from tarn.meta import snapshot as snap
-from tarn.meta.manifest import ADD, DELETE, DELETION_VECTORS_INDEX, ManifestEntry, ManifestFileMeta
+from tarn.meta.manifest import ADD, DELETE, DELETION_VECTORS_INDEX, HASH_INDEX, ManifestEntry, ManifestFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.store.manifests import ManifestStore
@@ -147,7 +147,7 @@ class Committer:
         changelog = self._changelog_entries(messages)
         written: list[str] = []
         try:
-            index_manifest = self._index_manifest(latest, messages, delta, request.overwrite is not None, written)
+            index_manifest = self._index_manifest(latest, messages, delta, request.overwrite, written)
             new_snapshot = self._write_snapshot(latest, delta, kind, request, written, changelog, index_manifest)
             if self._publish(new_snapshot, latest, messages):
                 return new_snapshot
@@ -258,16 +258,19 @@ class Committer:
 
     # ------------------------------------------------------------------ index files
 
-    def _index_manifest(self, latest, messages, delta, overwrite: bool, written: list[str]) -> str | None:
+    def _index_manifest(self, latest, messages, delta, overwrite: Overwrite | None,
+                        written: list[str]) -> str | None:
         """The index manifest of the new snapshot: the latest one's live entries, minus the index
         files the messages replace and those of partitions an overwrite empties, plus the new
         ones; rewritten in full when anything changed (FORMAT.md section 4)."""
         previous = latest.index_manifest if latest else None
         added = [e for m in messages for e in m.new_index_files]
         removed = [e for m in messages for e in m.deleted_index_files]
-        if not (added or removed or overwrite):
+        if not (added or removed or overwrite is not None):
             return previous
         live = self.manifests.read_index_manifest(previous) if previous else []
+        if any(e.index_type == HASH_INDEX for e in [*live, *added, *removed]):
+            live, added, removed = self._hash_index(live, added, removed, delta, overwrite)
         live_names = {e.file_name for e in live}
         for e in removed:
             if e.file_name not in live_names:
@@ -275,7 +278,7 @@ class Committer:
                                      "already replaced by a concurrent commit; this commit cannot be applied")
         gone = {e.file_name for e in removed}
         kept = [e for e in live if e.file_name not in gone]
-        if overwrite or added:
+        if overwrite is not None or added:
             kept = self._check_index_targets(latest, delta, kept, added)
         entries = [replace(e, kind=ADD) for e in kept + added]
         if entries == live:
@@ -285,6 +288,62 @@ class Committer:
         name = self.manifests.write_index_manifest(entries)
         written.append(name)
         return name
+
+    def _hash_index(self, live, added, removed, delta, overwrite: Overwrite | None):
+        """Dynamic-bucket HASH index rules; returns (live, added, removed) for the general merge.
+
+        - An overwrite drops the HASH files of the partitions it replaces (their keys are gone).
+        - A commit that changes the HASH index of a partition deletes every HASH file of the
+          partition it started from, adding unchanged ones again under the same name (the
+          writer's view of the whole partition index). Any other live HASH file of the partition
+          means a concurrent commit changed its key-to-bucket map: keys could now sit in two
+          buckets, so this commit fails (Paimon allows one dynamic-bucket writer per partition).
+        - At most one HASH file per (partition, bucket); a bucket's new file supersedes the same
+          bucket's file added again unchanged (another task of the same write replaced it)."""
+        if overwrite is not None:
+            replaced = self._replaced_partitions(live, delta, overwrite)
+            live = [e for e in live if e.index_type != HASH_INDEX or e.partition not in replaced]
+        hash_removed = {e.file_name: e for e in removed if e.index_type == HASH_INDEX}
+        live_names = {e.file_name for e in live}
+        stale = [e for e in hash_removed.values() if e.file_name not in live_names]
+        if stale:
+            raise CommitConflict(self._index_race(stale[0].partition))
+        new = [e for e in added if e.index_type == HASH_INDEX and e.file_name not in hash_removed]
+        again = {e.file_name: e for e in added if e.index_type == HASH_INDEX and e.file_name in hash_removed}
+        changed = {e.partition for e in [*new, *hash_removed.values()]}
+        for e in live:
+            if e.index_type == HASH_INDEX and e.partition in changed and e.file_name not in hash_removed:
+                raise CommitConflict(self._index_race(e.partition))
+        buckets: dict[tuple, str] = {}
+        for e in new:
+            if (e.partition, e.bucket) in buckets:
+                raise CommitConflict(f"table {self.table_name}: two HASH index files for bucket {e.bucket} of "
+                                     f"{self._partition_text(e.partition)} in one commit (two tasks wrote the "
+                                     "same dynamic bucket); nothing was committed")
+            buckets[(e.partition, e.bucket)] = e.file_name
+        again = [e for e in again.values() if (e.partition, e.bucket) not in buckets]
+        others = [e for e in added if e.index_type != HASH_INDEX]
+        return live, [*others, *again, *new], removed
+
+    def _replaced_partitions(self, live, delta, overwrite: Overwrite) -> set[bytes]:
+        partitions = {e.partition for e in live}
+        if overwrite.dynamic:
+            return {e.partition for e in delta}
+        if overwrite.static:
+            return {p for p in partitions if self._matches_static(p, overwrite.static)}
+        return partitions
+
+    def _partition_text(self, partition: bytes) -> str:
+        if not self.schema.partition_keys:
+            return "the table"
+        values = partitions.from_bytes(self.schema, partition)
+        return f"partition {dict(zip(self.schema.partition_keys, values))}"
+
+    def _index_race(self, partition: bytes) -> str:
+        return (f"table {self.table_name}: a concurrent commit changed the dynamic-bucket index (HASH files) of "
+                f"{self._partition_text(partition)} since this write assigned its buckets; dynamic-bucket tables "
+                "take one writer per partition at a time (Paimon's single-writer rule). Nothing of this commit "
+                "was committed; write the rows again")
 
     def _check_index_targets(self, latest, delta, kept, added) -> list:
         """Deletion vectors must point at live data files: one a concurrent commit removed makes

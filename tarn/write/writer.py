@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import partition, paths
-from tarn.bucket import bucket_ids
+from tarn.bucket import MAX_DYNAMIC_BUCKETS, bucket_ids, row_hashes
 from tarn.data.layout import layout_of
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
@@ -26,15 +26,16 @@ from tarn.lsm.policy import (PickState, drops_deletes, estimate_last_full_compac
                              full_compaction_due, full_compaction_unit, num_levels, pick, should_stop_writes)
 from tarn.data.lookup import KeyCodec, KeyLookup, sorted_member, sorted_unique
 from tarn.lsm.policy import CompactUnit
-from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry
+from tarn.meta.manifest import ADD, DELETION_VECTORS_INDEX, HASH_INDEX, DataFileMeta, IndexManifestEntry
 from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.write.deletions import BucketVectors
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER
 from tarn.options import Options
+from tarn.write.assign import AssignerSpec, BucketHashes, HashAssigner, HashIndexFiles, as_delete
 from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.write.conform import conform, to_arrow_table
-from tarn.write.grouping import Group, group_rows
+from tarn.write.grouping import Group, group_rows, partition_codes
 from tarn.write.message import CommitMessage
 
 
@@ -42,11 +43,17 @@ from tarn.write.message import CommitMessage
 @dataclass
 class Restored:
     """What a writer starts from: the live files per (partition, bucket) of the latest
-    snapshot, and the `totalBuckets` those files were written with, per partition."""
+    snapshot, the `totalBuckets` those files were written with, per partition, and its index
+    files (deletion vectors; the HASH index of dynamic buckets, which may come from an earlier
+    snapshot: the one a distributed write assigned its buckets against)."""
 
     files: dict = field(default_factory=dict)  # (partition bytes, bucket) -> [DataFileMeta]
     total_buckets: dict = field(default_factory=dict)  # partition bytes -> {totalBuckets}
     vectors: dict = field(default_factory=dict)  # (partition bytes, bucket) -> DV IndexManifestEntry
+    hash_index: dict = field(default_factory=dict)  # (partition bytes, bucket) -> HASH IndexManifestEntry
+
+    def hash_entries(self, partition_bytes: bytes) -> list[IndexManifestEntry]:
+        return [e for (p, _), e in self.hash_index.items() if p == partition_bytes]
 
 
 log = logging.getLogger(__name__)
@@ -54,18 +61,29 @@ log = logging.getLogger(__name__)
 Restore = Callable[[], "Restored | dict"]  # a bare dict: files only
 
 
-def restore_from(context, schema: TableSchema, attempts: int = 5) -> Restore:
+def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot: int | None = None) -> Restore:
     """A restore reading the live files of the context's latest snapshot when first needed;
-    when expiry removes that snapshot's manifests meanwhile, it reads the new latest one."""
+    when expiry removes that snapshot's manifests meanwhile, it reads the new latest one.
+    `index_snapshot`: take the HASH index (dynamic buckets) from that snapshot instead, 0 for
+    none (the snapshot a distributed write assigned its buckets against)."""
     def restore() -> Restored:
         for attempt in range(attempts):
             try:
                 snapshot = context.latest_snapshot()
                 restored = _restored_of(context.live_entries(snapshot, schema))
+                manifests = context.manifests(schema)
                 if snapshot is not None and snapshot.index_manifest:
-                    for entry in context.manifests(schema).read_index_manifest(snapshot.index_manifest):
+                    for entry in manifests.read_index_manifest(snapshot.index_manifest):
                         if entry.index_type == DELETION_VECTORS_INDEX:
                             restored.vectors[(entry.partition, entry.bucket)] = entry
+                        elif entry.index_type == HASH_INDEX and index_snapshot is None:
+                            restored.hash_index[(entry.partition, entry.bucket)] = entry
+                if index_snapshot:
+                    pinned = context.snapshot(index_snapshot)
+                    if pinned.index_manifest:
+                        for entry in manifests.read_index_manifest(pinned.index_manifest):
+                            if entry.index_type == HASH_INDEX:
+                                restored.hash_index[(entry.partition, entry.bucket)] = entry
                 return restored
             except (FileMissing, SnapshotNotFound):
                 if attempt == attempts - 1:
@@ -99,6 +117,7 @@ class BucketState:
     compact_changelog: list[DataFileMeta] = field(default_factory=list)
     pick_state: PickState = field(default_factory=PickState)
     vectors: BucketVectors | None = None  # deletion vectors (deletion-vectors.enabled)
+    hashes: BucketHashes | None = None  # the bucket's HASH index (dynamic bucket mode)
     new_index: list[IndexManifestEntry] = field(default_factory=list)
     deleted_index: list[IndexManifestEntry] = field(default_factory=list)
 
@@ -167,14 +186,18 @@ class TableWriter:
         self.deletion_vectors = self.layout.is_key_value and bool(options.bool("deletion-vectors.enabled"))
         self.vector_files = DeletionVectorFiles(file_io, root)
         self._check_writable()
+        # dynamic bucket mode: buckets from the HASH index (assigned here, or given by the caller)
+        self.dynamic = bool(schema.primary_keys) and self.num_buckets == -1
+        self.hash_files = HashIndexFiles(file_io, root)
+        self.assigner_spec = AssignerSpec.of(options) if self.dynamic else None
+        self._assigner: HashAssigner | None = None
+        self._given_buckets: bool | None = None  # write(buckets=...) or not: one way per writer
+        self._hash_committed = False
 
     def _check_writable(self) -> None:
-        if self.schema.primary_keys and self.num_buckets <= 0:
-            raise TarnError(f"table {self.name}: writing primary-key tables with bucket={self.num_buckets} "
-                            "(dynamic/postpone bucket mode) is not supported by tarn yet; "
-                            "create the table with a fixed 'bucket' > 0")
-        if self.num_buckets == 0 or self.num_buckets < -2:
-            raise TarnError(f"table {self.name}: invalid bucket number {self.num_buckets}")
+        problem = bucket_mode_problem(self.schema, self.num_buckets)
+        if problem:
+            raise TarnError(f"table {self.name}: {problem}")
 
     @property
     def compacts(self) -> bool:
@@ -182,13 +205,18 @@ class TableWriter:
 
     # ------------------------------------------------------------------ buffering
 
-    def write(self, data, row_kind=None) -> None:
+    def write(self, data, row_kind=None, buckets=None) -> None:
         """Buffer rows (a table, batch, or iterable of batches); flushes when the buffer is full.
-        `row_kind`: one kind for all rows ("+I", "-U", "+U", "-D"), or one per row (tables only)."""
+        `row_kind`: one kind for all rows ("+I", "-U", "+U", "-D"), or one per row (tables only).
+        `buckets` (dynamic-bucket tables, tables only): the bucket of each row, as assigner
+        tasks of a distributed write gave them (`tarn.write.assign`); otherwise this writer
+        assigns them."""
         if _is_batch_stream(data):
             if row_kind is not None and not isinstance(row_kind, str):
                 raise SchemaMismatch(f"table {self.name}: a stream of batches takes one row kind for all "
                                      "rows (a string), or use the 'rowkind.field' option")
+            if buckets is not None:
+                raise SchemaMismatch(f"table {self.name}: buckets are given with a table, not a stream of batches")
             for batch in data:
                 self.write(batch, row_kind=row_kind)
             return
@@ -201,11 +229,34 @@ class TableWriter:
         elif kinds is not None and pc.any(pc.not_equal(kinds, INSERT)).as_py():
             raise SchemaMismatch(f"table {self.name}: append tables accept only +I rows; "
                                  "updates and deletes need a primary-key table")
+        given = self._given_bucket_column(buckets, conformed.num_rows)
+        if given is not None:
+            conformed = conformed.append_column(GIVEN_BUCKET, given)
         if conformed.num_rows:
             self.buffered.append(conformed)
             self.buffered_bytes += conformed.nbytes
         if self.buffered_bytes >= self.buffer_limit:
             self.flush()
+
+    def _given_bucket_column(self, buckets, rows: int) -> pa.Array | None:
+        """Checked `write(buckets=...)`; every write of one writer gives buckets or none does."""
+        given = buckets is not None
+        if self._given_buckets is None:
+            self._given_buckets = given
+        elif self._given_buckets != given:
+            raise SchemaMismatch(f"table {self.name}: one writer takes buckets with every write or with none")
+        if not given:
+            return None
+        if not self.dynamic:
+            raise SchemaMismatch(f"table {self.name}: buckets are given only to dynamic-bucket tables "
+                                 f"(bucket=-1 with a primary key), this one has bucket={self.num_buckets}")
+        values = buckets.combine_chunks() if isinstance(buckets, pa.ChunkedArray) else pa.array(buckets)
+        if len(values) != rows or not pa.types.is_integer(values.type) or values.null_count:
+            raise SchemaMismatch(f"table {self.name}: buckets must be {rows} non-null integers")
+        array = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64)
+        if len(array) and (array.min() < 0 or array.max() >= MAX_DYNAMIC_BUCKETS):
+            raise SchemaMismatch(f"table {self.name}: bucket ids must lie in 0..{MAX_DYNAMIC_BUCKETS - 1}")
+        return pa.array(array.astype(np.int32))
 
     def _row_kinds(self, table: pa.Table, row_kind, rowkind_field) -> pa.Array:
         n = table.num_rows
@@ -238,8 +289,11 @@ class TableWriter:
             return
         data = pa.concat_tables(self.buffered)
         self.buffered, self.buffered_bytes = [], 0
-        groups = self._groups(data)
+        groups, hashes = self._groups(data)
         states = [self._state(g.partition_values, g.bucket) for g in groups]
+        if hashes is not None:
+            for g, st in zip(groups, states):
+                st.hashes.add(hashes[g.indices] if g.indices is not None else hashes[g.lo:g.hi])
         self._parallel([lambda g=g, st=st: self._flush_group(g, st) for g, st in zip(groups, states)])
         if self.compacts:
             self._parallel([lambda st=st: self._compact_after_flush(st) for st in states])
@@ -273,6 +327,7 @@ class TableWriter:
                 touched = [st for st in self.states.values() if st.new_files or full_compaction]
                 self._parallel([lambda st=st: self._compact(st, full=full) for st in touched])
             self._write_vectors()
+            self._write_hash_index()
         except BaseException:
             abort(self.file_io, self.root, self.schema, self.messages())
             raise
@@ -292,6 +347,37 @@ class TableWriter:
             abort(self.file_io, self.root, self.schema, self.messages())
             raise
         return self.messages()
+
+    def _write_hash_index(self) -> None:
+        """Dynamic buckets: each bucket that gained key hashes gets a new HASH file replacing
+        its old one. A partition whose index changes declares the whole index it started from:
+        its other HASH files are deleted and added again unchanged, so a commit conflicts when
+        any file of the partition's index changed meanwhile (one writer per partition)."""
+        if not self.dynamic or self._hash_committed:
+            return
+        self._hash_committed = True
+        states = [st for st in self.states.values() if st.hashes is not None]
+        self._parallel([lambda st=st: self._commit_hashes(st) for st in states])
+        changed: dict[bytes, list[BucketState]] = {}
+        for st in states:
+            if any(e.index_type == HASH_INDEX and e.kind == ADD for e in st.new_index):
+                changed.setdefault(st.partition, []).append(st)
+        restored = self._restored_state()
+        for part, touched in changed.items():
+            replaced = {st.bucket for st in touched}
+            carrier = touched[0]
+            for entry in restored.hash_entries(part):
+                if entry.bucket not in replaced:
+                    carrier.deleted_index.append(as_delete(entry))
+                    carrier.new_index.append(entry)
+
+    @staticmethod
+    def _commit_hashes(state: BucketState) -> None:
+        written = state.hashes.commit_changes()
+        if written is not None:
+            state.new_index.append(written)
+            if state.hashes.entry is not None:
+                state.deleted_index.append(as_delete(state.hashes.entry))
 
     def _write_vectors(self) -> None:
         """Each bucket whose deletion vectors changed gets its new index file (replacing the old)."""
@@ -336,16 +422,19 @@ class TableWriter:
     def _check_bucket_count(self, partition_bytes: bytes, values) -> None:
         """Java refuses to write files whose totalBuckets differs from the files already in the
         partition: keys would land in other buckets than their older versions."""
-        if self.num_buckets <= 0 or not self.layout.is_key_value:
+        if not self.layout.is_key_value or self.num_buckets == 0 or self.num_buckets < -1:
             return
-        others = self._restored_state().total_buckets.get(partition_bytes, set()) - {self.num_buckets}
+        expected = self.num_buckets if self.num_buckets > 0 else -1
+        others = self._restored_state().total_buckets.get(partition_bytes, set()) - {expected}
         if others:
-            where = f"partition {dict(zip(self.schema.partition_keys, values))} of " if self.schema.partition_keys else ""
+            spec = dict(zip(self.schema.partition_keys, values))
+            where = f"partition {spec} of " if self.schema.partition_keys else ""
+            target = f"bucket={self.num_buckets}" + (f", partitions=[{spec}]" if spec else "")
             raise TarnError(
                 f"table {self.name}: {where}the table holds files written with bucket={sorted(others)[0]} but "
                 f"the table's 'bucket' option is now {self.num_buckets}; writing would leave duplicate keys. "
-                "Rescale by overwriting the data (table.overwrite(table.scan().to_arrow())) so every file "
-                "has the new bucket count, or set 'bucket' back")
+                f"Rescale first: table.rescale({target}) rewrites those files into the table's buckets "
+                "(or set 'bucket' back)")
 
     def _state(self, partition_values: tuple, bucket: int) -> BucketState:
         partition_bytes = partition.to_bytes(self.schema, partition_values)
@@ -367,16 +456,48 @@ class TableWriter:
                 state.vectors = BucketVectors(self.vector_files, partition_bytes, bucket,
                                               self._restored_state().vectors.get(key),
                                               bitmap64=bool(self.options.bool("deletion-vectors.bitmap64")))
+            if self.dynamic:
+                state.hashes = BucketHashes(self.hash_files, partition_bytes, bucket,
+                                            self._restored_state().hash_index.get(key))
             self.states[key] = state
         return state
 
-    def _groups(self, data: pa.Table) -> list[Group]:
-        buckets = None
+    def _groups(self, data: pa.Table) -> tuple[list[Group], np.ndarray | None]:
+        """The (partition, bucket) groups of the rows; in dynamic bucket mode also each row's
+        key hash (the bucket's HASH index keeps it)."""
+        buckets = hashes = None
         if self.num_buckets > 0:
             key_fields = [self.schema.field(k) for k in self.schema.bucket_keys]
             buckets = bucket_ids(data, key_fields, self.num_buckets)
+        elif self.dynamic:
+            hashes = row_hashes(data, [self.schema.field(k) for k in self.schema.trimmed_primary_keys])
+            if GIVEN_BUCKET in data.column_names:
+                buckets = data.column(GIVEN_BUCKET).to_numpy()
+                data = data.drop_columns([GIVEN_BUCKET])
+            else:
+                buckets = self._assign(data, hashes)
         sort_columns = list(self.layout.key_names) if self.layout.is_key_value else []
-        return group_rows(data, list(self.schema.partition_keys), buckets, sort_columns)
+        return group_rows(data, list(self.schema.partition_keys), buckets, sort_columns), hashes
+
+    def _assign(self, data: pa.Table, hashes: np.ndarray) -> np.ndarray:
+        """Dynamic buckets for the rows, partition by partition, in arrival order."""
+        if self._assigner is None:
+            restored = self._restored_state()
+            self._assigner = HashAssigner(self.hash_files, self.assigner_spec, restored.hash_entries)
+        keys = list(self.schema.partition_keys)
+        if not keys:
+            return self._assigner.assign(partition.to_bytes(self.schema, []), hashes)
+        codes = partition_codes(data, keys)
+        order = np.argsort(codes, kind="stable")
+        sorted_codes = codes[order]
+        bounds = np.concatenate(([0], np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1, [len(codes)]))
+        buckets = np.empty(len(codes), dtype=np.int32)
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            rows = order[lo:hi]
+            values = [data.column(k)[int(rows[0])].as_py() for k in keys]
+            self._check_bucket_count(partition.to_bytes(self.schema, values), values)
+            buckets[rows] = self._assigner.assign(partition.to_bytes(self.schema, values), hashes[rows])
+        return buckets
 
     def _flush_group(self, group: Group, state: BucketState) -> None:
         writer = FileWriter(self.file_io, state.path, self.schema, self.options)
@@ -529,6 +650,26 @@ class TableWriter:
         return merge_spec_of(self.schema, self.options)
 
 
+GIVEN_BUCKET = "_TARN_BUCKET"  # the buffered rows' given buckets (write(buckets=...)), never written
+
+
+def bucket_mode_problem(schema: TableSchema, bucket: int) -> str | None:
+    """Why tarn cannot write a table with this `bucket` option (None: it can)."""
+    if bucket == 0 or bucket < -2:
+        return f"invalid bucket number {bucket}: use a fixed count > 0, or -1"
+    if not schema.primary_keys:
+        if bucket == -2:
+            return "bucket=-2 (postpone bucket mode) needs a primary key"
+        return None
+    if bucket == -2:
+        return ("writing primary-key tables with bucket=-2 (postpone bucket mode) is not supported by tarn yet; "
+                "use bucket=-1 (dynamic) or a fixed 'bucket' > 0")
+    if bucket == -1 and not set(schema.partition_keys) <= set(schema.primary_keys):
+        return ("a primary key without every partition key and bucket=-1 (cross-partition upsert) is not "
+                "supported by tarn yet; use a fixed 'bucket' > 0 or a primary key holding the partition keys")
+    return None
+
+
 def merge_spec_of(schema: TableSchema, options: Options) -> MergeSpec:
     """How this table merges rows of one bucket. Engines that compute values column by column
     also treat the partition columns as keys (constant within a bucket, never aggregated)."""
@@ -572,8 +713,9 @@ def _kind_code(text: str, table_name: str) -> int:
 def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[CommitMessage],
           keep: set[str] = frozenset()) -> None:
     """Delete the files the messages added that no snapshot references: never a compaction
-    input (an upgraded file keeps its name), never a name in `keep` (files of a part of the
-    commit that did land)."""
+    input (an upgraded file keeps its name), never an index file the message also deletes (a
+    live file added again unchanged), never a name in `keep` (files of a part of the commit
+    that did land)."""
     for message in messages:
         directory = message_dir(root, schema, message)
         new = {m.file_name for m in message.new_files}
@@ -581,8 +723,9 @@ def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[Commit
         for meta in message.added_files():
             if meta.file_name not in kept:
                 file_io.delete(join(directory, meta.file_name))
+        unchanged = {e.file_name for e in message.deleted_index_files}  # added again as they were
         for entry in message.new_index_files:
-            if entry.file_name not in keep:
+            if entry.file_name not in keep and entry.file_name not in unchanged:
                 file_io.delete(entry.external_path or join(root, paths.INDEX_DIR, entry.file_name))
 
 

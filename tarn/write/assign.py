@@ -1,0 +1,284 @@
+"""Dynamic bucket mode (`bucket` = -1 on a primary-key table): which bucket a key goes to, and
+the HASH index files that remember it (FORMAT.md section 8).
+
+- `HashIndexFiles` reads and writes `index/index-<uuid>-<n>` HASH files: the int32 hashes of a
+  bucket's keys, big endian.
+- `HashAssigner` is Paimon's HashBucketAssigner over numpy arrays: per partition it loads the
+  HASH files of the snapshot it starts from, then a key hash it knows keeps its bucket, a new
+  one goes to the first bucket (lowest id first) holding fewer than
+  `dynamic-bucket.target-row-num` keys, else to a new bucket: the smallest unused id this
+  assigner owns, up to `dynamic-bucket.max-buckets` (then a bucket it owns, picked by hash).
+  Keys are split over `assigners` assigner tasks (`tarn.bucket.assigner_channels`); an
+  assigner creates only buckets `b % assigners == id`, so tasks never hand out the same new
+  bucket. One process plays every assigner; a Spark task plays one.
+- `BucketHashes` is one bucket's index while a writer fills it (Java's
+  DynamicBucketIndexMaintainer): the restored file's hashes plus the hash of every row written
+  to the bucket (deletes included: a deleted key keeps its bucket). A bucket that gained a hash
+  gets a new file at commit, replacing the old one.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from tarn import paths
+from tarn.bucket import (MAX_DYNAMIC_BUCKETS, assigner_channels, decode_hash_index, encode_hash_index,
+                         owns_bucket, partition_hash)
+from tarn.errors import InvalidOption, TarnError
+from tarn.fs import FileIO, join
+from tarn.meta.manifest import ADD, DELETE, HASH_INDEX, IndexManifestEntry
+from tarn.options import Options
+
+INDEX_PREFIX = "index-"
+
+
+class HashIndexFiles:
+    """The HASH index files of one table (cheap to create; names unique per instance)."""
+
+    def __init__(self, file_io: FileIO, root: str):
+        self.file_io = file_io
+        self.root = root
+        self._namer = paths.FileNamer(INDEX_PREFIX)
+        self._naming = threading.Lock()  # buckets are committed from several threads
+
+    def path(self, entry: IndexManifestEntry) -> str:
+        return entry.external_path or join(self.root, paths.INDEX_DIR, entry.file_name)
+
+    def write(self, partition: bytes, bucket: int, hashes: np.ndarray) -> IndexManifestEntry:
+        data = encode_hash_index(hashes)
+        with self._naming:
+            name = self._namer.next()
+        self.file_io.write_bytes(join(self.root, paths.INDEX_DIR, name), data)
+        return IndexManifestEntry(kind=ADD, partition=partition, bucket=bucket, index_type=HASH_INDEX,
+                                  file_name=name, file_size=len(data), row_count=len(hashes))
+
+    def read(self, entry: IndexManifestEntry) -> np.ndarray:
+        if entry.index_type != HASH_INDEX:
+            raise TarnError(f"index file {entry.file_name} is a {entry.index_type} index, not {HASH_INDEX}")
+        path = self.path(entry)
+        return decode_hash_index(self.file_io.read_bytes(path), path)
+
+
+@dataclass(frozen=True)
+class AssignerSpec:
+    """How keys are spread over assigner tasks and how buckets fill (decided once per write)."""
+
+    target_rows: int
+    max_buckets: int  # -1: unbounded
+    channels: int = 1  # assigner tasks the keys are shuffled to
+    assigners: int = 1  # of those, how many create buckets (initial buckets of a partition)
+
+    @classmethod
+    def of(cls, options: Options, parallelism: int | None = None) -> "AssignerSpec":
+        """Paimon's sizing: `parallelism` assigner tasks (`dynamic-bucket.assigner-parallelism`,
+        else the job's parallelism; one process counts as `dynamic-bucket.initial-buckets`
+        tasks, else one), at most `dynamic-bucket.max-buckets` of them; of those,
+        `dynamic-bucket.initial-buckets` create buckets."""
+        target = options.int("dynamic-bucket.target-row-num")
+        max_buckets = options.int("dynamic-bucket.max-buckets")
+        initial = options.int("dynamic-bucket.initial-buckets")
+        channels = options.int("dynamic-bucket.assigner-parallelism") or parallelism or initial or 1
+        if max_buckets > 0:
+            channels = min(channels, max_buckets)
+        assigners = min(initial, channels) if initial else channels
+        return cls(target, max_buckets, channels, assigners)
+
+
+def check_dynamic_options(options: Options, identifier: str) -> None:
+    max_buckets = options.int("dynamic-bucket.max-buckets")
+    if max_buckets == 0 or max_buckets < -1:
+        raise InvalidOption(f"table {identifier}: option 'dynamic-bucket.max-buckets' must be -1 (unbounded) "
+                            f"or > 0, got {max_buckets}")
+    parallelism = options.int("dynamic-bucket.assigner-parallelism")
+    if parallelism is not None and parallelism < 1:
+        raise InvalidOption(f"table {identifier}: option 'dynamic-bucket.assigner-parallelism' must be > 0, "
+                            f"got {parallelism}")
+
+
+@dataclass
+class _Owner:
+    """The buckets one assigner task owns in one partition."""
+
+    counts: dict[int, int] = field(default_factory=dict)  # bucket -> keys, for buckets not yet full
+    buckets: list[int] = field(default_factory=list)  # every owned bucket, in load/creation order
+    taken: set[int] = field(default_factory=set)
+    bound_reached: bool = False
+
+
+class PartitionIndex:
+    """Key hash -> bucket for one partition, as the assigners of one process know it."""
+
+    def __init__(self, spec: AssignerSpec, ids: tuple[int, ...], partition_hash_value: int):
+        self.spec = spec
+        self.ids = ids
+        self.partition_hash = partition_hash_value
+        self.hashes = np.zeros(0, dtype=np.int32)  # sorted
+        self.buckets = np.zeros(0, dtype=np.int32)  # bucket of each hash
+        self.owners = {i: _Owner() for i in ids}
+
+    def load(self, bucket: int, hashes: np.ndarray) -> None:
+        """One HASH file of the partition: its hashes routed to these assigners become known;
+        it counts towards the bucket's fill if one of them owns it."""
+        for i, owner in self.owners.items():
+            if owns_bucket(bucket, self.spec.assigners, i):
+                owner.counts[bucket] = owner.counts.get(bucket, 0) + len(hashes)
+                if bucket not in owner.taken:
+                    owner.taken.add(bucket)
+                    owner.buckets.append(bucket)
+        mine = hashes[self._routed_here(hashes)] if len(self.ids) < self.spec.channels else hashes
+        self._remember(mine, np.full(len(mine), bucket, dtype=np.int32))
+
+    def _routed_here(self, hashes: np.ndarray) -> np.ndarray:
+        channel = assigner_channels(self.partition_hash, hashes, self.spec.channels, self.spec.assigners)
+        return np.isin(channel, np.asarray(self.ids, dtype=np.int32))
+
+    def _remember(self, hashes: np.ndarray, buckets: np.ndarray) -> None:
+        if not len(hashes):
+            return
+        all_hashes = np.concatenate([self.hashes, hashes])
+        all_buckets = np.concatenate([self.buckets, buckets])
+        order = np.argsort(all_hashes, kind="stable")
+        all_hashes, all_buckets = all_hashes[order], all_buckets[order]
+        last = np.ones(len(all_hashes), dtype=bool)  # a hash twice: the later file wins, as in Java
+        last[:-1] = all_hashes[1:] != all_hashes[:-1]
+        self.hashes, self.buckets = all_hashes[last], all_buckets[last]
+
+    def assign(self, hashes: np.ndarray) -> np.ndarray:
+        """The bucket of each key hash, in arrival order (new hashes become known)."""
+        hashes = np.asarray(hashes, dtype=np.int32)
+        out = np.empty(len(hashes), dtype=np.int32)
+        pos = np.searchsorted(self.hashes, hashes)
+        pos_clipped = np.minimum(pos, max(len(self.hashes) - 1, 0))
+        known = (pos < len(self.hashes)) & (self.hashes[pos_clipped] == hashes) if len(self.hashes) \
+            else np.zeros(len(hashes), dtype=bool)
+        out[known] = self.buckets[pos_clipped[known]]
+        if known.all():
+            return out
+        fresh_rows = np.flatnonzero(~known)
+        unique, first, inverse = np.unique(hashes[fresh_rows], return_index=True, return_inverse=True)
+        arrival = np.argsort(first, kind="stable")  # distinct new hashes in arrival order
+        ordered = unique[arrival]
+        if len(self.ids) == 1 and self.spec.channels == 1:
+            channels = np.zeros(len(ordered), dtype=np.int32)
+        else:
+            channels = assigner_channels(self.partition_hash, ordered, self.spec.channels, self.spec.assigners)
+        if not np.isin(channels, np.asarray(self.ids, dtype=np.int32)).all():
+            raise TarnError("dynamic bucket assignment: a key reached an assigner task that does not own "
+                            "its hash range (rows were shuffled with another assigner layout)")
+        given = np.empty(len(ordered), dtype=np.int32)
+        for assigner in self.ids:
+            picked = np.flatnonzero(channels == assigner)
+            if len(picked):
+                given[picked] = self._fill(self.owners[assigner], assigner, ordered[picked])
+        by_unique = np.empty(len(unique), dtype=np.int32)
+        by_unique[arrival] = given
+        out[fresh_rows] = by_unique[inverse.reshape(-1)]
+        self._remember(ordered, given)
+        return out
+
+    def _fill(self, owner: _Owner, assigner: int, hashes: np.ndarray) -> np.ndarray:
+        """Buckets for `hashes` (distinct, unknown, arrival order) from one assigner's buckets."""
+        target = self.spec.target_rows
+        out = np.empty(len(hashes), dtype=np.int32)
+        done = 0
+        for bucket in sorted(owner.counts):  # existing buckets with room, lowest id first
+            room = target - owner.counts[bucket]
+            if room <= 0:
+                del owner.counts[bucket]
+                continue
+            take = min(room, len(hashes) - done)
+            out[done:done + take] = bucket
+            owner.counts[bucket] += take
+            done += take
+            if done == len(hashes):
+                return out
+        limit = MAX_DYNAMIC_BUCKETS if self.spec.max_buckets == -1 else min(self.spec.max_buckets,
+                                                                              MAX_DYNAMIC_BUCKETS)
+        candidate = 0
+        while done < len(hashes) and not owner.bound_reached:
+            while candidate < limit and (not owns_bucket(candidate, self.spec.assigners, assigner)
+                                         or candidate in owner.taken):
+                candidate += 1
+            if candidate >= limit:
+                if self.spec.max_buckets == -1:
+                    raise TarnError(f"dynamic bucket mode: all {MAX_DYNAMIC_BUCKETS} bucket ids of a partition "
+                                    "are used; raise 'dynamic-bucket.target-row-num'")
+                owner.bound_reached = True
+                break
+            take = min(target, len(hashes) - done)
+            out[done:done + take] = candidate
+            owner.counts[candidate] = take
+            owner.taken.add(candidate)
+            owner.buckets.append(candidate)
+            done += take
+        if done < len(hashes):  # past dynamic-bucket.max-buckets: any bucket of this assigner
+            choices = np.asarray(owner.buckets, dtype=np.int64)
+            rest = np.abs(hashes[done:].astype(np.int64))
+            out[done:] = choices[rest % len(choices)]
+        return out
+
+
+class HashAssigner:
+    """Buckets for the rows of a dynamic-bucket table, per partition, as assigner tasks `ids`
+    of `spec` (every task: one process; one task: a Spark assigner). `entries(partition)`
+    gives the partition's HASH index entries in the snapshot the write starts from."""
+
+    def __init__(self, files: HashIndexFiles, spec: AssignerSpec, entries, ids: tuple[int, ...] | None = None):
+        self.files = files
+        self.spec = spec
+        self.entries = entries
+        self.ids = tuple(range(spec.channels)) if ids is None else tuple(ids)
+        self.partitions: dict[bytes, PartitionIndex] = {}
+
+    def partition(self, partition: bytes) -> PartitionIndex:
+        index = self.partitions.get(partition)
+        if index is None:
+            index = PartitionIndex(self.spec, self.ids, partition_hash(partition))
+            for entry in sorted(self.entries(partition), key=lambda e: e.bucket):
+                index.load(entry.bucket, self.files.read(entry))
+            self.partitions[partition] = index
+        return index
+
+    def assign(self, partition: bytes, hashes: np.ndarray) -> np.ndarray:
+        return self.partition(partition).assign(hashes)
+
+
+@dataclass
+class BucketHashes:
+    """One bucket's HASH index while a writer adds rows to it."""
+
+    files: HashIndexFiles
+    partition: bytes
+    bucket: int
+    entry: IndexManifestEntry | None  # the bucket's file in the snapshot the writer restored
+    _added: list[np.ndarray] = field(default_factory=list, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, hashes: np.ndarray) -> None:
+        if len(hashes):
+            with self._lock:
+                self._added.append(np.asarray(hashes, dtype=np.int32))
+
+    def commit_changes(self) -> IndexManifestEntry | None:
+        """A new file holding the restored hashes and the new ones (in arrival order), or None
+        when no row brought a hash the bucket did not have."""
+        with self._lock:
+            added, self._added = self._added, []
+        if not added:
+            return None
+        new = np.concatenate(added)
+        unique, first = np.unique(new, return_index=True)
+        unique = unique[np.argsort(first, kind="stable")]
+        old = self.files.read(self.entry) if self.entry is not None else np.zeros(0, dtype=np.int32)
+        if len(old):
+            unique = unique[~np.isin(unique, old)]
+        if not len(unique):
+            return None
+        return self.files.write(self.partition, self.bucket, np.concatenate([old, unique]))
+
+
+def as_delete(entry: IndexManifestEntry) -> IndexManifestEntry:
+    return replace(entry, kind=DELETE)
