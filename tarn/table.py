@@ -13,9 +13,10 @@ from tarn import maintenance, partition, system_tables
 from tarn.maintenance import expire, orphans, rollback, tags, time_travel
 from tarn.commit.committer import Committer, Overwrite
 from tarn.delete import delete_where, rewrite_deleted
-from tarn.errors import FileMissing, InvalidArgument, InvalidOption, SchemaMismatch, SnapshotNotFound, TableNotFound, TarnError
+from tarn.errors import (CommitConflict, FileMissing, InvalidArgument, InvalidOption, SchemaMismatch, SnapshotNotFound,
+                         TableNotFound, TarnError)
 from tarn.fs import FileIO, file_io_for
-from tarn.meta.schema import TableSchema, apply_changes
+from tarn.meta.schema import SetOption, TableSchema, apply_changes
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.options import Options, is_immutable
 from tarn.scan.planner import Planner, Split, planner_for
@@ -196,6 +197,33 @@ class Table(TableContext):
             return None
         return self.commit(messages, overwrite=spec)
 
+    def rescale(self, bucket: int | None = None, partitions: list[dict] | None = None) -> Snapshot | None:
+        """Rewrite the table's data, or that of `partitions` (dicts of partition column ->
+        value; a dict may name only some partition columns), into `bucket` buckets in one
+        OVERWRITE commit, as Paimon's rescale overwrite does. `bucket` (default: the table's
+        own) becomes the table's 'bucket' option once the data is committed, so the rewritten
+        partitions take writes again; other partitions with older bucket counts are refused
+        until they are rescaled too. Dynamic-bucket tables (bucket=-1) re-pack their buckets.
+
+        The rewrite reads the latest snapshot; a commit by another writer that changes those
+        partitions before the rewrite lands makes it fail (nothing committed, nothing lost):
+        stop other writers first. Returns the OVERWRITE snapshot (None: nothing to rescale)."""
+        plan = plan_rescale(self, bucket, partitions)
+        if plan is None:
+            return None
+        writer = rescale_writer(self, plan)
+        reader = self.scan_snapshot(plan.base, schema=plan.schema).reader()
+        try:
+            for split in plan.splits:
+                for chunk in reader.read_chunks(split):
+                    if chunk.num_rows:
+                        writer.write(chunk)
+            messages = writer.prepare_commit()
+        except BaseException:
+            abort(self.file_io, self.root, writer.schema, writer.messages())
+            raise
+        return commit_rescale(self, plan, messages)
+
     # ------------------------------------------------------------------ reads
 
     def scan(self, filter: Predicate | None = None, columns: list[str] | None = None,
@@ -360,6 +388,151 @@ class Scan:
 
     def count(self) -> int:
         return self.to_arrow().num_rows
+
+
+# ---------------------------------------------------------------------------------------------
+# rescale (`Table.rescale`, `tarn.spark.maintenance.rescale`)
+
+
+@dataclass
+class RescalePlan:
+    """A rescale decided on the latest snapshot: what is read, how it is written, what the
+    commit replaces."""
+
+    base: Snapshot
+    schema: TableSchema
+    bucket: int  # the bucket count the data is written with
+    partitions: frozenset | None  # partition bytes rewritten; None: the whole table
+    splits: list[Split]
+
+    @property
+    def writer_options(self) -> dict:
+        return {**self.schema.options, "bucket": str(self.bucket)}
+
+
+def plan_rescale(table: Table, bucket: int | None, partitions: list[dict] | None) -> RescalePlan | None:
+    """Check the request and pick the data to rewrite (None: the table or partitions hold no
+    files)."""
+    schema = table.schema()
+    current = Options(schema.options).int("bucket")
+    target = current if bucket is None else int(bucket)
+    if current == -1 and target != -1:
+        raise InvalidArgument(f"table {table.name}: a bucket=-1 table cannot be rescaled to {target} buckets "
+                              "(Paimon cannot change 'bucket' from -1); rescale() re-packs its buckets")
+    if current != -1 and target <= 0:
+        raise InvalidArgument(f"table {table.name}: rescale needs a bucket count > 0, got {target}")
+    if current == -1 and not schema.primary_keys:
+        raise InvalidArgument(f"table {table.name}: a bucket-unaware append table has no buckets to rescale")
+    if partitions is not None and not schema.partition_keys:
+        raise InvalidArgument(f"table {table.name}: partitions given, but the table is not partitioned")
+    for spec in partitions or []:
+        unknown = [k for k in spec if k not in schema.partition_keys]
+        if unknown or not spec:
+            raise SchemaMismatch(f"table {table.name}: {unknown or 'an empty dict'} in partitions: name partition "
+                                 f"columns {list(schema.partition_keys)}")
+    base = table.latest_snapshot()
+    if base is None:
+        return None
+    scan = table.scan_snapshot(base, schema=schema)
+    splits = scan.plan()
+    chosen = None
+    if partitions is not None:
+        chosen = frozenset(s.partition for s in splits
+                           if any(_partition_matches(schema, s.partition_values, spec) for spec in partitions))
+        splits = [s for s in splits if s.partition in chosen]
+    if not splits:
+        return None
+    return RescalePlan(base, schema, target, chosen, splits)
+
+
+def _partition_matches(schema: TableSchema, values: tuple, spec: dict) -> bool:
+    named = dict(zip(schema.partition_keys, values))
+    return all(named[k] == v or (named[k] is not None and str(named[k]) == str(v)) for k, v in spec.items())
+
+
+def rescale_writer(table: Table, plan: RescalePlan, options: dict | None = None) -> TableWriter:
+    """A writer of the rewritten rows: every bucket starts empty (the overwrite replaces them),
+    `plan.bucket` buckets, a fresh dynamic-bucket index, no changelog."""
+    return TableWriter(table.file_io, table.root, table.name, plan.schema,
+                       Options({**plan.writer_options, **(options or {})}), lambda: {}, table.schema_by_id,
+                       produce_changelog=False)
+
+
+def commit_rescale(table: Table, plan: RescalePlan, messages: list[CommitMessage],
+                   commit_user: str | None = None) -> Snapshot | None:
+    """Commit a rescale's messages as one OVERWRITE of its partitions, failing if another
+    writer changed them since `plan.base`; then make `plan.bucket` the table's option."""
+    committer = RescaleCommitter(table, plan.schema, plan=plan)
+    try:
+        snapshot = committer.commit(messages, commit_user or str(uuid.uuid4()), overwrite=Overwrite())
+    except BaseException:
+        if not committer.outcome_unknown:
+            abort(table.file_io, table.root, plan.schema, messages, keep=committer.landed_files)
+        raise
+    if committer.dropped_compaction is not None:
+        abort(table.file_io, table.root, plan.schema, [m.compact_part() for m in messages],
+              keep=committer.landed_files)
+    if str(plan.bucket) != str(plan.schema.options.get("bucket", "-1")):
+        table.alter(SetOption("bucket", str(plan.bucket)))
+    table.last_maintenance_errors = maintenance.after_commit(table)
+    return snapshot
+
+
+class RescaleCommitter(Committer):
+    """Commits a rescale: its OVERWRITE replaces exactly the rescaled partitions, and fails
+    when a snapshot after the rescale's base, by another writer, changed their data files or
+    index files (Paimon's `commit.strict-mode.last-safe-snapshot`, which its rescale sets):
+    the overwrite would drop that commit's rows."""
+
+    def __init__(self, context, schema: TableSchema, plan: RescalePlan):
+        super().__init__(context, schema)
+        self.plan = plan
+
+    def _try_once(self, latest, messages, request):
+        if request.overwrite is not None and latest is not None and latest.id != self.plan.base.id:
+            self._check_untouched(latest, request.commit_user)
+        return super()._try_once(latest, messages, request)
+
+    def _check_untouched(self, latest: Snapshot, commit_user: str) -> None:
+        previous_index = self.plan.base.index_manifest
+        for snapshot_id in range(self.plan.base.id + 1, latest.id + 1):
+            try:
+                snapshot = latest if snapshot_id == latest.id else self.snapshots.get(snapshot_id)
+            except (SnapshotNotFound, FileMissing):
+                raise CommitConflict(f"table {self.table_name}: snapshot {snapshot_id}, committed while the "
+                                     "rescale ran, expired before it could be checked; nothing was committed, "
+                                     "rescale again") from None
+            if snapshot.commit_user != commit_user and self._touches(snapshot, previous_index):
+                raise CommitConflict(
+                    f"table {self.table_name}: snapshot {snapshot_id} ({snapshot.commit_kind}, by another writer) "
+                    "changed the data being rescaled while the rescale ran; nothing was committed. Stop other "
+                    "writers of these partitions and rescale again")
+            previous_index = snapshot.index_manifest
+
+    def _touches(self, snapshot: Snapshot, previous_index: str | None) -> bool:
+        wanted = self.plan.partitions
+        for meta in self.manifests.read_manifest_list(snapshot.delta_manifest_list):
+            for entry in self.manifests.read_manifest(meta.file_name):
+                if wanted is None or entry.partition in wanted:
+                    return True
+        if snapshot.index_manifest == previous_index:
+            return False
+        before = {(e.partition, e.file_name) for e in self.manifests.read_index_manifest(previous_index)} \
+            if previous_index else set()
+        after = {(e.partition, e.file_name) for e in self.manifests.read_index_manifest(snapshot.index_manifest)} \
+            if snapshot.index_manifest else set()
+        return any(wanted is None or part in wanted for part, _ in before ^ after)
+
+    def _overwrite_deletes(self, latest, delta, overwrite: Overwrite):
+        doomed = super()._overwrite_deletes(latest, delta, Overwrite())
+        if self.plan.partitions is None:
+            return doomed
+        return [e for e in doomed if e.partition in self.plan.partitions]
+
+    def _replaced_partitions(self, live, delta, overwrite: Overwrite) -> set[bytes]:
+        if self.plan.partitions is None:
+            return super()._replaced_partitions(live, delta, Overwrite())
+        return set(self.plan.partitions)
 
 
 def load_table(path: str, storage_options: dict | None = None, *, filesystem=None, lock=None) -> Table:
