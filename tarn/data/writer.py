@@ -4,6 +4,7 @@ each described by a DataFileMeta with vectorised stats."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -11,12 +12,13 @@ import pyarrow.compute as pc
 from tarn import paths
 from tarn.codec.binary_row import EMPTY_ROW, serialize_row
 from tarn.codec.data_file import write_data_file
+from tarn.codec.file_index import INDEX_SUFFIX, build_file_index, cached_specs
 from tarn.data.layout import layout_of
 from tarn.fs import FileIO, join
 from tarn.lsm.kv import DELETE, SEQUENCE, UPDATE_BEFORE, VALUE_KIND
 from tarn.meta.manifest import APPEND_SOURCE, EMPTY_STATS, DataFileMeta
 from tarn.meta.schema import TableSchema
-from tarn.options import Options
+from tarn.options import Options, parse_memory_size
 from tarn.stats import collect_stats, stats_modes
 
 SYSTEM_STATS_MODE = "truncate(128)"
@@ -59,6 +61,9 @@ class FileWriter:
             prefix = prefix or options.get("changelog-file.prefix") or "changelog-"
         prefix = prefix or options.get("data-file.prefix") or "data-"  # Paimon's data-file.prefix
         self.namer = paths.FileNamer(prefix, "." + self.file_format)
+        # file indexes (`file-index.<type>.columns`): data files only, as Java's writers do
+        self.index_specs = () if changelog else cached_specs(tuple(options.raw.items()))
+        self.index_threshold = parse_memory_size(options.get("file-index.in-manifest-threshold") or "500 bytes")
 
     def write(self, rows: pa.Table, level: int = 0, file_source: int = APPEND_SOURCE,
               first_sequence: int = 0) -> list[DataFileMeta]:
@@ -103,11 +108,32 @@ class FileWriter:
         file_table = self._file_table(rows)
         size = write_data_file(self.file_io, path, file_table, self.layout.file_fields,
                                self.file_format, self.raw_options)
+        written = [path]
         try:
-            return self._meta(name, size, rows, file_table, level, file_source, first_sequence)
+            embedded, extra = self._file_index(name, rows, written)
+            meta = self._meta(name, size, rows, file_table, level, file_source, first_sequence)
+            return replace(meta, embedded_index=embedded, extra_files=extra)
         except Exception:
-            self.file_io.delete(path)
+            for p in written:
+                self.file_io.delete(p)
             raise
+
+    def _file_index(self, name: str, rows: pa.Table, written: list[str]) -> tuple[bytes | None, tuple[str, ...]]:
+        """The data file's index: embedded in the manifest entry up to
+        `file-index.in-manifest-threshold` bytes, else written beside it as `<name>.index`."""
+        if not self.index_specs:
+            return None, ()
+        types = {f.name: f.type for f in self.layout.value_fields}
+        index = build_file_index(rows, types, list(self.index_specs))
+        if index is None:
+            return None, ()
+        if len(index) <= self.index_threshold:
+            return index, ()
+        index_name = name + INDEX_SUFFIX
+        path = join(self.bucket_path, index_name)
+        written.append(path)
+        self.file_io.write_bytes(path, index)
+        return None, (index_name,)
 
     def _file_table(self, rows: pa.Table) -> pa.Table:
         if not self.layout.is_key_value:

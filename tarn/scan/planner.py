@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from tarn import partition as partitions
 from tarn.codec.binary_row import deserialize_row
+from tarn.codec.file_index import INDEX_SUFFIX, Container, literal_keys
+from tarn.errors import CorruptFile, FileMissing
+from tarn.fs import join, parent
 from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
-from tarn.scan.predicate import And, ColumnStats, Predicate, columns_of, eval_values, may_match_stats
+from tarn.scan.predicate import (And, ColumnStats, Compare, In, IsNull, Not, Or, Predicate, StartsWith, columns_of,
+                                  eval_values, may_match_stats)
 from tarn.stats import decode_stats
 from tarn.store.manifests import ManifestStore
 
@@ -62,14 +70,15 @@ def planner_for(context, schema: TableSchema | None = None) -> "Planner":
     """The planner of a table context (tarn.store.context.TableContext), for `schema`."""
     schema = schema or context.schema()
     return Planner(context.manifests(schema), schema, context.schema_by_id, context.root,
-                   Options(schema.options))
+                   Options(schema.options), getattr(context, "file_io", None))
 
 
 class Planner:
     """Plans scans of one table. `schemas(id)` returns the TableSchema with that id."""
 
-    def __init__(self, manifests: ManifestStore, schema: TableSchema, schemas, root: str, options):
+    def __init__(self, manifests: ManifestStore, schema: TableSchema, schemas, root: str, options, file_io=None):
         self.manifests = manifests
+        self.file_io = file_io if file_io is not None else getattr(manifests, "file_io", None)
         self.schema = schema
         self.schemas = schemas
         self.root = root
@@ -141,6 +150,8 @@ class Planner:
             if predicate is not None and not self._file_may_match(entry.file, predicate):
                 continue
             groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)
+        if predicate is not None:
+            groups = self._skip_by_file_index(groups, predicate)
         vectors = self.deletion_files(snapshot)
         deletion_vectors = bool(self.options.bool("deletion-vectors.enabled"))
         splits = []
@@ -196,6 +207,113 @@ class Planner:
             return True
         return all(may_match_stats(p, column_stats, meta.row_count) for p in parts)
 
+    # ------------------------------------------------------------------ file indexes
+
+    def _skip_by_file_index(self, groups: dict[tuple[bytes, int], list[DataFileMeta]],
+                            predicate: Predicate) -> dict[tuple[bytes, int], list[DataFileMeta]]:
+        """Drop files whose data-file index (`file-index.*`: embedded in the manifest entry or
+        a `<file>.index` beside the file) rules the predicate out.
+
+        Append tables: every file on its own. Primary-key tables (as Java): only with deletion
+        vectors, where files above level 0 are read without merging; a bucket of such files (or
+        of one file) is filtered file by file by value stats and index, a bucket with level-0
+        files is dropped whole when none of its files may match (deduplicate and first-row only:
+        other engines can merge rows into a match)."""
+        if not self.options.bool("file-index.read.enabled") or not self._may_use_file_index(predicate):
+            return groups
+        primary = bool(self.schema.primary_keys)
+        if primary and not self.options.bool("deletion-vectors.enabled"):
+            return groups
+        jobs = [(key, f) for key, files in groups.items() for f in files
+                if f.embedded_index is not None or any(x.endswith(INDEX_SUFFIX) for x in f.extra_files)
+                or primary]
+        if not jobs:
+            return groups
+        verdicts = self._evaluate_files(jobs, predicate, with_value_stats=primary)
+        out: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        for key, files in groups.items():
+            if not primary:
+                kept = [f for f in files if verdicts.get((key, f.file_name), True)]
+            elif len(files) <= 1 or all(f.level > 0 for f in files):
+                kept = [f for f in files if verdicts.get((key, f.file_name), True)]
+            elif any(verdicts.get((key, f.file_name), True) for f in files):
+                kept = files
+            else:
+                engine = (self.options.get("merge-engine") or "deduplicate").lower()
+                kept = [] if engine in ("deduplicate", "first-row") else files
+            if kept:
+                out[key] = kept
+        return out
+
+    def _may_use_file_index(self, predicate: Predicate) -> bool:
+        """Whether any part of the predicate is a kind an index can answer."""
+        if isinstance(predicate, (And, Or)):
+            return any(self._may_use_file_index(c) for c in predicate.children)
+        if isinstance(predicate, Not):
+            return self._may_use_file_index(predicate.child)
+        return not isinstance(predicate, StartsWith)
+
+    def _evaluate_files(self, jobs, predicate: Predicate, with_value_stats: bool) -> dict:
+        def one(job):
+            (partition, bucket), meta = job
+            if with_value_stats and not self._value_stats_may_match(meta, predicate):
+                return job[0], meta.file_name, False
+            try:
+                container = self._container(partition, bucket, meta)
+            except (CorruptFile, FileMissing, OSError):
+                container = None  # an unreadable index never hides rows
+            if container is None:
+                return job[0], meta.file_name, True
+            fields = self._file_fields(meta.schema_id)
+            result = _index_result(predicate, container, fields)
+            return job[0], meta.file_name, _may_hold_rows(result)
+
+        remote = sum(1 for _, f in jobs if f.embedded_index is None)
+        if remote > 1:
+            with ThreadPoolExecutor(max_workers=min(remote, 4 * (os.cpu_count() or 2), 32)) as pool:
+                results = list(pool.map(one, jobs))
+        else:
+            results = [one(job) for job in jobs]
+        return {(key, name): verdict for key, name, verdict in results}
+
+    def _value_stats_may_match(self, meta: DataFileMeta, predicate: Predicate) -> bool:
+        file_schema = self.schemas(meta.schema_id)
+        if meta.value_stats_cols is not None:
+            fields = [file_schema.field(n) for n in meta.value_stats_cols]
+        else:
+            fields = list(file_schema.fields)
+        column_stats = self._column_stats(meta.value_stats, fields)
+        return column_stats is None or may_match_stats(predicate, column_stats, meta.row_count)
+
+    def _file_fields(self, schema_id: int) -> dict:
+        """Current column name -> (name, type) of that column in schema `schema_id` (by field
+        id; columns the file's schema lacks, or holds with another type, are left out)."""
+        cache = self.__dict__.setdefault("_file_fields_cache", {})
+        if schema_id not in cache:
+            file_schema = self.schemas(schema_id)
+            by_id = {f.id: f for f in file_schema.fields}
+            out = {}
+            for f in self.schema.fields:
+                old = by_id.get(f.id)
+                if old is not None and old.type.root == f.type.root:
+                    out[f.name] = (old.name, old.type)
+            cache[schema_id] = out
+        return cache[schema_id]
+
+    def _container(self, partition: bytes, bucket: int, meta: DataFileMeta) -> Container | None:
+        if meta.embedded_index is not None:
+            return Container.parse(meta.embedded_index)
+        names = [x for x in meta.extra_files if x.endswith(INDEX_SUFFIX)]
+        if len(names) != 1 or self.file_io is None:
+            return None
+        if meta.external_path:
+            directory = parent(meta.external_path)
+        else:
+            values = self.partition_values(partition)
+            directory = partitions.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
+                                               values, bucket)
+        return _INDEX_FILES.open(self.file_io, join(directory, names[0]))
+
     def _column_stats(self, stats, fields) -> dict[str, ColumnStats] | None:
         """Stats keyed by the CURRENT column names (mapped by field id)."""
         if not stats.min_values or len(stats.min_values) <= 4:
@@ -218,3 +336,141 @@ def _conjuncts(p: Predicate) -> list[Predicate]:
     if isinstance(p, And):
         return [c for child in p.children for c in _conjuncts(child)]
     return [p]
+
+
+# ---------------------------------------------------------------------- file index evaluation
+
+
+class _IndexFiles:
+    """Process-wide LRU of opened `<file>.index` heads with the column indexes read from them
+    (index files never change once written), bounded by the bytes read."""
+
+    def __init__(self, budget: int = 64 << 20):
+        self.budget = budget
+        self.lock = threading.Lock()
+        self.entries: OrderedDict[str, tuple[Container, list[int]]] = OrderedDict()
+        self.used = 0
+
+    def open(self, file_io, path: str) -> Container:
+        with self.lock:
+            found = self.entries.get(path)
+            if found is not None:
+                self.entries.move_to_end(path)
+                return found[0]
+        size = [0]
+
+        def read_at(start: int, length: int) -> bytes:
+            with file_io.open_input_file(path) as f:
+                data = f.read_at(length, start)
+            size[0] += len(data)
+            return bytes(data)
+
+        try:
+            container = Container.open(read_at)
+        except FileNotFoundError:
+            raise FileMissing(path) from None
+        with self.lock:
+            self.entries[path] = (container, size)
+            self._evict()
+        return container
+
+    def _evict(self) -> None:
+        self.used = sum(s[0] for _, s in self.entries.values())
+        while self.used > self.budget and len(self.entries) > 1:
+            _, (_, size) = self.entries.popitem(last=False)
+            self.used -= size[0]
+
+
+_INDEX_FILES = _IndexFiles()
+
+_DUAL = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+def _may_hold_rows(result) -> bool:
+    if result is True:
+        return True
+    if result is False:
+        return False
+    return len(result) > 0
+
+
+def _and_results(results) -> object:
+    """True = unknown rows, False = none, BitMap = these rows may match."""
+    out = True
+    for r in results:
+        if r is False:
+            return False
+        if r is True:
+            continue
+        out = r if out is True else out & r
+        if not out:
+            return False
+    return out
+
+
+def _or_results(results) -> object:
+    out = False
+    for r in results:
+        if r is True:
+            return True
+        if r is False:
+            continue
+        out = r if out is False else out | r
+    return out
+
+
+def _index_result(p: Predicate, container: Container, fields: dict):
+    """What a file's index says of predicate `p` (current column names; `fields` maps them to
+    the file's own name and type)."""
+    if isinstance(p, And):
+        return _and_results(_index_result(c, container, fields) for c in p.children)
+    if isinstance(p, Or):
+        return _or_results(_index_result(c, container, fields) for c in p.children)
+    if isinstance(p, Not):
+        return _negated_result(p.child, container, fields)
+    if isinstance(p, StartsWith):
+        return True
+    found = fields.get(p.column)
+    if found is None:
+        return True
+    name, dtype = found
+    readers = container.readers(name, dtype)
+    if not readers:
+        return True
+    if isinstance(p, IsNull):
+        return _and_results(r.is_not_null() if p.negated else r.is_null() for r in readers)
+    if isinstance(p, Compare):
+        if p.value is None:
+            return False
+        keys = literal_keys([p.value], dtype)
+        if keys is None:
+            return True
+        if p.op == "==":
+            return _and_results(r.equal_any(keys) for r in readers)
+        if p.op == "!=":
+            return _and_results(r.not_equal_all(keys) for r in readers)
+        return _and_results(r.compare(p.op, keys) for r in readers)
+    if isinstance(p, In):
+        keys = literal_keys(p.values, dtype)
+        if keys is None:
+            return True
+        if p.negated:
+            return _and_results(r.not_equal_all(keys) for r in readers)
+        return _and_results(r.equal_any(keys) for r in readers)
+    return True
+
+
+def _negated_result(p: Predicate, container: Container, fields: dict):
+    if isinstance(p, Compare):
+        return _index_result(Compare(p.column, _DUAL[p.op], p.value), container, fields)
+    if isinstance(p, In):
+        return _index_result(In(p.column, p.values, not p.negated), container, fields)
+    if isinstance(p, IsNull):
+        return _index_result(IsNull(p.column, not p.negated), container, fields)
+    if isinstance(p, And):
+        return _or_results(_negated_result(c, container, fields) for c in p.children)
+    if isinstance(p, Or):
+        return _and_results(_negated_result(c, container, fields) for c in p.children)
+    if isinstance(p, Not):
+        return _index_result(p.child, container, fields)
+    return True
