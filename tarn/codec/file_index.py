@@ -33,8 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from tarn.codec.java_hash import (binary_string_hash, hash_code, hashmap_order, hashmap_order_exact,
-                                  string_hash, wang_hash64, xxh64)
+from tarn.codec.java_hash import (COMPUTE, PUT, JavaHashMap, binary_string_hash, hash_code, hashmap_order,
+                                  java_map_keys, string_hash, wang_hash64, xxh64)
 from tarn.errors import CorruptFile, InvalidOption
 from tarn.options import parse_memory_size
 from tarn.types import DataType, to_arrow_type
@@ -236,17 +236,10 @@ def _key_hashes(keys: Keys) -> np.ndarray:
     return hash_code(keys.kind, keys.ints)
 
 
-def hashmap_key_order(keys: Keys) -> np.ndarray:
-    """Iteration order of a HashMap into which `keys` (distinct, in this order) were put."""
-    return hashmap_order(_key_hashes(keys), _java_compare(keys))
-
-
-def java_map_order(names: list[str], hash_fn: Callable[[str], int] = string_hash) -> list[str]:
-    """Iteration order of a small HashMap of distinct strings put in this order."""
-    if not names:
-        return []
-    order = hashmap_order_exact(np.array([hash_fn(n) for n in names], dtype=np.int32), None)
-    return [names[i] for i in order]
+def hashmap_key_order(keys: Keys, trailing_call: bool = True) -> np.ndarray:
+    """Iteration order of a HashMap into which `keys` (distinct, in this order) went through
+    computeIfAbsent (the bitmap writer's id2bitmap)."""
+    return hashmap_order(_key_hashes(keys), _java_compare(keys), COMPUTE, trailing_call)
 
 
 def _column_option_hash(name: str) -> int:
@@ -586,7 +579,12 @@ def bitmap_index_bytes(keys: Keys, version: int = DEFAULT_BITMAP_VERSION,
     null_bytes = _roaring(null_rows)
     distinct, grouped, starts = _distinct(keys)
     counts = np.diff(starts)
-    order = hashmap_key_order(distinct) if len(distinct) else np.zeros(0, dtype=np.int64)
+    if len(distinct):
+        last_first_row = int(grouped[starts[-2]])
+        trailing = bool(keys.valid[last_first_row + 1:].any())
+        order = hashmap_key_order(distinct, trailing)
+    else:
+        order = np.zeros(0, dtype=np.int64)
     offset = len(null_bytes) if len(null_rows) > 1 else 0
     offsets = np.empty(len(distinct), dtype=np.int64)
     lengths = np.full(len(distinct), -1, dtype=np.int64)
@@ -1003,13 +1001,44 @@ class IndexSpec:
     nested_key: str | None = None
 
 
-def index_specs(options: Mapping[str, str]) -> list[IndexSpec]:
-    """The indexes declared by `file-index.<type>.columns` (with `file-index.<type>.<column>.
-    <param>`), in the order Java's FileIndexOptions iterates them."""
-    keys = java_map_order(list(options))
-    columns: dict[tuple[str, str | None], dict[str, dict[str, str]]] = {}
-    params: list[tuple[str, str, str, str]] = []
+def _string_compare(a: str, b: str) -> int:
+    ua, ub = a.encode("utf-16-be"), b.encode("utf-16-be")
+    return (ua > ub) - (ua < ub)
+
+
+def _option_key_order(options: Mapping[str, str]) -> list[str]:
+    """Table option keys in the order Java iterates `CoreOptions.toMap()`: a HashMap copied
+    from the table's options (presized by the copy constructor)."""
+    keys = list(options)
+    sim = JavaHashMap(_string_compare, initial_capacity=_copy_capacity(len(keys)))
     for key in keys:
+        sim.call(PUT, key, string_hash(key))
+    return sim.keys()
+
+
+def _copy_capacity(size: int) -> int:
+    """Table length `new HashMap<>(map)` allocates for `size` entries."""
+    wanted = int(size / 0.75 + 1.0)
+    capacity = 1
+    while capacity < wanted:
+        capacity *= 2
+    return max(capacity, 1)
+
+
+@dataclass
+class _Declared:
+    """FileIndexOptions: the Column map (computeIfAbsent per listed column) and, per Column, its
+    index types (computeIfAbsent) with their parameters."""
+
+    calls: list = field(default_factory=list)  # (op, (column, nested), hash)
+    types: dict = field(default_factory=dict)  # (column, nested) -> [(op, type, hash)]
+    params: dict = field(default_factory=dict)  # (column, nested, type) -> {param: value}
+
+
+def _declared(options: Mapping[str, str]) -> _Declared:
+    out = _Declared()
+    params: list[tuple[str, str, str, str]] = []
+    for key in _option_key_order(options):
         if not key.startswith(PREFIX):
             continue
         value = options[key]
@@ -1018,25 +1047,34 @@ def index_specs(options: Mapping[str, str]) -> list[IndexSpec]:
             for name in value.split(","):
                 if not name.strip():
                     raise InvalidOption(f"Wrong option in {key}, should not have empty column")
-                name = name.strip()
-                column, nested = _split_nested(name)
-                columns.setdefault((column, nested), {}).setdefault(index_type, {})
+                column = _split_nested(name.strip())
+                out.calls.append((COMPUTE, column, _column_key_hash(column[0], column[1] or "")))
+                out.types.setdefault(column, []).append((COMPUTE, index_type, string_hash(index_type)))
+                out.params.setdefault((*column, index_type), {})
         else:
             parts = key[len(PREFIX):].split(".")
             if len(parts) == 3:
                 params.append((parts[0], parts[1], parts[2], value))
     for index_type, column, param, value in params:
-        target = columns.get(_split_nested(column), {}).get(index_type)
+        target = out.params.get((*_split_nested(column), index_type))
         if target is not None:
             target[param] = value
-    ordered = java_map_order([f"{c}\0{n or ''}" for c, n in columns],
-                             lambda s: _column_key_hash(*s.split("\0")))
+    return out
+
+
+def _column_compare(a, b) -> int:
+    return _string_compare(a[0], b[0]) or _string_compare(a[1] or "", b[1] or "")
+
+
+def index_specs(options: Mapping[str, str]) -> list[IndexSpec]:
+    """The indexes declared by `file-index.<type>.columns` (with `file-index.<type>.<column>.
+    <param>`), in the order Java's FileIndexOptions iterates them (columns, then each
+    column's types)."""
+    declared = _declared(options)
     out = []
-    for item in ordered:
-        column, nested = item.split("\0")
-        types = columns[(column, nested or None)]
-        for index_type in java_map_order(list(types)):
-            out.append(IndexSpec(column, index_type, dict(types[index_type]), nested or None))
+    for column in java_map_keys(declared.calls, _column_compare):
+        for index_type in java_map_keys(declared.types[column], _string_compare):
+            out.append(IndexSpec(column[0], index_type, dict(declared.params[(*column, index_type)]), column[1]))
     return out
 
 
@@ -1112,27 +1150,49 @@ def build_file_index(table: pa.Table, types: Mapping[str, DataType], specs: list
     index). Columns are the table's columns by name; `types` their Paimon types."""
     if not specs:
         return None
-    maintainers: dict[str, dict[str, IndexSpec]] = {}
     for spec in specs:
         if spec.column not in types:
             raise InvalidOption(f"{spec.column} does not exist in column fields")
         if spec.nested_key is not None:
             raise UnsupportedIndexType(
                 f"file index on map entry '{spec.column}[{spec.nested_key}]' is not supported by tarn")
-        column_maintainers = maintainers.setdefault(spec.index_type, {})
-        column_maintainers.setdefault(spec.column, spec)
-    indexes: dict[str, dict[str, bytes | None]] = {}
-    for index_type in java_map_order(list(maintainers)):
-        column_maintainers = maintainers[index_type]
-        for column in java_map_order(list(column_maintainers)):
-            spec = column_maintainers[column]
-            indexes.setdefault(column, {})[index_type] = column_index_bytes(
-                spec, table.column(column), types[column])
-    ordered = {}
-    for column in java_map_order(list(indexes)):
-        types_of = indexes[column]
-        ordered[column] = {t: types_of[t] for t in java_map_order(list(types_of))}
-    return write_container(ordered)
+    indexes: dict[tuple[str, str], bytes | None] = {}
+    for spec in specs:
+        indexes[(spec.column, spec.index_type)] = column_index_bytes(spec, table.column(spec.column),
+                                                                     types[spec.column])
+    return write_container(_writer_order(specs, indexes))
+
+
+def _writer_order(specs: list[IndexSpec], indexes: dict) -> dict[str, dict[str, bytes | None]]:
+    """{column: {type: bytes}} in the order DataFileIndexWriter serialises them.
+
+    Each column with one index type: Paimon 1.0's writer (one maintainer per column, put in
+    FileIndexOptions order). A column with several types: later Paimon's writer (maintainers
+    by index type (computeIfAbsent), then by column (put)). Both fill the result with
+    computeIfAbsent(column) then put(type)."""
+    single = len({s.column for s in specs}) == len(specs)
+    serialise: list[IndexSpec] = []
+    if single:
+        maintainers = java_map_keys([(PUT, s.column, string_hash(s.column)) for s in specs], _string_compare)
+        by_column = {s.column: s for s in specs}
+        serialise = [by_column[c] for c in maintainers]
+    else:
+        type_calls, column_calls = [], {}
+        for s in specs:
+            type_calls.append((COMPUTE, s.index_type, string_hash(s.index_type)))
+            column_calls.setdefault(s.index_type, []).append((PUT, s.column, string_hash(s.column)))
+        by_key = {(s.column, s.index_type): s for s in specs}
+        for index_type in java_map_keys(type_calls, _string_compare):
+            for column in java_map_keys(column_calls[index_type], _string_compare):
+                serialise.append(by_key[(column, index_type)])
+    column_calls = [(COMPUTE, s.column, string_hash(s.column)) for s in serialise]
+    type_calls: dict[str, list] = {}
+    for s in serialise:
+        type_calls.setdefault(s.column, []).append((PUT, s.index_type, string_hash(s.index_type)))
+    out = {}
+    for column in java_map_keys(column_calls, _string_compare):
+        out[column] = {t: indexes[(column, t)] for t in java_map_keys(type_calls[column], _string_compare)}
+    return out
 
 
 @functools.lru_cache(maxsize=256)

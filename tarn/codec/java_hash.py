@@ -197,9 +197,17 @@ def string_hash(text: str) -> int:
 
 
 # ------------------------------------------------------------------ java.util.HashMap order
+#
+# A HashMap iterates bin by bin; inside a bin, `put` appends a new key at the tail while
+# `computeIfAbsent` pushes it at the head. `put` resizes right after the insertion that passes
+# the threshold, `computeIfAbsent` at the start of the next call. A bin that grows past the
+# treeify threshold makes a small table (< 64) resize early, a larger one turn the bin into a
+# red-black tree whose linked order follows tree insertions.
 
 _TREEIFY_THRESHOLD = 8
 _MIN_TREEIFY_CAPACITY = 64
+PUT = "put"
+COMPUTE = "computeIfAbsent"
 
 
 def _spread(hashes: np.ndarray) -> np.ndarray:
@@ -208,52 +216,59 @@ def _spread(hashes: np.ndarray) -> np.ndarray:
 
 
 def hashmap_capacity(size: int) -> int:
-    """Table length of a default HashMap after `size` insertions of distinct keys whose bins
-    never reached the treeify threshold."""
+    """Table length of a default HashMap holding `size` keys, resized as `put` resizes,
+    assuming no bin ever reached the treeify threshold."""
     capacity = 16
     while size > capacity * 3 // 4:
         capacity *= 2
     return capacity
 
 
-def hashmap_order(hashes: np.ndarray, compare_keys=None) -> np.ndarray:
+def hashmap_order(hashes: np.ndarray, compare_keys=None, op: str = PUT, trailing_call: bool = True) -> np.ndarray:
     """Positions of distinct keys (given by their hashCode, in insertion order) in the order a
-    default `java.util.HashMap` iterates them: by bin, then by insertion within a bin.
-
-    When some bin would have reached the treeify threshold while the keys went in, Java resizes
-    early (tables under 64) or turns the bin into a tree; `hashmap_order_exact` replays that."""
+    default `java.util.HashMap` filled by `op` iterates them. With computeIfAbsent,
+    `trailing_call` tells whether the map was called again after the last insertion (a call
+    that finds the key present still resizes a full table)."""
     spread = _spread(hashes)
     n = len(spread)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    if _bins_stay_lists(spread):
-        bins = spread & np.uint32(hashmap_capacity(n) - 1)
-        return np.argsort(bins, kind="stable")
-    return hashmap_order_exact(np.asarray(hashes, dtype=np.int32), compare_keys)
+    limit = _TREEIFY_THRESHOLD if op == PUT else _TREEIFY_THRESHOLD - 1
+    if _bins_stay_lists(spread, limit):
+        size = n if op == PUT or trailing_call else n - 1
+        bins = (spread & np.uint32(hashmap_capacity(size) - 1)).astype(np.int64)
+        position = np.arange(n, dtype=np.int64)
+        return np.lexsort((position if op == PUT else -position, bins))
+    sim = JavaHashMap(compare_keys)
+    h = np.asarray(hashes, dtype=np.int32)
+    for i in range(n):
+        sim.call(op, i, int(h[i]))
+    if op == COMPUTE and trailing_call:
+        sim.call(op, 0, int(h[0]))
+    return np.array(sim.keys(), dtype=np.int64)
 
 
-def _bins_stay_lists(spread: np.ndarray) -> bool:
-    """True when no bin holds more than TREEIFY_THRESHOLD keys at any table size the map
-    passes through, so neither early resizes nor tree bins occur."""
+def _bins_stay_lists(spread: np.ndarray, limit: int) -> bool:
+    """True when no bin holds more than `limit` keys at any table length the map passes
+    through (so neither early resizes nor tree bins occur)."""
     n = len(spread)
     capacity = 16
     while True:
         last = min(n, capacity * 3 // 4 + 1)  # keys in the table while it has this length
         bins = spread[:last] & np.uint32(capacity - 1)
-        if np.bincount(bins).max() > _TREEIFY_THRESHOLD:
+        if np.bincount(bins).max() > limit:
             return False
         if last >= n:
             return True
         capacity *= 2
 
 
-def hashmap_order_exact(hashes: np.ndarray, compare_keys) -> np.ndarray:
-    """Replays `java.util.HashMap.put` of distinct keys one by one (resizes, early resizes of
-    small tables and tree bins) and returns the iteration order as positions.
-
-    `compare_keys(i, j)` orders two keys of equal hash in a tree bin (`compareTo`); None
-    compares positions (only used when no two keys in a tree bin share a hash)."""
-    return _JavaHashMap(np.asarray(hashes, dtype=np.int32), compare_keys).order()
+def java_map_keys(calls: list[tuple[str, object, int]], compare_keys=None) -> list:
+    """Iteration order of a HashMap after `calls` of (op, key, hashCode) (keys hashable)."""
+    sim = JavaHashMap(compare_keys)
+    for op, key, h in calls:
+        sim.call(op, key, h)
+    return sim.keys()
 
 
 class _Node:
@@ -268,33 +283,50 @@ class _Node:
         self.tree = False
 
 
-class _JavaHashMap:
-    """The parts of OpenJDK's HashMap that decide iteration order (put, resize, treeify,
-    TreeNode.putTreeVal, split, untreeify, moveRootToFront, balanceInsertion)."""
+class JavaHashMap:
+    """The parts of OpenJDK's HashMap that decide iteration order: put and computeIfAbsent,
+    resize, treeifyBin, TreeNode.putTreeVal / treeify / split / untreeify / moveRootToFront /
+    balanceInsertion. Keys are any hashable stand-ins; `compare_keys(a, b)` is their
+    compareTo (used between equal hashes in tree bins; None compares insertion order)."""
 
-    def __init__(self, hashes: np.ndarray, compare_keys):
-        self.hashes = [int(h) for h in _spread(hashes).view(np.int32)]
+    def __init__(self, compare_keys=None, initial_capacity: int = 16):
         self.compare_keys = compare_keys
+        self.initial_capacity = initial_capacity
         self.table: list = []
         self.size = 0
         self.threshold = 0
+        self.present: dict = {}
+        self.rank: dict = {}
 
-    def order(self) -> np.ndarray:
-        for key, h in enumerate(self.hashes):
-            self._put(key, h)
+    def keys(self) -> list:
         out = []
         for first in self.table:
             node = first
             while node is not None:
                 out.append(node.key)
                 node = node.next
-        return np.array(out, dtype=np.int64)
+        return out
 
-    # -------------------------------------------------------------- put / resize
+    def call(self, op: str, key, h: int) -> None:
+        h = int(_spread(np.array([h], dtype=np.int32)).view(np.int32)[0])
+        if op == COMPUTE:
+            if self.size > self.threshold or not self.table:
+                self._resize()
+            if key in self.present:
+                return
+            self._insert(key, h, head=True)
+        else:
+            if not self.table:
+                self._resize()
+            if key in self.present:
+                return
+            self._insert(key, h, head=False)
+            if self.size > self.threshold:
+                self._resize()
 
-    def _put(self, key: int, h: int) -> None:
-        if not self.table:
-            self._resize()
+    def _insert(self, key, h: int, head: bool) -> None:
+        self.present[key] = True
+        self.rank.setdefault(key, len(self.rank))
         n = len(self.table)
         i = h & (n - 1)
         first = self.table[i]
@@ -303,21 +335,26 @@ class _JavaHashMap:
         elif first.tree:
             self._put_tree_val(self._root(i), key, h)
         else:
-            p, bin_count = first, 0
+            count, p = 1, first
             while p.next is not None:
                 p = p.next
-                bin_count += 1
-            p.next = _Node(key, h)
-            if bin_count + 1 >= _TREEIFY_THRESHOLD:
+                count += 1
+            node = _Node(key, h)
+            if head:
+                node.next = first
+                self.table[i] = node
+                treeify = count >= _TREEIFY_THRESHOLD - 1
+            else:
+                p.next = node
+                treeify = count - 1 >= _TREEIFY_THRESHOLD - 1
+            if treeify:
                 self._treeify_bin(i)
         self.size += 1
-        if self.size > self.threshold:
-            self._resize()
 
     def _resize(self) -> None:
         old = self.table
         old_cap = len(old)
-        new_cap = 16 if old_cap == 0 else old_cap * 2
+        new_cap = self.initial_capacity if old_cap == 0 else old_cap * 2
         self.threshold = new_cap * 3 // 4
         self.table = [None] * new_cap
         for j, e in enumerate(old):
@@ -409,7 +446,7 @@ class _JavaHashMap:
             c = self.compare_keys(x.key, p.key)
             if c != 0:
                 return c
-        return -1 if x.key <= p.key else 1  # tieBreakOrder stand-in
+        return -1 if self.rank[x.key] <= self.rank[p.key] else 1  # tieBreakOrder stand-in
 
     def _put_tree_val(self, root, key: int, h: int) -> None:
         p = root
