@@ -1,5 +1,6 @@
-"""Deleting the rows that match a predicate (`Table.delete(filter=...)`), in one commit, and
-rewriting the files of append tables whose rows are mostly deleted (`rewrite_deleted`).
+"""Deleting the rows that match a predicate (`Table.delete(filter=...)`), in one commit.
+(Files of append tables whose rows are mostly deleted are rewritten by their compaction:
+tarn/append_compaction.py.)
 
 - Primary-key tables: the matching rows' keys are written as -D rows (in deletion-vector
   mode the commit's compaction then marks the old rows in deletion vectors).
@@ -23,7 +24,7 @@ import pyarrow as pa
 
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
-from tarn.meta.manifest import COMPACT_SOURCE, DELETE
+from tarn.meta.manifest import DELETE
 from tarn.options import Options
 from tarn.scan.predicate import Predicate, check_columns, columns_of, to_arrow
 from tarn.store.deletion_vectors import DeletionVectorFiles
@@ -135,53 +136,3 @@ def _rewrite_messages(table, splits, reader, predicate, total_buckets) -> list[C
         raise
     return messages
 
-
-def rewrite_deleted(table: "Table", full: bool = False) -> "Snapshot | None":
-    """Compaction of an append table with deletion vectors: every file whose deleted rows reach
-    `compaction.delete-ratio-threshold` (with `full`, every file with a vector) is rewritten
-    without them, and its vector leaves the bucket's index file. One COMPACT snapshot."""
-    schema = table.schema()
-    options = Options(schema.options)
-    threshold = options.float("compaction.delete-ratio-threshold")
-    store = DeletionVectorFiles(table.file_io, table.root)
-    reader = FileReader(table.file_io, schema, table.schema_by_id, options)
-    total_buckets = options.int("bucket") if options.int("bucket") > 0 else -1
-    bitmap64 = bool(options.bool("deletion-vectors.bitmap64"))
-    splits = table.scan().plan()
-    all_live = _live_names(table, splits)
-    doomed: dict[tuple[bytes, int], list] = {}
-    for split in splits:
-        for meta in split.files:
-            held = split.deletion_files.get(meta.file_name)
-            deleted = store.read_one(held, meta.file_name) if held is not None else None
-            if deleted is None or not meta.row_count:
-                continue
-            if full or len(deleted) / meta.row_count >= threshold:
-                doomed.setdefault((split.partition, split.bucket), []).append((split, meta, held, deleted))
-    messages: list[CommitMessage] = []
-    try:
-        for (partition, bucket), files in doomed.items():
-            message = CommitMessage(partition, bucket, total_buckets)
-            messages.append(message)  # filled as files are written, so a failure deletes them
-            entries = {}
-            for split, meta, held, deleted in files:
-                files_reader = reader.with_deletions(lambda name, d=deleted: d)
-                rows = files_reader.read(split.bucket_path, meta, list(schema.fields), with_system=False)
-                writer = FileWriter(table.file_io, split.bucket_path, schema, options)
-                if rows.num_rows:
-                    message.compact_after += writer.write(rows, file_source=COMPACT_SOURCE,
-                                                          first_sequence=meta.min_sequence_number)
-                message.compact_before.append(meta)
-                entries[held.file_name] = held
-            gone = {m.file_name for m in message.compact_before}
-            vectors: dict[str, np.ndarray] = {}
-            for entry in entries.values():
-                vectors.update((name, v) for name, v in store.read(entry).items()
-                               if name not in gone and name in all_live.get((partition, bucket), ()))
-            written = store.write(partition, bucket, vectors, bitmap64) if vectors else None
-            message.new_index_files = [written] if written else []
-            message.deleted_index_files = [_as_delete(e) for e in entries.values()]
-    except BaseException:
-        abort(table.file_io, table.root, schema, messages)
-        raise
-    return table.commit(messages) if messages else None

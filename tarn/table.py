@@ -12,7 +12,8 @@ import pyarrow.compute as pc
 from tarn import maintenance, partition, system_tables
 from tarn.maintenance import expire, orphans, rollback, tags, time_travel
 from tarn.commit.committer import Committer, Overwrite
-from tarn.delete import delete_where, rewrite_deleted
+from tarn.append_compaction import compact as compact_append
+from tarn.delete import delete_where
 from tarn.errors import (CommitConflict, FileMissing, InvalidArgument, InvalidOption, SchemaMismatch, SnapshotNotFound,
                          TableNotFound, TarnError)
 from tarn.fs import FileIO, file_io_for
@@ -140,14 +141,18 @@ class Table(TableContext):
         return self.commit(writer.prepare_commit())
 
     def compact(self, full: bool = False, partitions: list[dict] | None = None) -> Snapshot | None:
-        """Compact primary-key buckets: `full=True` rewrites every bucket into one sorted run at
-        the top level; otherwise universal compaction picks what is due. `partitions` limits
-        it to those partitions (dicts of partition column -> value). One COMPACT snapshot."""
+        """Compact the table in one COMPACT snapshot (None: nothing was due). `partitions`
+        limits it to those partitions (dicts of partition column -> value).
+
+        Primary-key buckets: `full=True` rewrites every bucket into one sorted run at the top
+        level; otherwise universal compaction picks what is due. Append tables
+        (tarn/append_compaction.py): small files are merged in sequence order into files of
+        `target-file-size` (`compaction.min.file-num`, `compaction.small-file-ratio`, ...), rows
+        their deletion vectors mark are dropped; `full=True` rewrites each bucket (partition,
+        in unaware-bucket tables) as Paimon's full compaction does."""
         schema = self.schema()
         if not schema.primary_keys:
-            if Options(schema.options).bool("deletion-vectors.enabled"):
-                return rewrite_deleted(self, full)
-            raise TarnError(f"table {self.name}: compaction of append tables is not supported yet")
+            return compact_append(self, full, partitions)
         writer = self.new_writer()
         buckets = sorted(writer.restored_buckets())
         if partitions is not None:

@@ -1,0 +1,475 @@
+"""Compaction of append tables (`Table.compact` and `tarn.spark.compact` on tables without a
+primary key): which files are merged, the rewrite of a group of files, and the commit.
+
+Three steps, so that Spark can run the middle one on executors:
+
+1. `plan(table, full, partitions)` reads the latest snapshot and picks groups of files
+   (`Group`): each group is rewritten into new files of one (partition, bucket).
+2. `rewrite(table, group)` reads the group's files in sequence order, minus the rows their
+   deletion vectors mark, and writes them again (`_FILE_SOURCE` = COMPACT) rolled at
+   `target-file-size`, numbered from the first input's minimum sequence number: the outputs
+   hold one contiguous sequence range. Returns a `CommitMessage` (compact before / after).
+3. `finish(table, messages)` merges the messages per (partition, bucket) and, in tables with
+   `deletion-vectors.enabled`, replaces each index file that held vectors of rewritten files by
+   one holding the others. `Table.commit` then makes one COMPACT snapshot.
+
+Which files (Paimon's rules; `compaction.small-file-ratio` x `target-file-size` is the "small"
+bound, Java's compactionFileSize):
+
+- Fixed buckets (`bucket` = N, BucketedAppendCompactManager): per bucket, files in sequence
+  order; a window grows file by file until it holds `compaction.min.file-num` files (picked),
+  its first file leaving it whenever its size reaches 2 x target. A picked window's output is
+  offered again while it stays small, as Java's writer adds its last small output back, so one
+  call ends where Java's writer settles, and every input is still rewritten once. Full:
+  FullCompactTask (leading large files without a vector stay; the rest is rewritten when small
+  files outnumber large ones and there are at least 3, always with deletion vectors, all of
+  them with `compaction.force-rewrite-all-files`).
+- Unaware buckets (`bucket` = -1, AppendCompactCoordinator in batch mode): the candidates are
+  small files and files whose deleted rows exceed `compaction.delete-ratio-threshold` of their
+  rows (at most `compaction.file-num-limit` of them); per partition they are packed in
+  sequence order into bins, a bin closing at 2 files or more and 2 x target bytes (each file
+  counted with `source.split.open-file-cost`), the last bin kept if it holds
+  `compaction.min.file-num` files. Candidates over the delete ratio left in no bin are
+  rewritten together anyway. Full: the FullCompactTask rule per partition.
+- Tables with deletion vectors, fixed buckets: files over the delete ratio that no window took
+  are rewritten alone (tarn's addition: Java rewrites them only at a full compaction).
+
+Concurrent commits: an append adding files while this runs loses nothing (the inputs stay live,
+the compaction removes only them); a commit that removed an input, or replaced an index file
+this compaction replaces, makes the commit fail with CommitConflict (nothing committed, the
+outputs deleted). `finish` also refuses to commit when a compacted bucket's deletion-vector
+index files changed since the plan, so rows deleted meanwhile are never written back.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Iterable
+
+import pyarrow as pa
+
+from tarn import partition as partitions
+from tarn.data.reader import FileReader
+from tarn.data.writer import FileWriter
+from tarn.errors import CommitConflict, TarnError
+from tarn.meta.manifest import COMPACT_SOURCE, DELETE, DataFileMeta, IndexManifestEntry
+from tarn.options import Options
+from tarn.store.deletion_vectors import DeletionVectorFiles, deletion_vectors_by_file, live_index_entries
+from tarn.write.message import CommitMessage
+from tarn.write.writer import abort
+
+if TYPE_CHECKING:
+    from tarn.meta.schema import TableSchema
+    from tarn.meta.snapshot import Snapshot
+    from tarn.table import Table
+
+FULL_COMPACT_MIN_FILES = 3  # Java's FULL_COMPACT_MIN_FILE
+# Disk bytes per Arrow byte assumed for the first output file of a rewrite; later files use
+# what the earlier ones of the same rewrite actually took.
+FIRST_COMPRESSION_GUESS = 1 / 3
+UNBOUNDED = str(1 << 60)  # target-file-size handed to FileWriter: the rewrite rolls files itself
+
+
+@dataclass(frozen=True)
+class Input:
+    """One file of a group and the deletion-vector index file holding its vector (None: no
+    deleted rows)."""
+
+    meta: DataFileMeta
+    vector: IndexManifestEntry | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """Files of one (partition, bucket) rewritten together, in sequence order. `index` holds
+    every deletion-vector index file of that (partition, bucket) when the plan was made (tables
+    with deletion vectors; `finish` checks it is still what the table holds)."""
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    files: tuple[Input, ...]
+    index: tuple[IndexManifestEntry, ...] | None = None
+
+    @property
+    def size(self) -> int:
+        return sum(i.meta.file_size for i in self.files)
+
+
+@dataclass
+class Settings:
+    """The compaction options of a table (CoreOptions of Java)."""
+
+    target: int
+    small: int  # compactionFileSize: files below it are small
+    min_files: int
+    file_num_limit: int
+    delete_ratio: float
+    open_file_cost: int
+    force_all: bool
+    vectors: bool
+
+    @classmethod
+    def of(cls, options: Options) -> "Settings":
+        target = options.target_file_size(has_primary_key=False)
+        return cls(target=target, small=int(target * options.float("compaction.small-file-ratio")),
+                   min_files=options.int("compaction.min.file-num"),
+                   file_num_limit=options.int("compaction.file-num-limit"),
+                   delete_ratio=options.float("compaction.delete-ratio-threshold"),
+                   open_file_cost=options.memory_bytes("source.split.open-file-cost"),
+                   force_all=bool(options.bool("compaction.force-rewrite-all-files")),
+                   vectors=bool(options.bool("deletion-vectors.enabled")))
+
+
+@dataclass
+class _Bucket:
+    """The live files of one (partition, bucket) with their vectors, in sequence order."""
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    files: list[Input] = field(default_factory=list)
+    deleted: dict[str, int | None] = field(default_factory=dict)  # file name -> deleted rows (None: unknown)
+    index: tuple[IndexManifestEntry, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# planning
+
+
+def plan(table: "Table", full: bool = False, partitions_filter: list[dict] | None = None) -> list[Group]:
+    """The groups a compaction of the append table's latest snapshot rewrites ([] when none)."""
+    schema = table.schema()
+    if schema.primary_keys:
+        raise TarnError(f"table {table.name}: append-table compaction on a primary-key table")
+    options = Options(schema.options)
+    settings = Settings.of(options)
+    buckets = _live_buckets(table, schema, settings, partitions_filter)
+    if options.int("bucket") > 0:
+        picker = _full_bucket if full else _bucket_windows
+        return [g for b in buckets for g in picker(b, settings)]
+    if full:
+        return [g for b in buckets for g in _full_bucket(b, settings)]
+    return _unaware(buckets, settings)
+
+
+def _live_buckets(table, schema: "TableSchema", settings: Settings, wanted: list[dict] | None) -> list[_Bucket]:
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return []
+    found: dict[tuple[bytes, int], _Bucket] = {}
+    for entry in table.live_entries(snapshot, schema):
+        if wanted is not None and not _in_partitions(schema, entry.partition, wanted):
+            continue
+        key = (entry.partition, entry.bucket)
+        bucket = found.get(key)
+        if bucket is None:
+            bucket = found[key] = _Bucket(entry.partition, entry.bucket, entry.total_buckets)
+        bucket.files.append(Input(entry.file))
+    if settings.vectors and found:
+        index = [e for e in live_index_entries(table.manifests(schema), snapshot) if e.dv_ranges is not None]
+        holders = deletion_vectors_by_file(index)
+        for key, bucket in found.items():
+            held = holders.get(key, {})
+            bucket.index = tuple(e for e in index if (e.partition, e.bucket) == key)
+            bucket.files = [Input(i.meta, held.get(i.meta.file_name)) for i in bucket.files]
+            for entry in bucket.index:
+                for r in entry.dv_ranges:
+                    bucket.deleted[r.data_file] = r.cardinality
+    for bucket in found.values():
+        bucket.files.sort(key=lambda i: _order(i.meta))
+    return [found[k] for k in sorted(found)]
+
+
+def _order(meta: DataFileMeta) -> tuple:
+    """Sequence order (ties, as in Java-written unaware tables whose writers restart at 0,
+    by creation time, then name)."""
+    return meta.min_sequence_number, meta.max_sequence_number, meta.creation_time or 0, meta.file_name
+
+
+def _in_partitions(schema: "TableSchema", partition: bytes, wanted: list[dict]) -> bool:
+    values = dict(zip(schema.partition_keys, partitions.from_bytes(schema, partition)))
+    for spec in wanted:
+        unknown = [k for k in spec if k not in values]
+        if unknown:
+            raise TarnError(f"{unknown} are not partition keys (partition keys: {list(schema.partition_keys)})")
+        if all(values[k] == v or str(values[k]) == str(v) for k, v in spec.items()):
+            return True
+    return False
+
+
+def _over_ratio(bucket: _Bucket, item: Input, settings: Settings) -> bool:
+    """Java's tooHighDeleteRatio: deleted rows > rows x threshold (an unknown count counts)."""
+    if item.vector is None or item.meta.file_name not in bucket.deleted:
+        return False
+    deleted = bucket.deleted[item.meta.file_name]
+    return deleted is None or deleted > item.meta.row_count * settings.delete_ratio
+
+
+def _group(bucket: _Bucket, files: Iterable[Input], settings: Settings) -> Group:
+    ordered = tuple(sorted(files, key=lambda i: _order(i.meta)))
+    return Group(bucket.partition, bucket.bucket, bucket.total_buckets, ordered,
+                 bucket.index if settings.vectors else None)
+
+
+def _bucket_windows(bucket: _Bucket, settings: Settings) -> list[Group]:
+    """BucketedAppendCompactManager.pickCompactBefore, repeated until nothing is picked; a
+    picked window whose files add up to less than the small bound is offered again (as Java's
+    writer re-queues a small last output) as one item with its inputs' sequence start."""
+    queue = [(i.meta.min_sequence_number, n, (i,)) for n, i in enumerate(bucket.files)]
+    heapq.heapify(queue)
+    counter = len(queue)
+    done: list[tuple[Input, ...]] = []
+
+    def size(items: tuple[Input, ...]) -> int:
+        return sum(i.meta.file_size for i in items)
+
+    while True:
+        window: list[tuple] = []
+        total = 0
+        picked = False
+        while queue:
+            item = heapq.heappop(queue)
+            window.append(item)
+            total += size(item[2])
+            if len(window) >= settings.min_files:
+                picked = True
+                break
+            if total >= settings.target * 2:
+                dropped = window.pop(0)  # leaves the queue for good, as in Java
+                total -= size(dropped[2])
+                if len(dropped[2]) > 1:
+                    done.append(dropped[2])
+        if not picked:
+            done.extend(item[2] for item in window if len(item[2]) > 1)
+            break
+        merged = tuple(i for item in window for i in item[2])
+        if size(merged) < settings.small:
+            heapq.heappush(queue, (merged[0].meta.min_sequence_number, counter, merged))
+            counter += 1
+        else:
+            done.append(merged)
+    groups = [_group(bucket, files, settings) for files in done]
+    if settings.vectors:  # mostly deleted files no window took: rewritten alone
+        taken = {i.meta.file_name for files in done for i in files}
+        groups += [_group(bucket, [i], settings) for i in bucket.files
+                   if i.meta.file_name not in taken and _over_ratio(bucket, i, settings)]
+    return groups
+
+
+def _full_bucket(bucket: _Bucket, settings: Settings) -> list[Group]:
+    """BucketedAppendCompactManager's full compaction (FullCompactTask) of one bucket or, in
+    unaware-bucket tables, one partition."""
+    files = list(bucket.files)
+    if not settings.force_all and (not files or (not settings.vectors and len(files) < FULL_COMPACT_MIN_FILES)):
+        return []
+    if not settings.force_all:
+        while files and files[0].meta.file_size >= settings.small and files[0].vector is None:
+            files.pop(0)  # leading large files without deleted rows stay
+    if not files:
+        return []
+    if not settings.force_all and not settings.vectors:
+        big = sum(1 for i in files if i.meta.file_size >= settings.small)
+        if not (len(files) - big > big and len(files) >= FULL_COMPACT_MIN_FILES):
+            return []
+    if len(files) == 1 and files[0].vector is None and not settings.force_all:
+        return []  # a lone file without deleted rows would be written again unchanged
+    return [_group(bucket, files, settings)]
+
+
+def _unaware(buckets: list[_Bucket], settings: Settings) -> list[Group]:
+    """AppendCompactCoordinator (batch): candidates, then bins per partition."""
+    groups = []
+    budget = settings.file_num_limit
+    for bucket in buckets:
+        candidates = []
+        for item in bucket.files:
+            if budget <= 0:
+                break
+            if item.meta.file_size < settings.small or _over_ratio(bucket, item, settings):
+                candidates.append(item)
+                budget -= 1
+        bins = _pack(candidates, settings)
+        groups += [_group(bucket, files, settings) for files in bins]
+        taken = {i.meta.file_name for files in bins for i in files}
+        forced = [i for i in candidates if i.meta.file_name not in taken and _over_ratio(bucket, i, settings)]
+        if forced:  # files with too many deleted rows are rewritten whatever their number
+            groups.append(_group(bucket, forced, settings))
+    return groups
+
+
+def _pack(files: list[Input], settings: Settings) -> list[list[Input]]:
+    """The coordinator's FileBin: a bin closes once it holds 2 files or more adding up (with the
+    open-file cost each) to 2 x target; the rest forms a bin if it has min.file-num files."""
+    bins, current, total = [], [], 0
+    for item in files:
+        current.append(item)
+        total += item.meta.file_size + settings.open_file_cost
+        if len(current) > 1 and total >= settings.target * 2:
+            bins.append(current)
+            current, total = [], 0
+    if current and len(current) >= settings.min_files:
+        bins.append(current)
+    return bins
+
+
+# ---------------------------------------------------------------------------------------------
+# rewriting one group
+
+
+def rewrite(table: "Table", group: Group, options: dict | None = None) -> CommitMessage:
+    """Rewrite the group's files (minus deleted rows) into new files numbered from the first
+    input's minimum sequence number. `options` override table options for the new files (the
+    file-name prefixes of a Spark job). On failure the new files are deleted."""
+    schema = table.schema()
+    table_options = Options({**schema.options, **(options or {})})
+    store = DeletionVectorFiles(table.file_io, table.root)
+    vectors = {i.meta.file_name: i.vector for i in group.files if i.vector is not None}
+    reader = FileReader(table.file_io, schema, table.schema_by_id, table_options,
+                        deletions=lambda name: store.read_one(vectors[name], name) if name in vectors else None)
+    path = table.bucket_dir(schema, group.partition, group.bucket)
+    writer = FileWriter(table.file_io, path, schema, Options({**table_options.raw, "target-file-size": UNBOUNDED}))
+    message = CommitMessage(group.partition, group.bucket, group.total_buckets,
+                            deleted_index_files=[_as_delete(e) for e in group.index or ()])
+    roller = _Roller(writer, table_options.target_file_size(has_primary_key=False),
+                     group.files[0].meta.min_sequence_number, message.compact_after)
+    fields = list(schema.fields)
+    try:
+        for item in group.files:
+            for rows in reader.iter(path, item.meta, fields, with_system=False):
+                roller.add(rows)
+        roller.finish()
+    except BaseException:
+        abort(table.file_io, table.root, schema, [replace(message, deleted_index_files=[])])
+        raise
+    message.compact_before = [i.meta for i in group.files]
+    return message
+
+
+class _Roller:
+    """Rows in, files of about `target` bytes out (appended to `out` as they are written), with
+    sequence numbers counted on from `first_sequence`. A file's row count comes from the rows'
+    Arrow size times the disk bytes per Arrow byte the earlier files of this rewrite took."""
+
+    def __init__(self, writer: FileWriter, target: int, first_sequence: int, out: list[DataFileMeta]):
+        self.writer = writer
+        self.target = target
+        self.next_sequence = first_sequence
+        self.out = out
+        self.ratio = FIRST_COMPRESSION_GUESS
+        self.pending: list[pa.Table] = []
+        self.pending_bytes = 0
+
+    def add(self, rows: pa.Table) -> None:
+        if not rows.num_rows:
+            return
+        self.pending.append(rows)
+        self.pending_bytes += rows.nbytes
+        while self.pending and self.pending_bytes * self.ratio >= self.target:
+            table = pa.concat_tables(self.pending)
+            per_row = max(table.nbytes / table.num_rows, 1e-9)
+            count = min(table.num_rows, max(1, math.ceil(self.target / (self.ratio * per_row))))
+            self._write(table.slice(0, count))
+            rest = table.slice(count)
+            self.pending = [rest] if rest.num_rows else []
+            self.pending_bytes = rest.nbytes if rest.num_rows else 0
+
+    def finish(self) -> None:
+        if self.pending:
+            self._write(pa.concat_tables(self.pending))
+            self.pending, self.pending_bytes = [], 0
+
+    def _write(self, rows: pa.Table) -> None:
+        metas = self.writer.write(rows, file_source=COMPACT_SOURCE, first_sequence=self.next_sequence)
+        self.out.extend(metas)
+        self.next_sequence += rows.num_rows
+        if rows.nbytes:
+            self.ratio = max(sum(m.file_size for m in metas) / rows.nbytes, 1e-6)
+
+
+def _as_delete(entry: IndexManifestEntry) -> IndexManifestEntry:
+    return replace(entry, kind=DELETE)
+
+
+# ---------------------------------------------------------------------------------------------
+# finishing and the local run
+
+
+def finish(table: "Table", messages: list[CommitMessage]) -> list[CommitMessage]:
+    """One message per (partition, bucket); with deletion vectors, the index files holding
+    vectors of rewritten files replaced by one new file with the remaining vectors. The
+    `deleted_index_files` of `rewrite`'s messages are the bucket's index files when planned:
+    when the table's differ now, CommitConflict (nothing written)."""
+    merged: dict[tuple[bytes, int], CommitMessage] = {}
+    planned: dict[tuple[bytes, int], dict[str, IndexManifestEntry]] = {}
+    for m in messages:
+        key = (m.partition, m.bucket)
+        into = merged.get(key)
+        if into is None:
+            into = merged[key] = CommitMessage(m.partition, m.bucket, m.total_buckets)
+        into.compact_before += m.compact_before
+        into.compact_after += m.compact_after
+        planned.setdefault(key, {}).update((e.file_name, e) for e in m.deleted_index_files)
+    if not any(planned.values()) and not Options(table.schema().options).bool("deletion-vectors.enabled"):
+        return list(merged.values())
+    schema = table.schema()
+    snapshot = table.latest_snapshot()
+    current = [e for e in live_index_entries(table.manifests(schema), snapshot) if e.dv_ranges is not None]
+    live: dict[tuple[bytes, int], set[str]] = {}
+    for e in table.live_entries(snapshot, schema):
+        live.setdefault((e.partition, e.bucket), set()).add(e.file.file_name)
+    store = DeletionVectorFiles(table.file_io, table.root)
+    bitmap64 = bool(Options(schema.options).bool("deletion-vectors.bitmap64"))
+    written: list[IndexManifestEntry] = []
+    try:
+        for key, message in merged.items():
+            now = {e.file_name for e in current if (e.partition, e.bucket) == key}
+            if now != set(planned.get(key, {})):
+                raise CommitConflict(f"table {table.name}: the deletion vectors of bucket {key[1]} changed since this "
+                                     "compaction was planned (a concurrent delete); nothing was committed")
+            gone = {m.file_name for m in message.compact_before}
+            touched = [e for e in planned.get(key, {}).values() if any(r.data_file in gone for r in e.dv_ranges)]
+            if not touched:
+                continue
+            kept: dict = {}
+            for entry in touched:
+                kept.update((name, v) for name, v in store.read(entry).items()
+                            if name not in gone and name in live.get(key, ()))
+            entry = store.write(key[0], key[1], kept, bitmap64) if kept else None
+            if entry is not None:
+                written.append(entry)
+                message.new_index_files = [entry]
+            message.deleted_index_files = [_as_delete(e) for e in touched]
+    except BaseException:
+        for entry in written:
+            table.file_io.delete(store.path(entry))
+        raise
+    return list(merged.values())
+
+
+def compact(table: "Table", full: bool = False, partitions_filter: list[dict] | None = None) -> "Snapshot | None":
+    """Plan, rewrite the groups in threads, commit once (COMPACT). None when nothing is due."""
+    groups = plan(table, full, partitions_filter)
+    if not groups:
+        return None
+    messages: list[CommitMessage] = []
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(len(groups), os.cpu_count() or 2))) as pool:
+            futures = [pool.submit(rewrite, table, g) for g in groups]
+            errors = []
+            for f in futures:
+                if f.exception() is None:
+                    messages.append(f.result())
+                else:
+                    errors.append(f.exception())
+        if errors:
+            raise errors[0]
+        finished = finish(table, messages)
+    except BaseException:
+        abort(table.file_io, table.root, table.schema(), [replace(m, deleted_index_files=[]) for m in messages])
+        raise
+    return table.commit(finished)
