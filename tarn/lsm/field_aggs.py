@@ -13,7 +13,10 @@ reversed rows (which partial-update needs inside a sequence group).
 
 Exceptions to "no Python loop per row": product with retractions (or on DECIMAL) folds in
 order, one vectorised step per position within a key, so its cost grows with the longest key
-run rather than with the row count.
+run rather than with the row count; rbm32, rbm64, hll_sketch and theta_sketch merge their
+serialised values two at a time as Java does (a Python loop over the rows of the keys holding
+two or more non-null values, each step numpy per bitmap container or one DataSketches call),
+because the bytes Java writes depend on that order of steps.
 """
 
 from __future__ import annotations
@@ -53,21 +56,40 @@ ACCEPTS = {
     "bool_or": lambda t: t.root == "BOOLEAN",
     "nested_update": lambda t: t.root == "ARRAY" and t.element.root == "ROW",
     "nested-update": lambda t: t.root == "ARRAY" and t.element.root == "ROW",  # the seed's spelling
+    "collect": lambda t: t.root == "ARRAY",
+    "merge_map": lambda t: t.root == "MAP",
+    "merge_map_with_keytime": lambda t: (t.root == "MAP" and t.value.root == "ROW"
+                                         and len(t.value.fields) >= 2),
+    "nested_partial_update": lambda t: t.root == "ARRAY" and t.element.root == "ROW",
+    "rbm32": lambda t: t.root == "VARBINARY",
+    "rbm64": lambda t: t.root == "VARBINARY",
+    "hll_sketch": lambda t: t.root == "VARBINARY",
+    "theta_sketch": lambda t: t.root == "VARBINARY",
     PRIMARY_KEY: _ANY,
 }
 ALIASES = {"first_not_null_value": "first_non_null_value", "nested-update": "nested_update"}
 EXPECTED = {
     "sum": "a numeric type", "count": "INT or BIGINT", "product": "a numeric type", "max": "a comparable type",
     "min": "a comparable type", "listagg": "STRING", "bool_and": "BOOLEAN", "bool_or": "BOOLEAN",
-    "nested_update": "ARRAY<ROW<...>>", "nested-update": "ARRAY<ROW<...>>",
+    "nested_update": "ARRAY<ROW<...>>", "nested-update": "ARRAY<ROW<...>>", "collect": "ARRAY<...>",
+    "merge_map": "MAP<...>", "merge_map_with_keytime": "MAP<..., ROW<...>> with a ROW of at least 2 fields",
+    "nested_partial_update": "ARRAY<ROW<...>>", "rbm32": "VARBINARY (BYTES)", "rbm64": "VARBINARY (BYTES)",
+    "hll_sketch": "VARBINARY (BYTES)", "theta_sketch": "VARBINARY (BYTES)",
 }
+# Functions whose values are serialised structures (checked when a merge reads them).
+BINARY = ("rbm32", "rbm64", "hll_sketch", "theta_sketch")
+# Functions that read `fields.<f>.distinct`.
+DISTINCT = ("collect", "listagg")
 # Paimon functions tarn does not merge (yet).
 NOT_SUPPORTED = tuple(f for f in AGGREGATE_FUNCTIONS if f not in ACCEPTS)
-RETRACTABLE = ("sum", "count", "product", "last_value", LAST_NON_NULL, "nested_update", PRIMARY_KEY)
+RETRACTABLE = ("sum", "count", "product", "last_value", LAST_NON_NULL, "nested_update", "collect", "merge_map",
+               PRIMARY_KEY)
 # Functions that fold reversed rows, which partial-update needs inside a sequence group. count
-# is not a FieldAggregator (it starts from the value of a key's first row) and has no reversed form.
+# is not a FieldAggregator (it starts from the value of a key's first row) and has no reversed
+# form; tarn does not fold merge_map_with_keytime's reversed form (Java's agg(v, acc) of it).
 REVERSIBLE = ("sum", "product", "max", "min", "last_value", LAST_NON_NULL, "first_value",
-              "first_non_null_value", "listagg", "bool_and", "bool_or", "nested_update")
+              "first_non_null_value", "listagg", "bool_and", "bool_or", "nested_update", "collect",
+              "merge_map", "nested_partial_update", "rbm32", "rbm64", "hll_sketch", "theta_sketch")
 
 # Java's Character.isWhitespace, the test StringUtils.isBlank applies to every char (listagg).
 _BLANK = r"^[\t\n\x{0B}\f\r\x{1C}-\x{1F} \x{1680}\x{2000}-\x{2006}\x{2008}-\x{200A}\x{2028}\x{2029}\x{205F}\x{3000}]*$"
@@ -92,6 +114,7 @@ class FieldAgg:
     nested_sequence: tuple[str, ...] = ()
     null_strategy: str = "merge"
     count_limit: int = 2147483647
+    ts_field: str | None = None
 
 
 def field_agg(f: DataField, options: Options, function: str) -> FieldAgg:
@@ -106,6 +129,7 @@ def field_agg(f: DataField, options: Options, function: str) -> FieldAgg:
         nested_sequence=tuple(options.list(prefix + "nested-sequence-field")),
         null_strategy=(options.get(prefix + "nested-key-null-strategy") or "merge").lower(),
         count_limit=options.int(prefix + "count-limit"),
+        ts_field=options.get(prefix + "ts-field"),
     )
 
 
@@ -129,11 +153,33 @@ def check_field(agg: FieldAgg, key: str, table_name: str) -> None:
     if not ACCEPTS[agg.function](agg.type):
         raise InvalidOption(f"table {table_name}: option '{key}': aggregate function '{agg.function}' "
                             f"needs {EXPECTED[agg.function]} but column '{agg.name}' is {agg.type}")
-    if canonical(agg.function) == "nested_update":
+    function = canonical(agg.function)
+    if function in ("nested_update", "nested_partial_update"):
         _check_nested(agg, table_name)
+    if function == "nested_partial_update" and not agg.nested_key:
+        raise InvalidOption(f"table {table_name}: aggregate function 'nested_partial_update' on column "
+                            f"'{agg.name}' needs option 'fields.{agg.name}.nested-key'")
+    if function == "merge_map_with_keytime":
+        _check_keytime(agg, table_name)
+    if agg.distinct and function not in DISTINCT:
+        raise InvalidOption(f"table {table_name}: option 'fields.{agg.name}.distinct' applies to collect and "
+                            f"listagg, not to '{agg.function}' (column '{agg.name}')")
     if agg.function == "listagg" and agg.distinct and not agg.delimiter:
         raise InvalidOption(f"table {table_name}: option 'fields.{agg.name}.list-agg-delimiter' must not "
                             f"be empty when 'fields.{agg.name}.distinct' is set")
+
+
+def _check_keytime(agg: FieldAgg, table_name: str) -> None:
+    row = agg.type.value
+    names = [f.name for f in row.fields]
+    if agg.ts_field is not None and agg.ts_field not in names:
+        raise InvalidOption(f"table {table_name}: option 'fields.{agg.name}.ts-field': timestamp field "
+                            f"'{agg.ts_field}' is not a field of {row} (fields: {', '.join(names)})")
+    stamp = row.fields[names.index(agg.ts_field) if agg.ts_field else len(names) - 1]
+    if stamp.type.root not in ("CHAR", "VARCHAR"):
+        raise InvalidOption(f"table {table_name}: aggregate function 'merge_map_with_keytime' on column "
+                            f"'{agg.name}' compares the timestamp field '{stamp.name}' as a string, but it is "
+                            f"{stamp.type}")
 
 
 def _check_nested(agg: FieldAgg, table_name: str) -> None:
@@ -616,10 +662,902 @@ def _limit_per_key(chosen: np.ndarray, element_key: np.ndarray, limit: int) -> n
     return chosen[np.arange(len(chosen)) - start_index < limit]
 
 
+# -- collect / merge_map / merge_map_with_keytime / nested_partial_update ---------------------------
+#
+# These fold collections element by element. Each non-null value that reaches the aggregator is
+# an "entry" (its row and role: added or retracted); its elements are flattened, given an id
+# (equal values, equal ids: BinaryRow bytes, Java's equality) and the fold of every (key, element
+# id) is worked out with sorts and segment reductions. Java builds the results in HashSets and
+# HashMaps, whose order is unspecified; tarn orders elements by where they first appear in the
+# accumulator as it stands (reversed rows in front, see `_placed`).
+
+
+def _value_ids(values: pa.Array, t: DataType) -> np.ndarray:
+    """Dense ids of `values`: equal ids for values whose BinaryRow bytes are equal."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    buffer, offsets = encode_rows([values], [t])
+    encoded = pa.Array.from_buffers(pa.large_binary(), len(values),
+                                    [None, pa.py_buffer(offsets), pa.py_buffer(buffer)])
+    return pc.dictionary_encode(encoded).indices.to_numpy().astype(np.int64)
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """The elements of a fold's entries, one row of arrays per element."""
+
+    values: pa.Array  # the flattened elements (map: struct<key, value>)
+    key: np.ndarray  # fold key
+    row: np.ndarray  # the entry's row
+    retract: np.ndarray  # element of a retracted value
+    time: np.ndarray  # when it reaches the accumulator: 2 * row (+1 for a retraction)
+    place: np.ndarray  # where its entry goes in the accumulator (reversed rows in front)
+    position: np.ndarray  # index within its value
+
+
+def _flatten(column, fold: Fold, added: np.ndarray, retracted: np.ndarray, prepend_reversed: bool) -> _Flat:
+    """Elements of the `added` and `retracted` rows' values (a row can be both: an initial row
+    retracted right away). Retractions before the accumulator holds a value are dropped (Java's
+    retract(null, v) is null)."""
+    add_rows, retract_rows = np.flatnonzero(added), np.flatnonzero(retracted)
+    rows = np.concatenate([add_rows, retract_rows])
+    retract = np.arange(len(rows)) >= len(add_rows)
+    time = 2 * rows + retract
+    start = np.full(fold.keys, np.iinfo(np.int64).max)
+    np.minimum.at(start, fold.key_of[add_rows], 2 * add_rows)
+    keep = ~retract | (time > start[fold.key_of[rows]])
+    rows, retract, time = rows[keep], retract[keep], time[keep]
+    front = prepend_reversed & fold.reversed[rows] & ~retract
+    place = np.where(front, -2 * rows - 1, 2 * rows)
+    lists = column.take(pa.array(rows, type=pa.int64()))
+    parent = pc.list_parent_indices(lists).to_numpy().astype(np.int64)
+    counts = np.bincount(parent, minlength=len(rows))
+    position = np.arange(len(parent)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return _Flat(pc.list_flatten(lists), fold.key_of[rows][parent], rows[parent], retract[parent],
+                 time[parent], place[parent], position)
+
+
+def _group_starts(*columns: np.ndarray) -> np.ndarray:
+    """First index of every run of equal tuples in already-sorted `columns`."""
+    n = len(columns[0])
+    change = np.zeros(n, dtype=bool)
+    if n:
+        change[0] = True
+        for c in columns:
+            change[1:] |= c[1:] != c[:-1]
+    return np.flatnonzero(change)
+
+
+def _untouched(fold: Fold, valid: np.ndarray, taken: np.ndarray, changes: np.ndarray) -> np.ndarray:
+    """Keys whose accumulator is the `taken` row's value, as it is: no `changes` row after it
+    (nor a retraction of the taken initial row itself)."""
+    after = fold.after(taken) | (fold.init_rows() & fold.retract & valid)
+    return (taken >= 0) & ~fold.any(changes & after)
+
+
+def _keep_untouched(column, fold, merged: pa.Array, untouched: np.ndarray, taken: np.ndarray) -> pa.Array:
+    if not untouched.any():
+        return merged
+    exact = take_rows(column, np.where(untouched, taken, -1)).cast(merged.type)
+    return pc.if_else(pa.array(untouched), exact, merged)
+
+
+def _collect(column, agg, fold):
+    """ARRAY values collected in order. Non-distinct: the concatenation; a retraction removes, per
+    element it holds, one equal element (the oldest). Distinct: each element once, a retraction
+    removes it, a later add brings it back at the end. Java's aggReversed for collect is agg
+    itself, so reversed rows append too (in front only under ignore-retract, whose wrapper does
+    not forward aggReversed)."""
+    valid = _valid(column)
+    added = _added(fold) & valid
+    flat = _flatten(column, fold, added, fold.retract & valid, prepend_reversed=agg.ignore_retract)
+    ids = _value_ids(flat.values, agg.type.element)
+    order = np.lexsort((flat.position, flat.time, ids, flat.key))
+    starts = _group_starts(flat.key[order], ids[order])
+    is_retract = flat.retract[order]
+    n = len(order)
+    if agg.distinct:
+        last_retract = np.maximum.reduceat(np.where(is_retract, flat.time[order], -1), starts) if n else starts
+        group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+        live = ~is_retract & (flat.time[order] > last_retract[group]) if n else is_retract
+        first_live = np.full(len(starts), n)
+        np.minimum.at(first_live, group[live], np.flatnonzero(live))
+        chosen = order[first_live[first_live < n]]
+    else:
+        chosen = order[_fifo_survivors(is_retract, starts)]
+    chosen = chosen[np.lexsort((flat.position[chosen], flat.place[chosen], flat.key[chosen]))]
+    present = fold.any(added)
+    merged = _lists(flat.values.take(pa.array(chosen, type=pa.int64())), flat.key[chosen], fold.keys, present)
+    if not agg.distinct:
+        return merged  # equal to any value Java keeps as it is
+    # distinct: a value becomes the accumulator untouched only as the initial row; any agg row
+    # after it (even a null) rebuilds it as a set
+    init_valid = (fold.init >= 0) & valid[np.maximum(fold.init, 0)]
+    taken = np.where(init_valid, fold.init, -1)
+    untouched = _untouched(fold, valid, taken, fold.agg | fold.reversed | (fold.retract & valid))
+    return _keep_untouched(column, fold, merged.cast(column.type), untouched, taken)
+
+
+def _fifo_survivors(is_retract: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per group of events in time order (adds and retractions of one value): the adds left
+    when each retraction removes the oldest remaining add, if any. The removed adds are the
+    group's first E, E being the retractions that found something."""
+    n = len(is_retract)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    sizes = np.diff(np.append(starts, n))
+    step = np.where(is_retract, -1, 1)
+    balance = np.cumsum(step)
+    balance = balance - np.repeat(balance[starts] - step[starts], sizes)
+    wasted = np.maximum(0, -np.minimum.reduceat(balance, starts))
+    effective = np.add.reduceat(is_retract.astype(np.int64), starts) - wasted
+    is_add = ~is_retract
+    rank = np.cumsum(is_add)
+    rank = rank - np.repeat(rank[starts] - is_add[starts], sizes) - 1
+    return np.flatnonzero(is_add & (rank >= np.repeat(effective, sizes)))
+
+
+def _map_array(entries: pa.Array, key_of: np.ndarray, count: int, present: np.ndarray, t: pa.DataType) -> pa.Array:
+    offsets = np.zeros(count + 1, dtype=np.int32)
+    np.cumsum(np.bincount(key_of, minlength=count), out=offsets[1:])
+    return pa.MapArray.from_arrays(pa.array(offsets), entries.field(0), entries.field(1), type=t,
+                                   mask=pa.array(~present))
+
+
+def _merge_map(column, agg, fold):
+    """MAP values merged: a later value's entry replaces an earlier one of the same key (a
+    reversed row's entries only fill keys the accumulator lacks: Java's agg(v, acc)); a
+    retraction removes the keys it holds."""
+    valid = _valid(column)
+    added = _added(fold) & valid
+    flat = _flatten(column, fold, added, fold.retract & valid, prepend_reversed=True)
+    ids = _value_ids(flat.values.field(0), agg.type.key)
+    n = len(ids)
+    order = np.lexsort((flat.position, flat.time, ids, flat.key))
+    starts = _group_starts(flat.key[order], ids[order])
+    group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+    group_of = np.empty(n, dtype=np.int64)
+    group_of[order] = group
+    is_retract = flat.retract[order]
+    last_retract = np.maximum.reduceat(np.where(is_retract, flat.time[order], -1), starts) if n else starts
+    live = np.zeros(n, dtype=bool)
+    live[order] = ~is_retract & (flat.time[order] > last_retract[group])
+    chosen, appear = _winners(np.flatnonzero(live), group_of, flat)
+    present = fold.any(added)
+    merged = _map_array(flat.values.take(pa.array(chosen, type=pa.int64())), flat.key[chosen], fold.keys, present,
+                        column.type)
+    taken = fold.first(added)
+    nonempty = valid & (pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False) > 0)
+    untouched = _untouched(fold, valid, taken, added | (fold.retract & nonempty))
+    return _keep_untouched(column, fold, merged, untouched, taken)
+
+
+def _winners(candidates: np.ndarray, group_of: np.ndarray, flat: _Flat) -> tuple[np.ndarray, np.ndarray]:
+    """Per group of `candidates`: the element placed last (it wins), ordered by fold key and
+    by where the group's first placed element stands."""
+    if len(candidates) == 0:
+        return candidates, candidates
+    by_place = candidates[np.lexsort((flat.position[candidates], flat.place[candidates], group_of[candidates]))]
+    starts = _group_starts(group_of[by_place])
+    lasts = np.append(starts[1:], len(by_place)) - 1
+    first, last = by_place[starts], by_place[lasts]
+    arrangement = np.lexsort((flat.position[first], flat.place[first], flat.key[first]))
+    return last[arrangement], first[arrangement]
+
+
+def _merge_map_with_keytime(column, agg, fold):
+    """MAP<K, ROW<..., ts STRING>>: the first value is taken as it is; each later entry replaces
+    the key's entry when its timestamp is greater (or the old entry has no row or timestamp), a
+    null ROW removes the key, a null timestamp is skipped. Timestamps compare as strings (by
+    code point; Java compares UTF-16 units, which differs only between supplementary characters
+    and U+E000..U+FFFF)."""
+    valid = _valid(column)
+    added = (fold.init_rows() | fold.agg) & valid
+    taken = fold.first(added)
+    flat = _flatten(column, fold, added, np.zeros(fold.rows, dtype=bool), prepend_reversed=False)
+    ids = _value_ids(flat.values.field(0), agg.type.key)
+    n = len(ids)
+    entry_values = flat.values.field(1)
+    value_null = ~_valid(entry_values)
+    stamps = entry_values.field(_ts_index(agg))
+    ts_null = value_null | ~_valid(stamps)
+    initial = flat.row == taken[flat.key]
+    order = np.lexsort((flat.position, flat.time, ids, flat.key))
+    starts = _group_starts(flat.key[order], ids[order])
+    group_of = np.empty(n, dtype=np.int64)
+    group_of[order] = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+    at = np.empty(n, dtype=np.int64)  # index of each element in `order`
+    at[order] = np.arange(n)
+    delete = ~initial & value_null
+    last_delete = np.full(len(starts), -1)
+    np.maximum.at(last_delete, group_of[delete], at[delete])
+    deleted = last_delete[group_of] >= 0
+    after_delete = at > last_delete[group_of]
+    # what can hold the key at the end: the initial value's entries (no removal since) and puts
+    put = ~initial & ~ts_null
+    candidate = after_delete & (put | (initial & ~deleted))
+    # of the initial value's entries for a key, the last is in effect (a duplicate overwrites)
+    last_initial = np.full(len(starts), -1)
+    np.maximum.at(last_initial, group_of[initial], at[initial])
+    effective = candidate & (~initial | (at == last_initial[group_of]))
+    weak = initial & ts_null  # any put replaces an entry without row or timestamp
+    pick = np.flatnonzero(effective)
+    table = pa.table({"g": group_of[pick], "w": weak[pick], "ts": stamps.take(pa.array(pick, type=pa.int64())),
+                      "o": at[pick]})
+    ranked = pc.sort_indices(table, sort_keys=[("g", "ascending"), ("w", "ascending"), ("ts", "descending"),
+                                               ("o", "ascending")]).to_numpy().astype(np.int64)
+    ranked = pick[ranked]
+    winner = ranked[_group_starts(group_of[ranked])] if len(ranked) else ranked
+    # key order: where the key was (re)inserted - its first initial entry or put since a removal
+    inserted = np.flatnonzero(candidate)
+    first_in = np.full(len(starts), n)
+    np.minimum.at(first_in, group_of[inserted], at[inserted])
+    appear = order[first_in[group_of[winner]]] if len(winner) else winner
+    arrangement = np.lexsort((flat.position[appear], flat.time[appear], flat.key[appear]))
+    chosen = winner[arrangement]
+    merged = _map_array(flat.values.take(pa.array(chosen, type=pa.int64())), flat.key[chosen], fold.keys,
+                        fold.any(added), column.type)
+    untouched = _untouched(fold, valid, taken, added)
+    return _keep_untouched(column, fold, merged, untouched, taken)
+
+
+def _ts_index(agg: FieldAgg) -> int:
+    names = [f.name for f in agg.type.value.fields]
+    return names.index(agg.ts_field) if agg.ts_field else len(names) - 1
+
+
+def _nested_partial_update(column, agg, fold):
+    """ARRAY<ROW> merged by nested key: per key, each field takes the last non-null value (a
+    reversed row's elements go in front, as Java's agg(v, acc) puts them)."""
+    valid = _valid(column)
+    added = _added(fold) & valid
+    flat = _flatten(column, fold, added, np.zeros(fold.rows, dtype=bool), prepend_reversed=True)
+    real = np.flatnonzero(_valid(flat.values))
+    row_type = agg.type.element
+    key_fields = [next(f for f in row_type.fields if f.name == k) for k in agg.nested_key]
+    elements = flat.values.take(pa.array(real, type=pa.int64()))
+    key_columns = [elements.field(f.name) for f in key_fields]
+    if agg.null_strategy != "merge" and len(real):
+        any_null = np.zeros(len(real), dtype=bool)
+        for c in key_columns:
+            any_null |= ~_valid(c)
+        if any_null.any() and agg.null_strategy == "error":
+            raise TarnError(f"column '{agg.name}': nested key {list(agg.nested_key)} contains null")
+        real, elements = real[~any_null], elements.filter(pa.array(~any_null))
+        key_columns = [c.filter(pa.array(~any_null)) for c in key_columns]
+    m = len(real)
+    if m:
+        buffer, offsets = encode_rows(key_columns, [f.type for f in key_fields])
+        nested = pa.Array.from_buffers(pa.large_binary(), m, [None, pa.py_buffer(offsets), pa.py_buffer(buffer)])
+        ids = pc.dictionary_encode(nested).indices.to_numpy().astype(np.int64)
+    else:
+        ids = np.zeros(0, dtype=np.int64)
+    key, place, position = flat.key[real], flat.place[real], flat.position[real]
+    order = np.lexsort((position, place, ids, key))
+    starts = _group_starts(key[order], ids[order])
+    sizes = np.diff(np.append(starts, m))
+    group = np.repeat(np.arange(len(starts)), sizes)
+    fields = []
+    for f in row_type.fields:
+        field_valid = _valid(elements.field(f.name))[order] if m else np.zeros(0, dtype=bool)
+        last = np.full(len(starts), -1)
+        np.maximum.at(last, group[field_valid], np.flatnonzero(field_valid))
+        fields.append(take_rows(elements.field(f.name), np.where(last >= 0, order[np.maximum(last, 0)], -1)))
+    first = order[starts] if m else starts
+    arrangement = np.lexsort((position[first], place[first], key[first]))
+    struct_type = column.type.value_type
+    merged_rows = pa.StructArray.from_arrays([c.take(pa.array(arrangement, type=pa.int64())) for c in fields],
+                                             fields=list(struct_type)) if m else pa.array([], struct_type)
+    merged = _lists(merged_rows, key[first][arrangement], fold.keys, fold.any(added)).cast(column.type)
+    first_change = fold.first((fold.agg | fold.reversed) & valid)
+    taken = np.where((fold.init >= 0) & valid[np.maximum(fold.init, 0)], fold.init,
+                     np.where((first_change >= 0) & fold.reversed[np.maximum(first_change, 0)], first_change, -1))
+    untouched = _untouched(fold, valid, taken, (fold.agg & valid) | fold.reversed)
+    return _keep_untouched(column, fold, merged, untouched, taken)
+
+
+# -- rbm32 / rbm64 / hll_sketch / theta_sketch -----------------------------------------------------
+#
+# The one other exception to "no Python loop per row": these values are serialised structures
+# (roaring bitmaps, Apache DataSketches sketches) that Java merges two at a time, deserialising
+# and serialising at every step, and whose bytes depend on that history (container kinds, node
+# layouts, union state). tarn replays Java's steps, in Python for the bitmaps (numpy per
+# container) and through the `datasketches` library for the sketches: a loop over the rows of
+# the keys that hold two or more non-null values; every other key takes its value as it is.
+
+
+class BadValue(ValueError):
+    """A value that is not what its aggregate function reads."""
+
+
+def _binary_fold(column, agg, fold, read, merge, write):
+    """Java's left fold `agg(acc, v)` (aggReversed: `agg(v, acc)`) over the non-null values of
+    each key: `read(bytes)` gives a state, `merge(acc, v)` the next, `write(state)` the bytes."""
+    valid = _valid(column)
+    added = _added(fold) & valid
+    counts = np.bincount(fold.key_of[added], minlength=fold.keys)
+    result = take_rows(column, np.where(counts == 1, fold.first(added), -1)).cast(pa.large_binary())
+    several = np.flatnonzero(counts > 1)
+    if len(several) == 0:
+        return result
+    rows = np.flatnonzero(added & (counts > 1)[fold.key_of])
+    values = column.take(pa.array(rows, type=pa.int64())).to_pylist()
+    out: list = [None] * fold.keys
+    key_of, reversed_ = fold.key_of[rows], fold.reversed[rows]
+    acc = None
+    for i, value in enumerate(values):
+        try:
+            state = read(value)
+        except BadValue as e:
+            raise TarnError(f"column '{agg.name}': {agg.function} value is not valid: {e}") from None
+        if i == 0 or key_of[i] != key_of[i - 1]:
+            acc = state
+        else:
+            acc = merge(state, acc) if reversed_[i] else merge(acc, state)
+        if i + 1 == len(values) or key_of[i + 1] != key_of[i]:
+            out[key_of[i]] = write(acc)
+    merged = pa.array(out, type=pa.large_binary())
+    return pc.if_else(pa.array(counts > 1), merged, result)
+
+
+# 32-bit roaring bitmaps: Java's RoaringBitmap portable format. A container is (kind, values):
+# kind "a" (array), "b" (bitmap), "r" (run); Java's or() and runOptimize() decide the kinds.
+
+_COOKIE, _COOKIE_NO_RUN, _ARRAY_MAX, _FULL = 12347, 12346, 4096, 65536
+
+
+def _runs(values: np.ndarray) -> int:
+    return 0 if len(values) == 0 else 1 + int(np.count_nonzero(np.diff(values.astype(np.int32)) != 1))
+
+
+def _run_bytes(values: np.ndarray) -> int:
+    return 2 + 4 * _runs(values)
+
+
+def _efficient(values: np.ndarray) -> str:
+    """RunContainer.toEfficientContainer: a run container unless it is bigger than both others
+    (an array counted with a 2-byte length there, unlike in ArrayContainer.runOptimize)."""
+    if _run_bytes(values) <= min(8192, 2 * len(values) + 2):
+        return "r"
+    return "a" if len(values) <= _ARRAY_MAX else "b"
+
+
+def _run_optimize(kind: str, values: np.ndarray, keep_runs: bool) -> str:
+    """Container.runOptimize as RoaringBitmap (a run container made efficient) or, with
+    `keep_runs`, Roaring64Bitmap (which keeps any run container) applies it at serialisation."""
+    if kind == "r":
+        return "r" if keep_runs else _efficient(values)
+    size = 2 * len(values) if kind == "a" else 8192
+    return "r" if size > _run_bytes(values) else kind
+
+
+def _container_or(a: tuple, b: tuple) -> tuple:
+    """acc.ior(input) of two containers of one key, as Java's container classes do it."""
+    (ka, va), (kb, vb) = a, b
+    values = np.union1d(va, vb)
+    if len(values) == _FULL:
+        return "r", values
+    if ka == "a" and kb == "a":
+        return ("a" if len(values) <= _ARRAY_MAX else "b"), values
+    if "b" in (ka, kb):
+        return "b", values
+    if ka == "r" and kb == "r":
+        return ("r" if _run_bytes(values) < 8192 else "b"), values
+    return _efficient(values), values  # a run and an array: the run's lazy or, repaired
+
+
+def _unpack_container(data: bytes, at: int, kind: str, cardinality: int) -> tuple[np.ndarray, int]:
+    """The values of one serialised container body and where it ends."""
+    if kind == "r":
+        _need(data, at, 2)
+        runs = int.from_bytes(data[at:at + 2], "little")
+        _need(data, at + 2, 4 * runs)
+        pairs = np.frombuffer(data, "<u2", 2 * runs, at + 2).astype(np.int64).reshape(runs, 2)
+        lengths = pairs[:, 1] + 1
+        values = np.repeat(pairs[:, 0] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        if len(values) and (values[-1] >= _FULL or np.any(np.diff(values) <= 0)):
+            raise BadValue("run container out of order")
+        return values.astype(np.uint16), at + 2 + 4 * runs
+    if kind == "b":
+        _need(data, at, 8192)
+        bits = np.unpackbits(np.frombuffer(data, np.uint8, 8192, at), bitorder="little")
+        return np.flatnonzero(bits).astype(np.uint16), at + 8192
+    _need(data, at, 2 * cardinality)
+    values = np.frombuffer(data, "<u2", cardinality, at).copy()
+    if cardinality > 1 and np.any(np.diff(values.astype(np.int32)) <= 0):
+        raise BadValue("array container out of order")
+    return values, at + 2 * cardinality
+
+
+def _need(data: bytes, at: int, size: int) -> None:
+    if at + size > len(data):
+        raise BadValue(f"truncated at byte {at} ({len(data)} bytes, {size} more needed)")
+
+
+def _pack_container(kind: str, values: np.ndarray) -> bytes:
+    if kind == "a":
+        return values.astype("<u2").tobytes()
+    if kind == "b":
+        bits = np.zeros(_FULL, dtype=np.uint8)
+        bits[values.astype(np.int64)] = 1
+        return np.packbits(bits, bitorder="little").tobytes()
+    v = values.astype(np.int64)
+    breaks = np.flatnonzero(np.diff(v) != 1) + 1
+    begin = v[np.concatenate([[0], breaks])]
+    end = v[np.concatenate([breaks - 1, [len(v) - 1]])]
+    pairs = np.stack([begin, end - begin], axis=1).astype("<u2")
+    return len(begin).to_bytes(2, "little") + pairs.tobytes()
+
+
+def _read_rbm32(data: bytes) -> dict:
+    """{high 16 bits: (kind, uint16 values)} of a portable 32-bit roaring bitmap (as Java's
+    RoaringBitmap.deserialize(ByteBuffer) reads it; bytes after it are ignored)."""
+    _need(data, 0, 4)
+    cookie = int.from_bytes(data[:4], "little")
+    at = 4
+    if cookie & 0xFFFF == _COOKIE:
+        count = (cookie >> 16) + 1
+        _need(data, at, (count + 7) // 8)
+        flags = np.unpackbits(np.frombuffer(data, np.uint8, (count + 7) // 8, at), bitorder="little")[:count]
+        at += (count + 7) // 8
+    elif cookie == _COOKIE_NO_RUN:
+        _need(data, at, 4)
+        count = int.from_bytes(data[at:at + 4], "little")
+        if count > _FULL:
+            raise BadValue(f"{count} containers")
+        flags = np.zeros(count, dtype=np.uint8)
+        at += 4
+    else:
+        raise BadValue(f"no roaring bitmap cookie (found {cookie})")
+    _need(data, at, 4 * count)
+    header = np.frombuffer(data, "<u2", 2 * count, at).reshape(count, 2).astype(np.int64)
+    at += 4 * count
+    if count > 1 and np.any(np.diff(header[:, 0]) <= 0):
+        raise BadValue("container keys not ascending")
+    if not flags.any() or count >= 4:
+        at += 4 * count  # offsets
+    containers = {}
+    for (key, card), run in zip(header.tolist(), flags.tolist()):
+        kind = "r" if run else ("b" if card + 1 > _ARRAY_MAX else "a")
+        values, at = _unpack_container(data, at, kind, card + 1)
+        containers[key] = (kind, values)
+    return containers
+
+
+def _or_rbm32(acc: dict, other: dict) -> dict:
+    out = dict(acc)
+    for key, container in other.items():
+        out[key] = _container_or(out[key], container) if key in out else container
+    return {k: (_run_optimize(kind, v, keep_runs=False), v) for k, (kind, v) in sorted(out.items())}
+
+
+def _write_rbm32(containers: dict) -> bytes:
+    """RoaringBitmap.serialize after runOptimize (already applied by `_or_rbm32`)."""
+    keys = sorted(containers)
+    count = len(keys)
+    kinds = [containers[k][0] for k in keys]
+    bodies = [_pack_container(*containers[k]) for k in keys]
+    has_run = "r" in kinds
+    parts = []
+    if has_run:
+        parts.append((_COOKIE | ((count - 1) << 16)).to_bytes(4, "little"))
+        parts.append(np.packbits(np.array([k == "r" for k in kinds], dtype=np.uint8), bitorder="little").tobytes())
+    else:
+        parts.append(_COOKIE_NO_RUN.to_bytes(4, "little") + count.to_bytes(4, "little"))
+    parts.append(np.array([(k, len(containers[k][1]) - 1) for k in keys], dtype="<u2").reshape(-1).tobytes())
+    if not has_run or count >= 4:
+        start = sum(len(p) for p in parts) + 4 * count
+        sizes = np.array([len(b) for b in bodies], dtype=np.int64)
+        parts.append((start + np.cumsum(sizes) - sizes).astype("<u4").tobytes())
+    parts.extend(bodies)
+    return b"".join(parts)
+
+
+# 64-bit roaring bitmaps: Java's Roaring64Bitmap.serialize, an adaptive radix tree (ART) over the
+# 48 high bits of the values and the 16-bit containers in a two-level array. Java deserialises
+# the accumulator's layout as it is and inserts the input's new high keys into it, so tarn keeps
+# the parsed layout and replays the inserts.
+
+_N4, _N16, _N48, _N256, _LEAF = range(5)
+_MAX_ARRAY_OFFSET = 2147483647 - 8 - 1
+
+
+class _ArtNode:
+    __slots__ = ("kind", "count", "prefix", "keys", "children", "key", "index")
+
+    def __init__(self, kind: int, prefix: bytes = b"", count: int = 0):
+        self.kind, self.prefix, self.count = kind, prefix, count
+        self.keys = bytearray(4 if kind == _N4 else 16) if kind in (_N4, _N16) else None
+        self.children: list = [None] * {_N4: 4, _N16: 16, _N48: 48, _N256: 256}.get(kind, 0)
+        self.index = bytearray(b"\xff" * 256) if kind == _N48 else None
+
+    def child_at(self, byte: int):
+        if self.kind in (_N4, _N16):
+            for i in range(self.count):
+                if self.keys[i] == byte:
+                    return i
+            return None
+        if self.kind == _N48:
+            return byte if self.index[byte] != 0xFF else None
+        return byte if self.children[byte] is not None else None
+
+    def get(self, position: int):
+        return self.children[self.index[position]] if self.kind == _N48 else self.children[position]
+
+    def set(self, position: int, child) -> None:
+        if self.kind == _N48:
+            self.children[self.index[position]] = child
+        else:
+            self.children[position] = child
+
+    def ordered(self) -> list:
+        """The children in ascending key order."""
+        if self.kind in (_N4, _N16):
+            return self.children[:self.count]
+        if self.kind == _N48:
+            return [self.children[self.index[b]] for b in range(256) if self.index[b] != 0xFF]
+        return [c for c in self.children if c is not None]
+
+
+class _Leaf:
+    __slots__ = ("kind", "count", "prefix", "key", "container")
+
+    def __init__(self, key: bytes, container: int, prefix: bytes = b"", count: int = 0):
+        self.kind, self.key, self.container, self.prefix, self.count = _LEAF, key, container, prefix, count
+
+
+def _art_add(node, child, byte: int):
+    """Node.insertLeaf: put `child` under `byte`, growing the node when it is full."""
+    if node.kind in (_N4, _N16) and node.count < len(node.keys):
+        i = node.count
+        while i > 0 and node.keys[i - 1] > byte:  # insertion sort of the new last key
+            node.keys[i], node.children[i] = node.keys[i - 1], node.children[i - 1]
+            i -= 1
+        node.keys[i], node.children[i] = byte, child
+        node.count += 1
+        return node
+    if node.kind == _N4:
+        grown = _ArtNode(_N16, node.prefix, 4)
+        grown.keys[:4] = node.keys[:4]
+        grown.children[:4] = node.children[:4]
+        return _art_add(grown, child, byte)
+    if node.kind == _N16:
+        grown = _ArtNode(_N48, node.prefix, node.count)
+        for i in range(node.count):
+            grown.index[node.keys[i]] = i
+            grown.children[i] = node.children[i]
+        return _art_add(grown, child, byte)
+    if node.kind == _N48:
+        if node.count < 48:
+            slot = node.count
+            if node.children[slot] is not None:
+                slot = node.children.index(None)
+            node.children[slot] = child
+            node.index[byte] = slot
+            node.count += 1
+            return node
+        grown = _ArtNode(_N256, node.prefix, node.count)
+        for b in range(256):
+            if node.index[b] != 0xFF:
+                grown.children[b] = node.children[node.index[b]]
+        return _art_add(grown, child, byte)
+    node.children[byte] = child
+    node.count += 1
+    return node
+
+
+def _art_insert(node, leaf: _Leaf, depth: int):
+    """Art.insert of a new leaf (its 6-byte key not in the tree)."""
+    key = leaf.key
+    if node is None:
+        return leaf
+    if node.kind == _LEAF:
+        common = 0
+        while depth + common < 6 and node.key[depth + common] == key[depth + common]:
+            common += 1
+        node.prefix = b""
+        split = _ArtNode(_N4, key[depth:depth + common])
+        _art_add(split, node, node.key[depth + common])
+        _art_add(split, leaf, key[depth + common])
+        return split
+    if node.prefix:
+        mismatch = 0
+        while mismatch < len(node.prefix) and depth + mismatch < 6 and node.prefix[mismatch] == key[depth + mismatch]:
+            mismatch += 1
+        if mismatch != len(node.prefix):
+            split = _ArtNode(_N4, node.prefix[:mismatch])
+            _art_add(split, node, node.prefix[mismatch])
+            node.prefix = node.prefix[mismatch + 1:]
+            _art_add(split, leaf, key[depth + mismatch])
+            return split
+        depth += len(node.prefix)
+    position = node.child_at(key[depth])
+    if position is not None:
+        child = node.get(position)
+        fresh = _art_insert(child, leaf, depth + 1)
+        if fresh is not child:
+            node.set(position, fresh)
+        return node
+    return _art_add(node, leaf, key[depth])
+
+
+class _Bitmap64:
+    """A Roaring64Bitmap as Java holds it: ART, key count, container arrays and their cursors."""
+
+    def __init__(self):
+        self.root = None
+        self.key_count = 0
+        self.arrays: list[list] = []  # each a list of [kind, values] or None
+        self.first, self.second, self.size = -1, 0, 0
+        self.leaves: dict[bytes, _Leaf] = {}
+
+    def container(self, index: int):
+        return self.arrays[index >> 32][index & 0xFFFFFFFF]
+
+    def add_container(self, container) -> int:
+        if self.second + 1 == _MAX_ARRAY_OFFSET or self.first == -1:
+            self.arrays.append([None])
+            self.first += 1
+            self.second = 0
+        else:
+            self.second += 1
+        array = self.arrays[self.first]
+        if self.second + 1 > len(array):
+            capacity = max(len(array) + (len(array) >> 1), self.second + 1)
+            array.extend([None] * (capacity - len(array)))
+        array[self.second] = container
+        self.size += 1
+        return (self.first << 32) | self.second
+
+    def or_(self, other: _Bitmap64) -> None:
+        for key in sorted(other.leaves):
+            theirs = other.container(other.leaves[key].container)
+            mine = self.leaves.get(key)
+            if mine is None:
+                leaf = _Leaf(key, self.add_container(list(theirs)))
+                self.root = _art_insert(self.root, leaf, 0)
+                self.key_count += 1
+                self.leaves[key] = leaf
+            else:
+                slot = mine.container
+                self.arrays[slot >> 32][slot & 0xFFFFFFFF] = list(_container_or(self.container(slot), theirs))
+
+    def run_optimize(self) -> None:
+        for array in self.arrays:
+            for c in array:
+                if c is not None:
+                    c[0] = _run_optimize(c[0], c[1], keep_runs=True)
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data, self.at = data, 0
+
+    def take(self, size: int) -> bytes:
+        _need(self.data, self.at, size)
+        chunk = self.data[self.at:self.at + size]
+        self.at += size
+        return chunk
+
+    def int(self, size: int, signed: bool = True) -> int:
+        return int.from_bytes(self.take(size), "little", signed=signed)
+
+
+def _read_node(r: _Reader, leaves: dict, depth: int = 0):
+    if depth > 7:
+        raise BadValue("tree deeper than 6 bytes")
+    kind = r.int(1)
+    count = r.int(2)
+    prefix = r.take(max(r.int(1), 0))
+    if kind == _LEAF:
+        leaf = _Leaf(r.take(6), r.int(8), prefix, count)
+        leaves[leaf.key] = leaf
+        return leaf
+    if kind not in (_N4, _N16, _N48, _N256) or not 0 <= count <= 256:
+        raise BadValue(f"node type {kind} with {count} children")
+    node = _ArtNode(kind, prefix, count)
+    if kind == _N4:
+        node.keys[:] = r.take(4)[::-1]
+    elif kind == _N16:
+        body = r.take(16)
+        node.keys[:] = body[7::-1] + body[15:7:-1]
+    elif kind == _N48:
+        body = r.take(256)
+        node.index[:] = b"".join(body[i:i + 8][::-1] for i in range(0, 256, 8))
+    else:
+        mask = np.unpackbits(np.frombuffer(r.take(32), np.uint8), bitorder="little")
+    children = [_read_node(r, leaves, depth + 1) for _ in range(count)]
+    if kind in (_N4, _N16):
+        if count > len(node.keys):
+            raise BadValue(f"{count} children in a node of {len(node.keys)}")
+        node.children[:count] = children
+    elif kind == _N48:
+        slots = [node.index[b] for b in range(256) if node.index[b] != 0xFF]
+        if len(slots) != count or max(slots, default=0) >= 48:
+            raise BadValue("node48 index does not match its children")
+        for slot, child in zip(slots, children):
+            node.children[slot] = child
+    else:
+        positions = np.flatnonzero(mask)
+        if len(positions) != count:
+            raise BadValue("node256 mask does not match its children")
+        for b, child in zip(positions.tolist(), children):
+            node.children[b] = child
+    return node
+
+
+def _read_rbm64(data: bytes) -> _Bitmap64:
+    bitmap = _Bitmap64()
+    r = _Reader(data)
+    tag = r.int(1)
+    if tag == 0:
+        return bitmap
+    if tag != 1:
+        raise BadValue(f"first byte {tag} is not a Roaring64Bitmap tag")
+    bitmap.key_count = r.int(8)
+    bitmap.root = _read_node(r, bitmap.leaves)
+    first_level = r.int(4)
+    if not 0 <= first_level <= len(data):
+        raise BadValue(f"{first_level} container arrays")
+    for _ in range(first_level):
+        r.take(1)
+        length = r.int(4)
+        if not 0 <= length <= len(data):
+            raise BadValue(f"container array of {length}")
+        array = []
+        for _ in range(length):
+            tag = r.int(1)
+            if tag == 0:
+                array.append(None)
+                continue
+            if tag != 1:
+                raise BadValue(f"container tag {tag}")
+            kind = {0: "r", 1: "b", 2: "a"}.get(r.int(1))
+            cardinality = r.int(4)
+            if kind is None or not 0 <= cardinality <= _FULL:
+                raise BadValue("bad container header")
+            values, r.at = _unpack_container(data, r.at, kind, cardinality)
+            array.append([kind, values])
+        bitmap.arrays.append(array)
+    bitmap.size = r.int(8)
+    bitmap.first, bitmap.second = r.int(4), r.int(4)
+    for leaf in bitmap.leaves.values():
+        if not (leaf.container >> 32) < len(bitmap.arrays) or not (leaf.container & 0xFFFFFFFF) < len(
+                bitmap.arrays[leaf.container >> 32]) or bitmap.container(leaf.container) is None:
+            raise BadValue("a high key points to no container")
+    return bitmap
+
+
+def _write_node(node, out: list) -> None:
+    out.append(bytes([node.kind]) + (node.count & 0xFFFF).to_bytes(2, "little") + bytes([len(node.prefix)])
+               + bytes(node.prefix))
+    if node.kind == _LEAF:
+        out.append(bytes(node.key) + node.container.to_bytes(8, "little", signed=True))
+        return
+    if node.kind == _N4:
+        out.append(bytes(node.keys[::-1]))
+    elif node.kind == _N16:
+        out.append(bytes(node.keys[7::-1]) + bytes(node.keys[15:7:-1]))
+    elif node.kind == _N48:
+        out.append(b"".join(bytes(node.index[i:i + 8][::-1]) for i in range(0, 256, 8)))
+    else:
+        bits = np.array([c is not None for c in node.children], dtype=np.uint8)
+        out.append(np.packbits(bits, bitorder="little").tobytes())
+    for child in node.ordered():
+        _write_node(child, out)
+
+
+def _write_rbm64(bitmap: _Bitmap64) -> bytes:
+    if bitmap.root is None:
+        return b"\x00"
+    out = [b"\x01", bitmap.key_count.to_bytes(8, "little", signed=True)]
+    _write_node(bitmap.root, out)
+    out.append(len(bitmap.arrays).to_bytes(4, "little"))
+    for array in bitmap.arrays:
+        out.append(b"\xfe" + len(array).to_bytes(4, "little"))
+        for c in array:
+            if c is None:
+                out.append(b"\x00")
+            else:
+                kind, values = c
+                out.append(b"\x01" + bytes([{"r": 0, "b": 1, "a": 2}[kind]]) + len(values).to_bytes(4, "little")
+                           + _pack_container(kind, values))
+    out.append(bitmap.size.to_bytes(8, "little", signed=True) + bitmap.first.to_bytes(4, "little", signed=True)
+               + bitmap.second.to_bytes(4, "little", signed=True))
+    return b"".join(out)
+
+
+def _merge_rbm64(acc: _Bitmap64, other: _Bitmap64) -> _Bitmap64:
+    acc.or_(other)
+    acc.run_optimize()
+    return acc
+
+
+# Apache DataSketches: Java's HllSketchUtil.union and ThetaSketch.union, through the C++ library
+# (`datasketches`), whose serialised images are Java's.
+
+
+def _sketches():
+    try:
+        import datasketches
+    except ImportError as e:  # pragma: no cover - a dependency of tarn
+        raise TarnError("hll_sketch and theta_sketch need the 'datasketches' package") from e
+    return datasketches
+
+
+def _read_hll(data: bytes):
+    ds = _sketches()
+    try:
+        ds.hll_sketch.deserialize(data)
+    except Exception as e:  # noqa: BLE001 - the library raises RuntimeError and others
+        raise BadValue(str(e)) from None
+    return data
+
+
+def _merge_hll(acc: bytes, value: bytes) -> bytes:
+    """Union.heapify(value) (a union of the value's lgK holding it), updated with acc, HLL_4."""
+    ds = _sketches()
+    other = ds.hll_sketch.deserialize(value)
+    union = ds.hll_union(other.lg_config_k)
+    union.update(other)
+    union.update(ds.hll_sketch.deserialize(acc))
+    return union.get_result(ds.tgt_hll_type.HLL_4).serialize_compact()
+
+
+def _read_theta(data: bytes):
+    ds = _sketches()
+    try:
+        ds.compact_theta_sketch.deserialize(data)
+    except Exception as e:  # noqa: BLE001
+        raise BadValue(str(e)) from None
+    return data
+
+
+def _merge_theta(acc: bytes, value: bytes) -> bytes:
+    """A default union (4096 nominal entries) of acc and value, compact and ordered. Java writes
+    1.0 as the float `p` of a compact sketch's preamble (bytes 12..15) where C++ writes 0, and
+    no seed hash (bytes 6..7) in an empty sketch and flags a single-item one (bit 5)."""
+    ds = _sketches()
+    union = ds.theta_union(12)
+    union.update(ds.compact_theta_sketch.deserialize(acc))
+    union.update(ds.compact_theta_sketch.deserialize(value))
+    image = bytearray(union.get_result(True).serialize())
+    if image[0] & 0x3F >= 2:
+        image[12:16] = b"\x00\x00\x80\x3f"
+    if image[5] & 0x04:
+        image[6:8] = b"\x00\x00"
+    elif image[0] & 0x3F == 1:
+        image[5] |= 0x20  # Java's SINGLEITEM flag
+    return bytes(image)
+
+
+def _identity(state):
+    return state
+
+
+def _rbm32(column, agg, fold):
+    return _binary_fold(column, agg, fold, _read_rbm32, _or_rbm32, _write_rbm32)
+
+
+def _rbm64(column, agg, fold):
+    return _binary_fold(column, agg, fold, _read_rbm64, _merge_rbm64, _write_rbm64)
+
+
+def _hll_sketch(column, agg, fold):
+    return _binary_fold(column, agg, fold, _read_hll, _merge_hll, _identity)
+
+
+def _theta_sketch(column, agg, fold):
+    return _binary_fold(column, agg, fold, _read_theta, _merge_theta, _identity)
+
+
 _FUNCTIONS = {
     "sum": _sum, "count": _count, "product": _product, "max": _max, "min": _min,
     "last_value": _last_value, LAST_NON_NULL: _last_non_null_value,
     "first_value": _first_value, "first_non_null_value": _first_non_null_value,
     "listagg": _listagg, "bool_and": _bool_and, "bool_or": _bool_or,
     "nested_update": _nested_update, PRIMARY_KEY: _primary_key,
+    "collect": _collect, "merge_map": _merge_map, "merge_map_with_keytime": _merge_map_with_keytime,
+    "nested_partial_update": _nested_partial_update, "rbm32": _rbm32, "rbm64": _rbm64,
+    "hll_sketch": _hll_sketch, "theta_sketch": _theta_sketch,
 }
