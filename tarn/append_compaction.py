@@ -68,9 +68,6 @@ if TYPE_CHECKING:
     from tarn.table import Table
 
 FULL_COMPACT_MIN_FILES = 3  # Java's FULL_COMPACT_MIN_FILE
-# Disk bytes per Arrow byte assumed for the first output file of a rewrite; later files use
-# what the earlier ones of the same rewrite actually took.
-FIRST_COMPRESSION_GUESS = 1 / 3
 UNBOUNDED = str(1 << 60)  # target-file-size handed to FileWriter: the rewrite rolls files itself
 
 
@@ -336,7 +333,7 @@ def rewrite(table: "Table", group: Group, options: dict | None = None) -> Commit
     message = CommitMessage(group.partition, group.bucket, group.total_buckets,
                             deleted_index_files=[_as_delete(e) for e in group.index or ()])
     roller = _Roller(writer, table_options.target_file_size(has_primary_key=False),
-                     group.files[0].meta.min_sequence_number, message.compact_after)
+                     group.files[0].meta.min_sequence_number, message.compact_after, group.files)
     fields = list(schema.fields)
     try:
         for item in group.files:
@@ -352,43 +349,48 @@ def rewrite(table: "Table", group: Group, options: dict | None = None) -> Commit
 
 class _Roller:
     """Rows in, files of about `target` bytes out (appended to `out` as they are written), with
-    sequence numbers counted on from `first_sequence`. A file's row count comes from the rows'
-    Arrow size times the disk bytes per Arrow byte the earlier files of this rewrite took."""
+    sequence numbers counted on from `first_sequence`. A file takes `target` / (disk bytes per
+    row) rows: first those of the inputs, then those of the files this rewrite wrote."""
 
-    def __init__(self, writer: FileWriter, target: int, first_sequence: int, out: list[DataFileMeta]):
+    def __init__(self, writer: FileWriter, target: int, first_sequence: int, out: list[DataFileMeta],
+                 inputs: tuple[Input, ...]):
         self.writer = writer
         self.target = target
         self.next_sequence = first_sequence
         self.out = out
-        self.ratio = FIRST_COMPRESSION_GUESS
+        rows = sum(i.meta.row_count for i in inputs)
+        self.bytes_per_row = sum(i.meta.file_size for i in inputs) / rows if rows else 1.0
         self.pending: list[pa.Table] = []
-        self.pending_bytes = 0
+        self.pending_rows = 0
+
+    def _file_rows(self) -> int:
+        return max(1, math.ceil(self.target / max(self.bytes_per_row, 1e-9)))
 
     def add(self, rows: pa.Table) -> None:
         if not rows.num_rows:
             return
         self.pending.append(rows)
-        self.pending_bytes += rows.nbytes
-        while self.pending and self.pending_bytes * self.ratio >= self.target:
+        self.pending_rows += rows.num_rows
+        while self.pending_rows >= self._file_rows():
             table = pa.concat_tables(self.pending)
-            per_row = max(table.nbytes / table.num_rows, 1e-9)
-            count = min(table.num_rows, max(1, math.ceil(self.target / (self.ratio * per_row))))
+            count = self._file_rows()
             self._write(table.slice(0, count))
             rest = table.slice(count)
             self.pending = [rest] if rest.num_rows else []
-            self.pending_bytes = rest.nbytes if rest.num_rows else 0
+            self.pending_rows = rest.num_rows
 
     def finish(self) -> None:
         if self.pending:
             self._write(pa.concat_tables(self.pending))
-            self.pending, self.pending_bytes = [], 0
+            self.pending, self.pending_rows = [], 0
 
     def _write(self, rows: pa.Table) -> None:
         metas = self.writer.write(rows, file_source=COMPACT_SOURCE, first_sequence=self.next_sequence)
         self.out.extend(metas)
         self.next_sequence += rows.num_rows
-        if rows.nbytes:
-            self.ratio = max(sum(m.file_size for m in metas) / rows.nbytes, 1e-6)
+        written = sum(m.row_count for m in self.out)
+        if written:
+            self.bytes_per_row = sum(m.file_size for m in self.out) / written
 
 
 def _as_delete(entry: IndexManifestEntry) -> IndexManifestEntry:
