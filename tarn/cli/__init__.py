@@ -1,0 +1,851 @@
+"""The `tarn` command: look at and look after Paimon tables from a shell (docs/guide-cli.md).
+
+TABLE is a table directory or URI (`/data/wh/shop.db/orders`, `s3://bucket/wh/shop.db/orders`),
+or `db.table` with `--warehouse WH` (or the TARN_WAREHOUSE environment variable). Every command
+prints tables for people and, with `--json`, one JSON document on stdout for scripts. Errors go
+to stderr with exit status 1 (2 for a bad command line).
+
+Needs the `cli` extra (typer and rich): `pip install 'tarn[cli]'`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import functools
+import json
+import re
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import pyarrow as pa
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from tarn.catalog import Catalog, create_table_at
+from tarn.cli import lsm as lsm_drawing
+from tarn.cli.lsm import human_size
+from tarn.cli.where import WhereError, parse_value, parse_where
+from tarn.errors import InvalidArgument, TarnError
+from tarn.fs import file_io_for
+from tarn.meta.schema import TableSchema
+from tarn.options import Options, parse_duration_ms
+from tarn.table import Table, load_table
+from tarn.types import DataField, arrow_schema, parse_type, type_to_sql
+
+app = typer.Typer(
+    name="tarn", no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Look at and look after Apache Paimon tables. TABLE is a table directory or URI, or db.table "
+         "with --warehouse.")
+
+
+def main() -> None:
+    """The console script `tarn`."""
+    app(prog_name="tarn")
+
+
+# ---------------------------------------------------------------------------------------------
+# arguments every command shares
+
+TableArg = Annotated[str, typer.Argument(
+    metavar="TABLE", help="table directory or URI, or db.table with --warehouse", show_default=False)]
+WarehouseOpt = Annotated[Optional[str], typer.Option(
+    "--warehouse", "-w", envvar="TARN_WAREHOUSE", metavar="WH",
+    help="warehouse of a db.table identifier (a directory or URI)")]
+StorageOpt = Annotated[Optional[list[str]], typer.Option(
+    "--storage-option", "-S", metavar="KEY=VALUE", help="storage option (s3.endpoint, s3.access-key, ...); repeatable")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts instead of tables")]
+AtOpt = Annotated[Optional[str], typer.Option(
+    "--at", metavar="TAG|SNAPSHOT", help="read a tag, or a snapshot id (a number)")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"tarn {version('tarn')}")
+        except PackageNotFoundError:
+            typer.echo("tarn (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="print the version and exit")] = False) -> None:
+    """Look at and look after Apache Paimon tables."""
+
+
+def command(name: str | None = None, **settings):
+    """Register a command whose tarn, Arrow and OS errors become `error: ...` and exit status 1."""
+    def register(function):
+        @functools.wraps(function)
+        def run(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except WhereError as e:
+                raise typer.BadParameter(str(e), param_hint="'--where'") from None
+            except (TarnError, OSError, pa.ArrowException) as e:
+                fail(str(e) or type(e).__name__)
+
+        app.command(name, **settings)(run)
+        return function
+    return register
+
+
+def fail(message: str, status: int = 1):
+    errors().print(Text("error: ", style="bold red") + Text(message))
+    raise typer.Exit(status)
+
+
+def output() -> Console:
+    return Console(highlight=False)
+
+
+def errors() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def key_values(pairs: list[str] | None, what: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint=what)
+        out[key.strip()] = value
+    return out
+
+
+def names(text: str | None) -> list[str]:
+    return [n.strip() for n in (text or "").split(",") if n.strip()]
+
+
+def open_table(table: str, warehouse: str | None, storage: list[str] | None) -> Table:
+    """The table named on the command line: an identifier when a warehouse is given and TABLE
+    is no path or URI, otherwise the table stored at TABLE."""
+    options = key_values(storage, "'--storage-option'") or None
+    if warehouse and "/" not in table and "\\" not in table and "://" not in table:
+        if "://" not in warehouse and not Path(warehouse).is_dir():
+            raise TarnError(f"warehouse {warehouse} does not exist")
+        return Catalog(warehouse, options).load_table(table)
+    try:
+        return load_table(table, options)
+    except TarnError:
+        if "/" not in table and "." in table and not Path(table).exists():
+            raise TarnError(f"no table at {table!r}: for a db.table identifier give --warehouse WH "
+                            "(or set TARN_WAREHOUSE)") from None
+        raise
+
+
+def travel(at: str | None) -> dict:
+    """`--at`: a snapshot id when it is a number, else a tag name."""
+    if at is None:
+        return {}
+    if re.fullmatch(r"\d+", at.strip()):
+        return {"snapshot_id": int(at)}
+    return {"tag": at}
+
+
+def moment_ms(text: str, option: str) -> int:
+    """`--older-than`: a duration back from now ('1 d', '2h', '30 min', '0 s') or an ISO time
+    ('2026-01-31', '2026-01-31T12:00', local unless it names a zone), as epoch millis."""
+    try:
+        return int(time.time() * 1000) - parse_duration_ms(text)
+    except ValueError:
+        pass
+    try:
+        moment = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is neither a duration ('1 d', '2 h', '30 min') nor an ISO time "
+                                 "('2026-01-31T12:00')", param_hint=option) from None
+    return int(moment.timestamp() * 1000)
+
+
+def partition_specs(table: Table, specs: list[str] | None) -> list[dict] | None:
+    """`--partition k=v,k2=v2` (repeatable) as dicts of typed partition values."""
+    if not specs:
+        return None
+    schema = table.schema()
+    out = []
+    for spec in specs:
+        values = key_values([p for p in spec.split(",") if p.strip()], "'--partition'")
+        unknown = [k for k in values if k not in schema.partition_keys]
+        if unknown:
+            raise typer.BadParameter(f"{unknown} are not partition keys of {table.name} "
+                                     f"(partition keys: {list(schema.partition_keys)})", param_hint="'--partition'")
+        try:
+            out.append({k: parse_value(v, schema.field(k).type) for k, v in values.items()})
+        except (ValueError, ArithmeticError) as e:
+            raise typer.BadParameter(f"{spec!r}: {e}", param_hint="'--partition'") from None
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# output
+
+
+def json_default(value):
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+def print_json(data) -> None:
+    typer.echo(json.dumps(data, indent=2, default=json_default, ensure_ascii=False))
+
+
+def cell(value, size: bool = False) -> Text | str:
+    if value is None:
+        return Text("null", style="dim")
+    if size and isinstance(value, int):
+        return human_size(value)
+    if isinstance(value, dt.datetime):
+        spec = "seconds" if value.microsecond == 0 else "milliseconds" if value.microsecond % 1000 == 0 else "auto"
+        return value.isoformat(sep=" ", timespec=spec)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, default=json_default, ensure_ascii=False)
+    if isinstance(value, (bytes, bytearray)):
+        return "0x" + bytes(value).hex()
+    return str(value)
+
+
+def rows_table(rows: list[dict], columns: list[str], title: str | None = None, sizes: tuple[str, ...] = (),
+               headers: dict[str, str] | None = None) -> RichTable:
+    table = RichTable(title=title, title_justify="left", header_style="bold", min_width=len(title or ""))
+    for name in columns:
+        numeric = any(isinstance(r.get(name), (int, float, decimal.Decimal)) and not isinstance(r.get(name), bool)
+                      for r in rows)
+        table.add_column((headers or {}).get(name, name), justify="right" if numeric else "left",
+                         overflow="fold")
+    for row in rows:
+        table.add_row(*(cell(row.get(name), name in sizes) for name in columns))
+    return table
+
+
+def local_time(millis: int | None) -> dt.datetime | None:
+    return None if millis is None else dt.datetime.fromtimestamp(millis / 1000)
+
+
+def snapshot_json(snapshot) -> dict | None:
+    if snapshot is None:
+        return None
+    return {"snapshot_id": snapshot.id, "schema_id": snapshot.schema_id, "commit_kind": snapshot.commit_kind,
+            "commit_time": local_time(snapshot.time_millis), "commit_user": snapshot.commit_user,
+            "total_record_count": snapshot.total_record_count, "delta_record_count": snapshot.delta_record_count,
+            "watermark": snapshot.watermark}
+
+
+def fields_json(schema: TableSchema) -> list[dict]:
+    return [{"id": f.id, "name": f.name, "type": type_to_sql(f.type), "nullable": f.type.nullable,
+             "primary_key": f.name in schema.primary_keys, "partition_key": f.name in schema.partition_keys,
+             "description": f.description} for f in schema.fields]
+
+
+def fields_table(schema: TableSchema) -> RichTable:
+    table = RichTable(title="schema", title_justify="left", header_style="bold")
+    for column in ("id", "name", "type", "key", "comment"):
+        table.add_column(column, justify="right" if column == "id" else "left")
+    for f in schema.fields:
+        key = " ".join(k for k, on in (("primary", f.name in schema.primary_keys),
+                                       ("partition", f.name in schema.partition_keys)) if on)
+        table.add_row(str(f.id), f.name, type_to_sql(f.type), key, f.description or "")
+    return table
+
+
+def progress(console: Console) -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal)
+
+
+def working(message: str):
+    """A spinner on stderr while one long call runs (nothing when stderr is no terminal)."""
+    console = errors()
+    if console.is_terminal:
+        return console.status(message)
+    return _Quiet()
+
+
+class _Quiet:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# looking
+
+
+@command()
+def info(table: TableArg, warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+         json_output: JsonOpt = False) -> None:
+    """Schema, options, latest snapshot and sizes of a table."""
+    t = open_table(table, warehouse, storage_option)
+    schema = t.schema()
+    options = Options(schema.options)
+    latest = t.latest_snapshot()
+    entries = t.live_entries(latest, schema) if latest is not None else []
+    snapshot_ids = t.snapshot_store.list_ids()
+    levels: dict[int, int] = {}
+    for e in entries:
+        levels[e.file.level] = levels.get(e.file.level, 0) + 1
+    data = {
+        "name": t.name, "path": t.root,
+        "kind": "primary-key" if schema.primary_keys else "append",
+        "primary_keys": list(schema.primary_keys), "partition_keys": list(schema.partition_keys),
+        "bucket": int(options.get("bucket")),
+        "merge_engine": options.get("merge-engine") if schema.primary_keys else None,
+        "schema_id": schema.id, "comment": schema.comment,
+        "fields": fields_json(schema), "options": dict(sorted(schema.options.items())),
+        "snapshot": snapshot_json(latest),
+        "snapshots": {"count": len(snapshot_ids), "earliest": snapshot_ids[0] if snapshot_ids else None,
+                      "latest": snapshot_ids[-1] if snapshot_ids else None},
+        "tags": [tag.name for tag in t.list_tags()],
+        "sizes": {"data_files": len(entries), "data_bytes": sum(e.file.file_size for e in entries),
+                  "records_in_files": sum(e.file.row_count for e in entries),
+                  "partitions": len({e.partition for e in entries}),
+                  "buckets": len({(e.partition, e.bucket) for e in entries}),
+                  "files_per_level": {str(k): levels[k] for k in sorted(levels)}},
+    }
+    if json_output:
+        return print_json(data)
+    console = output()
+    kind = data["kind"]
+    if schema.primary_keys:
+        kind += f" ({data['merge_engine']}, key {', '.join(schema.primary_keys)})"
+    bucket = data["bucket"]
+    buckets = {-1: "dynamic", -2: "postpone"}.get(bucket, str(bucket)) if schema.primary_keys or bucket > 0 \
+        else "unaware"
+    summary = RichTable.grid(padding=(0, 2))
+    summary.add_column(style="bold")
+    summary.add_column()
+    summary.add_row("table", t.name if t.name == t.root else f"{t.name}  ({t.root})")
+    summary.add_row("kind", kind)
+    summary.add_row("partitioned by", ", ".join(schema.partition_keys) or "-")
+    summary.add_row("buckets", buckets)
+    summary.add_row("schema", f"id {schema.id}" + (f" · {schema.comment}" if schema.comment else ""))
+    if latest is None:
+        summary.add_row("snapshot", "none (empty table)")
+    else:
+        summary.add_row("snapshot", f"{latest.id} · {latest.commit_kind} · {local_time(latest.time_millis):%Y-%m-%d %H:%M:%S}"
+                        + (f" · {latest.total_record_count:,} records" if latest.total_record_count is not None else ""))
+        summary.add_row("snapshots", f"{len(snapshot_ids)} ({snapshot_ids[0]}..{snapshot_ids[-1]})")
+    summary.add_row("tags", ", ".join(data["tags"]) or "-")
+    sizes = data["sizes"]
+    summary.add_row("data", f"{sizes['data_files']:,} files · {human_size(sizes['data_bytes'])} · "
+                            f"{sizes['records_in_files']:,} records in files · {sizes['partitions']:,} partitions · "
+                            f"{sizes['buckets']:,} buckets")
+    if schema.primary_keys and levels:
+        summary.add_row("files per level", "  ".join(f"L{k}: {v}" for k, v in sorted(levels.items())))
+    console.print(summary)
+    console.print(fields_table(schema))
+    if schema.options:
+        console.print(rows_table([{"option": k, "value": v} for k, v in data["options"].items()],
+                                 ["option", "value"], title="options"))
+
+
+def _system_rows(table: str, warehouse, storage, name: str) -> tuple[Table, list[dict]]:
+    t = open_table(table, warehouse, storage)
+    return t, t.system_table(name).to_arrow().to_pylist()
+
+
+@command()
+def snapshots(table: TableArg, warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+              json_output: JsonOpt = False) -> None:
+    """The table's snapshots (Paimon's $snapshots system table)."""
+    t, rows = _system_rows(table, warehouse, storage_option, "snapshots")
+    if json_output:
+        return print_json(rows)
+    output().print(rows_table(rows, ["snapshot_id", "schema_id", "commit_kind", "commit_time", "total_record_count",
+                                     "delta_record_count", "changelog_record_count", "watermark"],
+                              title=f"snapshots of {t.name}",
+                              headers={"snapshot_id": "id", "schema_id": "schema", "commit_kind": "kind",
+                                       "total_record_count": "records", "delta_record_count": "delta",
+                                       "changelog_record_count": "changelog"}))
+
+
+@command()
+def tags(table: TableArg, warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+         json_output: JsonOpt = False) -> None:
+    """The table's tags (Paimon's $tags system table)."""
+    t, rows = _system_rows(table, warehouse, storage_option, "tags")
+    if json_output:
+        return print_json(rows)
+    output().print(rows_table(rows, ["tag_name", "snapshot_id", "schema_id", "commit_time", "record_count",
+                                     "create_time", "time_retained"], title=f"tags of {t.name}",
+                              headers={"tag_name": "tag", "snapshot_id": "snapshot", "schema_id": "schema",
+                                       "record_count": "records", "time_retained": "retained"}))
+
+
+@command()
+def files(table: TableArg, warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+          json_output: JsonOpt = False) -> None:
+    """The live data files of the latest snapshot (Paimon's $files system table)."""
+    t, rows = _system_rows(table, warehouse, storage_option, "files")
+    if json_output:
+        return print_json(rows)
+    for row in rows:
+        row["file"] = row["file_path"].rsplit("/", 1)[-1]
+    columns = ["partition", "bucket", "file", "level", "record_count", "file_size_in_bytes", "min_key", "max_key"]
+    if not t.schema().partition_keys:
+        columns.remove("partition")
+    if not t.schema().primary_keys:
+        columns = [c for c in columns if c not in ("level", "min_key", "max_key")]
+    output().print(rows_table(rows, columns, title=f"files of {t.name}", sizes=("file_size_in_bytes",),
+                              headers={"record_count": "records", "file_size_in_bytes": "size"}))
+
+
+@command()
+def partitions(table: TableArg, warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+               json_output: JsonOpt = False) -> None:
+    """The partitions of the latest snapshot (Paimon's $partitions system table)."""
+    t, rows = _system_rows(table, warehouse, storage_option, "partitions")
+    if json_output:
+        return print_json(rows)
+    output().print(rows_table(rows, ["partition", "record_count", "file_size_in_bytes", "file_count", "total_buckets",
+                                     "last_update_time"], title=f"partitions of {t.name}",
+                              sizes=("file_size_in_bytes",),
+                              headers={"record_count": "records", "file_size_in_bytes": "size",
+                                       "file_count": "files", "total_buckets": "buckets"}))
+
+
+@command()
+def show(table: TableArg,
+         limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="rows to print (0: all)")] = 20,
+         where: Annotated[Optional[str], typer.Option(
+             "--where", metavar="FILTER", help="e.g. \"dt = '2026-01-31' and id in (1, 2) or v is null\"")] = None,
+         columns: Annotated[Optional[str], typer.Option("--columns", "-c", metavar="A,B", help="columns to read")] = None,
+         at: AtOpt = None,
+         as_of: Annotated[Optional[str], typer.Option(
+             "--as-of", metavar="TIME", help="read the snapshot current at an ISO time")] = None,
+         warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Print rows of a table, filtered, projected, or as of a tag or snapshot."""
+    t = open_table(table, warehouse, storage_option)
+    selector = travel(at)
+    if as_of is not None:
+        if at is not None:
+            raise typer.BadParameter("give --at or --as-of, not both", param_hint="'--as-of'")
+        try:
+            selector = {"as_of_timestamp_ms": int(dt.datetime.fromisoformat(as_of).timestamp() * 1000)}
+        except ValueError:
+            raise typer.BadParameter(f"{as_of!r} is not an ISO time", param_hint="'--as-of'") from None
+    schema = t.scan(**selector).schema if selector else t.schema()
+    predicate = parse_where(where, {f.name: f.type for f in schema.fields}) if where is not None else None
+    wanted = names(columns) or None
+    scan = t.scan(filter=predicate, columns=wanted, **selector)
+    batches, count = [], 0
+    for batch in scan.to_batches():
+        if batch.num_rows == 0:
+            continue
+        batches.append(batch)
+        count += batch.num_rows
+        if limit and count > limit:
+            break
+    result = pa.Table.from_batches(batches, schema=scan.arrow_schema) if batches else scan.arrow_schema.empty_table()
+    more = bool(limit) and result.num_rows > limit
+    if limit:
+        result = result.slice(0, limit)
+    rows = result.to_pylist()
+    if json_output:
+        return print_json(rows)
+    where_from = (f"tag {selector['tag']}" if "tag" in selector else
+                  f"snapshot {selector['snapshot_id']}" if "snapshot_id" in selector else
+                  f"as of {as_of}" if as_of else None)
+    title = t.name + (f" ({where_from})" if where_from else "")
+    console = output()
+    console.print(rows_table(rows, result.column_names, title=title))
+    console.print(Text(f"{len(rows):,} row{'s' if len(rows) != 1 else ''}"
+                       + (f" (first {limit}; more match: raise --limit or use --limit 0)" if more else ""),
+                       style="dim"))
+
+
+# ---------------------------------------------------------------------------------------------
+# creating and importing
+
+SCHEMA_KEYS = {"fields", "primaryKeys", "primary_keys", "partitionKeys", "partition_keys", "options", "comment",
+               "id", "highestFieldId", "version", "timeMillis"}
+
+
+def read_schema_file(path: Path) -> dict:
+    """A schema file: Paimon's own schema JSON (a `schema/schema-N` file of another table), or
+    the same shape without field ids, or `fields` as a {name: type} mapping. Types are Paimon
+    SQL types ('BIGINT NOT NULL', 'DECIMAL(10, 2)', 'ARRAY<STRING>') or Paimon's JSON types."""
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise InvalidArgument(f"schema file {path}: not JSON ({e})") from None
+    if not isinstance(doc, dict) or "fields" not in doc:
+        raise InvalidArgument(f"schema file {path}: expected a JSON object with 'fields'")
+    unknown = sorted(set(doc) - SCHEMA_KEYS)
+    if unknown:
+        raise InvalidArgument(f"schema file {path}: unknown key(s) {unknown} (known: {sorted(SCHEMA_KEYS)})")
+    raw = doc["fields"]
+    if isinstance(raw, dict):
+        raw = [{"name": k, "type": v} for k, v in raw.items()]
+    fields = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or "name" not in item or "type" not in item:
+            raise InvalidArgument(f"schema file {path}: field {i} needs 'name' and 'type'")
+        fields.append(DataField(-1, str(item["name"]), parse_type(item["type"]), item.get("description")))
+    return {"fields": fields,
+            "primary_key": list(doc.get("primaryKeys", doc.get("primary_keys", []))),
+            "partition_keys": list(doc.get("partitionKeys", doc.get("partition_keys", []))),
+            "options": {str(k): str(v) for k, v in (doc.get("options") or {}).items()},
+            "comment": doc.get("comment")}
+
+
+def data_format(path: Path, given: str | None) -> str:
+    if given:
+        return given
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".bz2", ".zst", ".lz4"):
+        suffixes = suffixes[:-1]
+    ending = suffixes[-1] if suffixes else ""
+    if ending in (".parquet", ".pq", ".parq"):
+        return "parquet"
+    if ending in (".csv", ".tsv", ".txt"):
+        return "csv"
+    raise typer.BadParameter(f"cannot tell the format of {path} from its name: give --format parquet|csv",
+                             param_hint="FILES")
+
+
+def csv_options(path: Path, delimiter: str | None, types: dict[str, pa.DataType] | None = None):
+    from pyarrow import csv
+
+    separator = delimiter or ("\t" if ".tsv" in [s.lower() for s in path.suffixes] else ",")
+    return (csv.ReadOptions(block_size=1 << 22), csv.ParseOptions(delimiter=separator),
+            csv.ConvertOptions(column_types=types or {}, strings_can_be_null=True))
+
+
+def sample_schema(path: Path, fmt: str, delimiter: str | None) -> pa.Schema:
+    """The Arrow schema of a data file: parquet's own, or the types inferred from the first
+    block of a CSV file."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_schema(path)
+    from pyarrow import csv
+
+    read, parse, convert = csv_options(path, delimiter)
+    with csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert) as reader:
+        return reader.schema
+
+
+def read_batches(path: Path, fmt: str, delimiter: str | None, table_types: dict[str, pa.DataType]):
+    """(rows if known, iterator of record batches) of a data file; CSV columns are parsed with
+    the table's types."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        handle = pq.ParquetFile(path)
+        return handle.metadata.num_rows, handle.iter_batches(batch_size=1 << 16)
+    from pyarrow import csv
+
+    header = sample_schema(path, fmt, delimiter).names
+    read, parse, convert = csv_options(path, delimiter, {n: table_types[n] for n in header if n in table_types})
+    return None, iter(csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert))
+
+
+def import_files(t: Table, paths: list[Path], fmt: str | None, delimiter: str | None) -> dict:
+    """Write every row of the files in one commit, with a progress bar per file."""
+    types = {f.name: f.type for f in arrow_schema(t.schema().fields)}
+    counts: dict[str, int] = {}
+    console = errors()
+
+    with progress(console) as bar:
+        def batches():
+            for path in paths:
+                total, reader = read_batches(path, data_format(path, fmt), delimiter, types)
+                task = bar.add_task(path.name, total=total)
+                counts[str(path)] = 0
+                for batch in reader:
+                    counts[str(path)] += batch.num_rows
+                    bar.advance(task, batch.num_rows)
+                    if batch.num_rows:
+                        yield batch
+                bar.update(task, total=counts[str(path)], completed=counts[str(path)])
+
+        snapshot = t.write(batches())
+    return {"table": t.name, "files": [{"path": p, "rows": n} for p, n in counts.items()],
+            "rows": sum(counts.values()), "snapshot_id": None if snapshot is None else snapshot.id}
+
+
+def print_import(result: dict) -> None:
+    snapshot = result["snapshot_id"]
+    output().print(f"imported {result['rows']:,} rows from {len(result['files'])} file"
+                   f"{'s' if len(result['files']) != 1 else ''} into {result['table']}"
+                   + (f" (snapshot {snapshot})" if snapshot is not None else " (nothing to commit)"))
+
+
+FormatOpt = Annotated[Optional[str], typer.Option(
+    "--format", "-f", help="parquet or csv (default: from the file name)", case_sensitive=False)]
+DelimiterOpt = Annotated[Optional[str], typer.Option(
+    "--delimiter", help="CSV field separator (default: ',' or a tab for .tsv)")]
+
+
+@command()
+def create(table: TableArg,
+           schema_file: Annotated[Optional[Path], typer.Option(
+               "--schema", exists=True, dir_okay=False, metavar="FILE",
+               help="JSON schema file (Paimon's schema JSON, or {\"fields\": {\"name\": \"TYPE\"}, ...})")] = None,
+           sample: Annotated[Optional[Path], typer.Option(
+               "--from", exists=True, dir_okay=False, metavar="DATA_FILE",
+               help="take the columns from a parquet or CSV file")] = None,
+           primary_key: Annotated[Optional[str], typer.Option("--primary-key", "-k", metavar="A,B")] = None,
+           partition_keys: Annotated[Optional[str], typer.Option("--partition-keys", "-p", metavar="A,B")] = None,
+           option: Annotated[Optional[list[str]], typer.Option(
+               "--option", "-o", metavar="KEY=VALUE", help="table option, e.g. bucket=4; repeatable")] = None,
+           comment: Annotated[Optional[str], typer.Option("--comment")] = None,
+           import_sample: Annotated[bool, typer.Option(
+               "--import", help="also import the rows of the --from file")] = False,
+           fmt: FormatOpt = None, delimiter: DelimiterOpt = None,
+           warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Create a table from a schema file or from the columns of a parquet/CSV file."""
+    if (schema_file is None) == (sample is None):
+        raise typer.BadParameter("give exactly one of --schema FILE and --from DATA_FILE", param_hint="'--schema'")
+    if import_sample and sample is None:
+        raise typer.BadParameter("--import imports the --from file", param_hint="'--import'")
+    if schema_file is not None:
+        spec = read_schema_file(schema_file)
+    else:
+        spec = {"fields": sample_schema(sample, data_format(sample, fmt), delimiter), "primary_key": [],
+                "partition_keys": [], "options": {}, "comment": None}
+    primary = names(primary_key) or spec["primary_key"]
+    partitioned = names(partition_keys) or spec["partition_keys"]
+    options = {**spec["options"], **key_values(option, "'--option'")}
+    text = comment if comment is not None else spec["comment"]
+    storage = key_values(storage_option, "'--storage-option'") or None
+    if warehouse and "/" not in table and "://" not in table:
+        created = Catalog(warehouse, storage).create_table(table, spec["fields"], primary, partitioned, options, text)
+    else:
+        file_io, root = file_io_for(table, storage)
+        created = create_table_at(file_io, root, root, spec["fields"], primary, partitioned, options, text)
+    result = {"table": created.name, "path": created.root, "fields": fields_json(created.schema()),
+              "primary_keys": primary, "partition_keys": partitioned, "options": created.schema().options}
+    imported = import_files(created, [sample], fmt, delimiter) if import_sample else None
+    if json_output:
+        return print_json({**result, "import": imported})
+    console = output()
+    console.print(f"created {created.name}" + ("" if created.name == created.root else f" at {created.root}"))
+    console.print(fields_table(created.schema()))
+    if imported is not None:
+        print_import(imported)
+
+
+@command("import")
+def import_(table: TableArg,
+            paths: Annotated[list[Path], typer.Argument(
+                metavar="FILES...", exists=True, dir_okay=False, help="parquet or CSV files", show_default=False)],
+            fmt: FormatOpt = None, delimiter: DelimiterOpt = None,
+            warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Write the rows of parquet or CSV files into a table, all in one commit."""
+    t = open_table(table, warehouse, storage_option)
+    result = import_files(t, paths, fmt.lower() if fmt else None, delimiter)
+    if json_output:
+        return print_json(result)
+    print_import(result)
+
+
+# ---------------------------------------------------------------------------------------------
+# maintenance
+
+
+@command()
+def compact(table: TableArg,
+            full: Annotated[bool, typer.Option("--full", help="rewrite each bucket into one sorted run")] = False,
+            partition: Annotated[Optional[list[str]], typer.Option(
+                "--partition", metavar="K=V[,K=V]", help="only this partition; repeatable")] = None,
+            warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Compact the table (universal compaction, or --full) in one COMPACT snapshot."""
+    t = open_table(table, warehouse, storage_option)
+    before = t.latest_snapshot()
+    files_before = len(t.live_entries(before)) if before is not None else 0
+    with working(f"compacting {t.name}"):
+        snapshot = t.compact(full=full, partitions=partition_specs(t, partition))
+    latest = t.latest_snapshot()
+    files_after = len(t.live_entries(latest)) if latest is not None else 0
+    result = {"table": t.name, "snapshot_id": None if snapshot is None else snapshot.id,
+              "files_before": files_before, "files_after": files_after}
+    if json_output:
+        return print_json(result)
+    if snapshot is None:
+        output().print(f"nothing to compact in {t.name}")
+    else:
+        output().print(f"compacted {t.name}: snapshot {snapshot.id}, {files_before:,} -> {files_after:,} data files")
+
+
+@command()
+def expire(table: TableArg,
+           retain_min: Annotated[Optional[int], typer.Option("--retain-min", min=1, help="keep at least this many")] = None,
+           retain_max: Annotated[Optional[int], typer.Option("--retain-max", min=1, help="keep at most this many")] = None,
+           older_than: Annotated[Optional[str], typer.Option(
+               "--older-than", metavar="AGE|TIME",
+               help="expire snapshots older than this ('1 d', '2 h', or an ISO time); default: the table's "
+                    "snapshot.time-retained")] = None,
+           max_deletes: Annotated[Optional[int], typer.Option("--max-deletes", min=1,
+                                                              help="expire at most this many")] = None,
+           warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Expire old snapshots (the table's retention options, or these overrides)."""
+    t = open_table(table, warehouse, storage_option)
+    cutoff = moment_ms(older_than, "'--older-than'") if older_than is not None else None
+    with working(f"expiring snapshots of {t.name}"):
+        expired = t.expire_snapshots(retain_min, retain_max, cutoff, max_deletes)
+    ids = t.snapshot_store.list_ids()
+    result = {"table": t.name, "expired": expired, "earliest": ids[0] if ids else None,
+              "latest": ids[-1] if ids else None, "snapshots": len(ids)}
+    if json_output:
+        return print_json(result)
+    output().print(f"expired {expired} snapshot{'s' if expired != 1 else ''} of {t.name}; "
+                   + (f"{len(ids)} left ({ids[0]}..{ids[-1]})" if ids else "none left"))
+
+
+@command()
+def rollback(table: TableArg,
+             target: Annotated[str, typer.Argument(metavar="TAG|SNAPSHOT", help="a tag, or a snapshot id",
+                                                   show_default=False)],
+             yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")] = False,
+             warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Make the table hold exactly a snapshot or tag again (later snapshots are deleted)."""
+    t = open_table(table, warehouse, storage_option)
+    goal = int(target) if re.fullmatch(r"\d+", target.strip()) else target
+    what = f"snapshot {goal}" if isinstance(goal, int) else f"tag {goal}"
+    if not yes:
+        typer.confirm(f"roll {t.name} back to {what}, deleting every later snapshot?", abort=True, err=True)
+    snapshot = t.rollback_to(goal)
+    result = {"table": t.name, "target": goal, "snapshot_id": snapshot.id}
+    if json_output:
+        return print_json(result)
+    output().print(f"rolled {t.name} back to {what}: latest snapshot is {snapshot.id}")
+
+
+@command()
+def orphans(table: TableArg,
+            older_than: Annotated[Optional[str], typer.Option(
+                "--older-than", metavar="AGE|TIME",
+                help="only files older than this ('1 d', '2 h', or an ISO time); default one day")] = None,
+            dry_run: Annotated[bool, typer.Option("--dry-run", help="list the files, delete nothing")] = False,
+            warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Delete (or list with --dry-run) files under the table that nothing references."""
+    t = open_table(table, warehouse, storage_option)
+    cutoff = moment_ms(older_than, "'--older-than'") if older_than is not None else None
+    with working(f"looking for orphan files of {t.name}"):
+        found = t.remove_orphan_files(older_than=cutoff, dry_run=dry_run)
+    result = {"table": t.name, "dry_run": dry_run, "files": sorted(found)}
+    if json_output:
+        return print_json(result)
+    console = output()
+    verb = "would delete" if dry_run else "deleted"
+    console.print(f"{verb} {len(found)} orphan file{'s' if len(found) != 1 else ''} of {t.name}")
+    for path in sorted(found):
+        console.print(f"  {path}", soft_wrap=True)
+
+
+@command()
+def analyze(table: TableArg,
+            columns: Annotated[Optional[str], typer.Option("--columns", "-c", metavar="A,B",
+                                                           help="columns to analyze (default: all)")] = None,
+            warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Collect table statistics (Table.analyze), when this tarn has it."""
+    t = open_table(table, warehouse, storage_option)
+    run = getattr(t, "analyze", None)
+    if run is None:
+        fail("this version of tarn cannot analyze tables yet (Table.analyze() is missing)", 2)
+    with working(f"analyzing {t.name}"):
+        result = run(columns=names(columns) or None)
+    data = plain(result)
+    if json_output:
+        return print_json({"table": t.name, "result": data})
+    console = output()
+    console.print(f"analyzed {t.name}")
+    if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
+        console.print(rows_table(data, list(data[0])))
+    elif isinstance(data, dict):
+        console.print(rows_table([{"key": k, "value": v} for k, v in data.items()], ["key", "value"]))
+    elif data is not None:
+        console.print(str(data))
+
+
+def plain(value):
+    """A result of unknown shape as JSON-ready data (Arrow tables, dataclasses, snapshots)."""
+    import dataclasses
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, pa.Table):
+        return value.to_pylist()
+    if hasattr(value, "to_arrow"):
+        return value.to_arrow().to_pylist()
+    if hasattr(value, "to_dict"):
+        return plain(value.to_dict())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return plain(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [plain(v) for v in value]
+    return json_default(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# the LSM tree
+
+
+@command()
+def lsm(table: TableArg,
+        partition: Annotated[Optional[list[str]], typer.Option(
+            "--partition", metavar="K=V[,K=V]", help="only this partition; repeatable")] = None,
+        bucket: Annotated[Optional[int], typer.Option("--bucket", "-b", help="only this bucket")] = None,
+        at: AtOpt = None,
+        svg: Annotated[Optional[Path], typer.Option("--svg", metavar="PATH", dir_okay=False,
+                                                    help="also write the drawing as an SVG file")] = None,
+        list_files: Annotated[bool, typer.Option("--files", help="list every file under each drawing")] = False,
+        width: Annotated[int, typer.Option("--width", min=8, max=400, help="width of the key-space bars")] = 40,
+        warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Draw each bucket's LSM levels: files, sizes and key ranges."""
+    t = open_table(table, warehouse, storage_option)
+    specs = partition_specs(t, partition)
+    wanted = None
+    if specs is not None:
+        def wanted(values: dict) -> bool:
+            return any(all(values.get(k) == v for k, v in spec.items()) for spec in specs)
+    with working(f"planning {t.name}"):
+        scan = t.scan(**travel(at))
+        trees = lsm_drawing.collect(t, scan.plan(), wanted, bucket)
+    snapshot = scan.snapshot
+    title = f"{t.name} · snapshot {snapshot.id}" if snapshot is not None else f"{t.name} · no snapshot"
+    if svg is not None:
+        svg.write_text(lsm_drawing.svg(trees, title))
+    if json_output:
+        return print_json({"table": t.name, "snapshot_id": None if snapshot is None else snapshot.id,
+                           "key_columns": list(t.schema().trimmed_primary_keys),
+                           "buckets": [b.to_json() for b in trees],
+                           "svg": None if svg is None else str(svg)})
+    console = output()
+    console.print(Text(title, style="bold"))
+    if not t.schema().primary_keys:
+        console.print(Text("append table: no LSM tree, every file is at level 0 and holds no key range",
+                           style="dim"))
+    if not trees:
+        console.print("no data files" + (" match" if specs is not None or bucket is not None else ""))
+    for tree in trees:
+        console.print(lsm_drawing.render_tree(tree, width, list_files))
+    if svg is not None:
+        console.print(Text(f"wrote {svg}", style="dim"))
