@@ -79,12 +79,11 @@ def _java_rem(values: np.ndarray, n: int) -> np.ndarray:
     return np.fmod(values, n)
 
 
-def assigner_channels(partition_hash_value: int, key_hashes: np.ndarray, channels: int,
-                      assigners: int) -> np.ndarray:
+def assigner_channels(partition_hashes, key_hashes: np.ndarray, channels: int, assigners: int) -> np.ndarray:
     """Which of `channels` assigner tasks sees each key (Paimon's BucketAssigner.computeAssigner):
     a partition's keys go to `assigners` consecutive tasks starting at abs(partition hash %
-    channels), by abs(key hash % assigners)."""
-    start = abs(int(np.fmod(partition_hash_value, channels)))
+    channels), by abs(key hash % assigners). `partition_hashes`: one int, or one per key."""
+    start = np.abs(_java_rem(np.asarray(partition_hashes, dtype=np.int64), channels))
     ids = np.abs(_java_rem(np.asarray(key_hashes, dtype=np.int64), assigners))
     return ((start + ids) % channels).astype(np.int32)
 

@@ -94,14 +94,16 @@ class Table(TableContext):
         schema = schema or self.schema()
         return Committer(self, schema or self.schema())
 
-    def new_writer(self, ignore_previous_files: bool = False, options: dict | None = None) -> TableWriter:
+    def new_writer(self, ignore_previous_files: bool = False, options: dict | None = None,
+                   index_snapshot=None) -> TableWriter:
         """A writer for one commit: `write()` any number of batches, then `commit()` its messages.
         `ignore_previous_files` (INSERT OVERWRITE): start every bucket empty, as Java does, so
         the writer never compacts files the overwrite removes, and write no changelog files (an
         overwrite commits none). `options` override table options for this writer only (file
-        prefixes, write tuning)."""
+        prefixes, write tuning). `index_snapshot` (dynamic buckets given with the rows): the
+        snapshot id, or a function giving it, whose HASH index the buckets were assigned against."""
         schema = self.schema()
-        restore = (lambda: {}) if ignore_previous_files else restore_from(self, schema)
+        restore = (lambda: {}) if ignore_previous_files else restore_from(self, schema, index_snapshot=index_snapshot)
         return TableWriter(self.file_io, self.root, self.name, schema, Options({**schema.options, **(options or {})}),
                            restore, self.schema_by_id, produce_changelog=not ignore_previous_files)
 

@@ -12,6 +12,12 @@ Primary-key tables: rows of one bucket should reach one task (`tarn.spark.write`
 tarn's bucket function and sets `write.bucket-owned`); then each task owns its buckets and
 compacts them as the table options say. Without it several tasks may write the same bucket:
 they still produce a correct table (level-0 runs merged on read) but do not compact.
+
+Dynamic-bucket tables (`bucket` = -1 with a primary key) take rows whose bucket was assigned
+on executors: the column `__tarn_bucket` (`tarn.spark.write` / `by_bucket` add it) carries
+each row's bucket and the snapshot whose HASH index it was assigned against; the writer keeps
+each bucket's index against that snapshot. Without the column the write is refused (tasks
+assigning buckets on their own would put one key into two buckets).
 """
 
 from __future__ import annotations
@@ -38,7 +44,10 @@ from tarn.spark.target import WRITE_OPTIONS, check_options, load, storage_of, ta
 from tarn.spark.types import arrow_of
 from tarn.write.conform import check_static_partition, conform
 from tarn.write.message import CommitMessage
+from tarn.write.assign import unpack_buckets
 from tarn.write.writer import TableWriter, abort
+
+BUCKET_COLUMN = "__tarn_bucket"  # dynamic buckets assigned on executors (tarn.spark.dataframe)
 
 
 @dataclass
@@ -173,17 +182,19 @@ class WritePlan:
     job_token: str  # e.g. spark-3f2a9c1e07b4- (file names: data-spark-3f2a9c1e07b4-...)
     commit_user: str
     storage: dict | None = None  # storage options (s3.endpoint, ...): every task opens the table with them
+    given_buckets: bool = False  # rows carry BUCKET_COLUMN (dynamic-bucket tables)
 
     def open(self) -> tarn.Table:
         return tarn.load_table(self.path, self.storage)
 
-    def task_writer(self, table: tarn.Table, token: str) -> TableWriter:
+    def task_writer(self, table: tarn.Table, token: str, index_snapshot=None) -> TableWriter:
         """A TableWriter for one task; it compacts only buckets it owns."""
         schema = table.schema()
         options = {**self.overrides, **job_prefixes({**schema.options, **self.overrides}, token)}
         if schema.primary_keys and not self.bucket_owned:
             options["write-only"] = "true"  # other tasks may write the same buckets
-        return table.new_writer(ignore_previous_files=self.overwrite is not None, options=options)
+        return table.new_writer(ignore_previous_files=self.overwrite is not None, options=options,
+                                index_snapshot=index_snapshot)
 
     def token_of(self, batch_id: int | None) -> str:
         return self.job_token if batch_id is None else f"{self.job_token}b{batch_id}-"
@@ -192,7 +203,8 @@ class WritePlan:
         """Write one task's rows; on failure delete what it wrote and re-raise."""
         table = self.open()
         schema = table.schema()
-        writer = self.task_writer(table, self.token_of(batch_id))
+        assigned: dict = {}  # the snapshot the given buckets were assigned against
+        writer = self.task_writer(table, self.token_of(batch_id), index_snapshot=lambda: assigned.get("snapshot"))
         static = self.overwrite.static if self.overwrite is not None else {}
         try:
             for batch in batches:
@@ -200,7 +212,11 @@ class WritePlan:
                     data = pa.Table.from_batches([batch])
                     if static:
                         check_static_partition(data, static, table.name)
-                    writer.write(data)
+                    if self.given_buckets:
+                        data, buckets = given_buckets(data, assigned)
+                        writer.write(data, buckets=buckets)
+                    else:
+                        writer.write(data)
             messages = writer.prepare_commit()
         except BaseException:
             abort(table.file_io, table.root, schema, writer.messages())
@@ -253,6 +269,18 @@ class WritePlan:
             table.file_io.delete_dir(table.root)
 
 
+def given_buckets(data: pa.Table, assigned: dict) -> tuple[pa.Table, pa.Array]:
+    """The rows without BUCKET_COLUMN, and their buckets; every row of a task must have been
+    assigned against the same snapshot (recorded in `assigned`)."""
+    index = next(i for i, name in enumerate(data.column_names) if name.lower() == BUCKET_COLUMN)
+    packed = data.column(index).to_numpy()
+    snapshot, buckets = unpack_buckets(packed)
+    if assigned.setdefault("snapshot", snapshot) != snapshot:
+        raise TarnError("dynamic bucket assignment: rows were assigned against different snapshots (another "
+                        "writer committed while the assigner tasks ran); nothing was committed, write again")
+    return data.remove_column(index), pa.array(buckets)
+
+
 def new_job_token() -> str:
     return f"spark-{uuid.uuid4().hex[:12]}-"
 
@@ -287,17 +315,34 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     """Driver side of every write: find or create the table, check the rows fit."""
     path = table_path(options)
     data_schema = arrow_of(schema)
+    given = BUCKET_COLUMN in [n.lower() for n in data_schema.names]
+    if given:
+        data_schema = data_schema.remove(next(i for i, n in enumerate(data_schema.names) if n.lower() == BUCKET_COLUMN))
     table, created, overrides = find_or_create(path, data_schema, options)
     try:
         check_fits(table, data_schema)
         spec = overwrite_spec(options, table.schema(), overwrite)
+        _check_bucket_column(table, given)
     except BaseException:
         if created:
             table.file_io.delete_dir(table.root)
         raise
     owned = options.get("write.bucket-owned", "false").lower() == "true"
     return WritePlan(path, overrides, spec, owned, created, new_job_token(),
-                     commit_user=str(uuid.uuid4()), storage=storage_of(options))
+                     commit_user=str(uuid.uuid4()), storage=storage_of(options), given_buckets=given)
+
+
+def _check_bucket_column(table: tarn.Table, given: bool) -> None:
+    schema = table.schema()
+    dynamic = bool(schema.primary_keys) and schema.options.get("bucket", "-1").strip() == "-1"
+    if dynamic and not given:
+        raise InvalidOption(f"table {table.name} has dynamic buckets (bucket=-1): write it with "
+                            "tarn.spark.write(df, path), or tarn.spark.by_bucket(df, path) before "
+                            "df.write / df.writeStream, so buckets are assigned on executors (or create "
+                            "it with a fixed 'bucket' > 0)")
+    if given and not dynamic:
+        raise SchemaMismatch(f"table {table.name}: column '{BUCKET_COLUMN}' carries dynamic buckets, but the "
+                             f"table has bucket={schema.options.get('bucket', '-1')}")
 
 
 class BatchWriter(DataSourceArrowWriter):

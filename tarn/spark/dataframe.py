@@ -1,5 +1,15 @@
 """DataFrame-level helpers: `tarn.spark.write` shuffles a DataFrame so each (partition, bucket)
-of the table reaches one task (`by_bucket`), then writes it through the "tarn" data source."""
+of the table reaches one task (`by_bucket`), then writes it through the "tarn" data source.
+
+Dynamic-bucket tables (`bucket` = -1 with a primary key) get their buckets on executors first,
+as Paimon's Spark writer does: rows are shuffled by key hash to assigner tasks
+(`tarn.bucket.assigner_channels`), each task loads the HASH index entries of its own hash
+range and assigns buckets (`tarn.write.assign.HashAssigner`), then rows are shuffled by
+(partition, bucket) to the writer tasks. The bucket travels in the column `__tarn_bucket`
+together with the snapshot whose index the assigner read (`snapshot * 32768 + bucket`), so
+the writer maintains the index against that same snapshot and the commit fails if another
+writer changed it in between.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +21,15 @@ import tarn
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.options import Options
 from tarn.spark import bucket_expr
-from tarn.spark.batch_write import check_fits, find_or_create
+from tarn.spark.batch_write import BUCKET_COLUMN, check_fits, find_or_create
 from tarn.spark.session import register
 from tarn.spark.target import storage_of
 from tarn.spark.types import arrow_of
+from tarn.write.assign import (AssignerSpec, HashAssigner, HashIndexFiles, assign_rows, channels_of_rows,
+                               pack_bucket)
 from tarn.write.conform import conform
 
-BUCKET_COLUMN = "__tarn_bucket"
+CHANNEL_COLUMN = "__tarn_assigner"
 
 
 def bucket_udf(key_fields: list, num_buckets: int, table_name: str):
@@ -38,16 +50,22 @@ def _absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def by_bucket(df, table_path: str, storage_options: dict | None = None):
+def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buckets: int | None = None):
     """`df` repartitioned so that all rows of one (partition, bucket) of the table are in one
     Spark partition (tarn's bucket function as Spark expressions for integer/date/boolean keys,
-    else in an Arrow UDF); unchanged for tables without
-    fixed buckets. Write the result with option `write.bucket-owned`=true (tarn.spark.write
-    does both); works for streaming DataFrames too."""
+    else in an Arrow UDF); for dynamic-bucket tables with the buckets assigned on executors
+    (`assign_dynamic`, each batch of a stream against the latest snapshot); unchanged for
+    bucket-unaware append tables. Write the result with option `write.bucket-owned`=true
+    (tarn.spark.write does both); works for streaming DataFrames too. `num_buckets`: another
+    fixed bucket count than the table's (rescale)."""
     from pyspark.sql import functions as F
 
-    schema = tarn.load_table(_absolute(table_path), storage_options).schema()
-    num_buckets = Options(schema.options).int("bucket")
+    table = tarn.load_table(_absolute(table_path), storage_options)
+    schema = table.schema()
+    if num_buckets is None:
+        num_buckets = Options(schema.options).int("bucket")
+    if num_buckets == -1 and schema.primary_keys:
+        return assign_dynamic(df, table_path, storage_options)
     if num_buckets <= 0:
         return df
     by_lower = {c.lower(): c for c in df.columns}
@@ -70,14 +88,101 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None):
     return df.drop(BUCKET_COLUMN)
 
 
+def _keyed_columns(df, schema, names: list[str]) -> list[str]:
+    by_lower = {c.lower(): c for c in df.columns}
+    missing = [k for k in names if k.lower() not in by_lower]
+    if missing:
+        raise SchemaMismatch(f"the DataFrame lacks the column(s) {missing} the dynamic bucket assignment needs")
+    return [by_lower[k.lower()] for k in names]
+
+
+def _as_table_columns(batch: pa.RecordBatch, columns: list[str], fields: list) -> pa.Table:
+    """The key and partition columns of a batch, named and typed as in the table."""
+    data = pa.Table.from_arrays([batch.column(c) for c in columns], names=[f.name for f in fields])
+    return conform(data, fields, "dynamic bucket assignment")
+
+
+def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fresh: bool = False,
+                   snapshot_id: int | None = None, parallelism: int | None = None):
+    """`df` with the column `__tarn_bucket` (packed snapshot and bucket, `pack_bucket`) for a
+    dynamic-bucket table, repartitioned so each (partition, bucket) is in one Spark partition.
+
+    Rows go by key hash to `channels` assigner tasks; task i assigns with the index entries of
+    its hash range, as of `snapshot_id` (default: the latest snapshot when the task runs, so a
+    streaming query's batches each see the previous ones). `fresh`: ignore the existing index
+    (INSERT OVERWRITE, rescale): buckets fill from 0 as in an empty table."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    path = _absolute(table_path)
+    table = tarn.load_table(path, storage_options)
+    schema = table.schema()
+    spark = df.sparkSession
+    if parallelism is None:
+        parallelism = max(spark.sparkContext.defaultParallelism,
+                          int(spark.conf.get("spark.sql.shuffle.partitions")))
+    spec = AssignerSpec.of(Options(schema.options), parallelism)
+    key_fields = [schema.field(k) for k in schema.trimmed_primary_keys]
+    part_fields = [schema.field(k) for k in schema.partition_keys]
+    fields = key_fields + part_fields
+    columns = _keyed_columns(df, schema, [f.name for f in fields])
+    name = table.name
+
+    @F.arrow_udf("int")
+    def channel_of(*arrays: pa.Array) -> pa.Array:
+        data = conform(pa.Table.from_arrays(list(arrays), names=[f.name for f in fields]), fields, name)
+        return pa.array(channels_of_rows(data, schema, spec))
+
+    routed = df.withColumn(CHANNEL_COLUMN, channel_of(*[F.col(c) for c in columns]))
+    routed = routed.repartitionById(spec.channels, F.col(CHANNEL_COLUMN)).drop(CHANNEL_COLUMN)
+    out_schema = StructType(list(routed.schema.fields) + [StructField(BUCKET_COLUMN, LongType(), False)])
+
+    def assign_task(batches):
+        from pyspark import TaskContext
+
+        task = tarn.load_table(path, storage_options)
+        pinned = 0 if fresh else snapshot_id
+        if pinned is None:
+            latest = task.latest_snapshot()
+            pinned = latest.id if latest is not None else 0
+        entries = {}
+        if pinned:
+            snap = task.snapshot(pinned)
+            if snap.index_manifest:
+                for entry in task.manifests(schema).read_index_manifest(snap.index_manifest):
+                    if entry.index_type == "HASH":
+                        entries.setdefault(entry.partition, []).append(entry)
+        assigner = HashAssigner(HashIndexFiles(task.file_io, task.root), spec,
+                                lambda part: entries.get(part, []), ids=(TaskContext.get().partitionId(),))
+        for batch in batches:
+            if batch.num_rows:
+                data = _as_table_columns(batch, columns, fields)
+                buckets = assign_rows(assigner, data, schema)
+                batch = pa.RecordBatch.from_arrays(
+                    list(batch.columns) + [pa.array(pack_bucket(pinned, buckets))],
+                    names=list(batch.schema.names) + [BUCKET_COLUMN])
+            else:
+                batch = pa.RecordBatch.from_arrays(
+                    list(batch.columns) + [pa.array([], pa.int64())],
+                    names=list(batch.schema.names) + [BUCKET_COLUMN])
+            yield batch
+
+    assigned = routed.mapInArrow(assign_task, out_schema)
+    tasks = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    by_lower = {c.lower(): c for c in assigned.columns}
+    keys = [F.col(by_lower[k.lower()]) for k in schema.partition_keys]
+    return assigned.repartition(tasks, *keys, F.pmod(F.col(BUCKET_COLUMN), F.lit(32768)))
+
+
 def write(df, table_path: str, mode: str = "append", **options) -> None:
     """Write a DataFrame to a tarn table, shuffled so that each bucket is written by one task.
 
-    For fixed-bucket tables (every primary-key table, append tables with `bucket-key`) rows are
+    For fixed-bucket tables (primary-key tables, append tables with `bucket-key`) rows are
     repartitioned by (partition, tarn bucket) (`by_bucket`): each bucket gets one writer, one
-    level-0 run per commit, and compacts as its options say. `options` are the writer's
-    (`primary-key`, `partition`, table options, ...); the table is created from the DataFrame
-    schema when missing."""
+    level-0 run per commit, and compacts as its options say. Dynamic-bucket tables (`bucket`
+    -1 with a primary key, Paimon's default) get their buckets on executors first
+    (`assign_dynamic`). `options` are the writer's (`primary-key`, `partition`, table options,
+    ...); the table is created from the DataFrame schema when missing."""
     if mode not in ("append", "overwrite"):
         raise InvalidOption(f"mode '{mode}' is not supported (append, overwrite)")
     register(df.sparkSession)
@@ -86,7 +191,13 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
     table, created, _ = find_or_create(path, arrow_of(df.schema), {**text_options, "path": path})
     try:
         check_fits(table, arrow_of(df.schema))
-        df = by_bucket(df, path, storage_of(text_options))
+        schema = table.schema()
+        if schema.primary_keys and Options(schema.options).int("bucket") == -1:
+            latest = table.latest_snapshot()
+            df = assign_dynamic(df, path, storage_of(text_options), fresh=mode == "overwrite",
+                                snapshot_id=latest.id if latest is not None else 0)
+        else:
+            df = by_bucket(df, path, storage_of(text_options))
         if table.primary_keys:
             text_options["write.bucket-owned"] = "true"
         writer = df.write.format("tarn").mode(mode)

@@ -12,6 +12,7 @@ COMPACT snapshot, or, if the job fails, deletes every file the tasks wrote.
 from __future__ import annotations
 
 import os
+import pickle
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -23,14 +24,16 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
 import tarn
+from tarn import append_compaction
 from tarn import partition as partitions
 from tarn.errors import TarnError
 from tarn.fs import FileIO, join
 from tarn.maintenance import expire, orphans, rollback, tags
 from tarn.maintenance.references import delete_paths
 from tarn.s3 import check_options as check_storage
-from tarn.spark.batch_write import TaskMessages, job_prefixes, new_job_token, sweep
+from tarn.spark.batch_write import TaskMessages, given_buckets, job_prefixes, new_job_token, sweep
 from tarn.spark.target import storage_of
+from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
 from tarn.write.writer import abort
 
 COMPACT_FORMAT = "tarn_compact"
@@ -126,15 +129,15 @@ def spread(sizes: dict[tuple[bytes, int], int], tasks: int) -> list[tuple[bytes,
 
 def compact(spark, table_path: str, full: bool = False, partitions: list[dict] | None = None,
             parallelism: int | None = None, storage_options: dict | None = None):
-    """Compact a primary-key table on Spark (files whose deleted share reaches
-    `compaction.delete-ratio-threshold` included); an append table with deletion vectors has
-    those files rewritten on the driver. Returns the new snapshot or None (nothing to do).
-    `storage_options` (s3.endpoint, ...) reach the executors with the job."""
+    """Compact a table on Spark, committed once on the driver; returns the new COMPACT snapshot
+    or None (nothing to do). `storage_options` (s3.endpoint, ...) reach the executors with the
+    job. Primary-key tables: each bucket compacted by one task (files whose deleted share
+    reaches `compaction.delete-ratio-threshold` included). Append tables: the driver picks the
+    groups of files as `Table.compact` does (tarn/append_compaction.py), executors rewrite them,
+    the driver replaces the deletion-vector index files and commits."""
     table = tarn.load_table(table_path, storage_options)
     if not table.primary_keys:
-        if table.options.bool("deletion-vectors.enabled"):  # files by deleted share, on the driver
-            return table.compact(full=full)
-        raise TarnError(f"table {table.name}: compaction of append tables is not supported yet")
+        return _compact_append(spark, table, table_path, full, partitions, parallelism, storage_options)
     before = table.snapshot_store.latest_id()
     sizes = bucket_sizes(table, partitions)
     if not sizes:
@@ -149,6 +152,161 @@ def compact(spark, table_path: str, full: bool = False, partitions: list[dict] |
     writer.save(table_path if "://" in table_path else table.root)
     latest = table.latest_snapshot()
     return latest if latest is not None and latest.id != before else None
+
+
+APPEND_COMPACT_FORMAT = "tarn_append_compact"
+GROUPS_SCHEMA = StructType([StructField("group", BinaryType(), False), StructField("task", IntegerType(), False)])
+
+
+class AppendCompactWriter(CompactWriter):
+    """Tasks rewrite the groups of files planned on the driver (`append_compaction.rewrite`);
+    the commit merges their messages per bucket, replaces index files (`finish`) and commits."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskMessages:
+        groups = [pickle.loads(g) for batch in iterator for g in batch.column("group").to_pylist()]
+        if not groups:
+            return TaskMessages([])
+        table = self.plan.open()
+        schema = table.schema()
+        prefixes = job_prefixes(schema.options, self.plan.job_token)
+        messages = []
+        try:
+            for group in groups:
+                messages.append(append_compaction.rewrite(table, group, prefixes))
+        except BaseException:
+            abort(table.file_io, table.root, schema, messages)
+            raise
+        if table.file_io.exists(self.marker(table)):  # the job was aborted while this task ran
+            abort(table.file_io, table.root, schema, messages)
+            raise TarnError(f"table {table.name}: the compaction was aborted")
+        return TaskMessages(messages)
+
+    def commit(self, messages: list) -> None:
+        table = self.plan.open()
+        rewritten = [m for r in messages if r is not None for m in r.messages]
+        try:
+            finished = append_compaction.finish(table, rewritten)
+        except BaseException:
+            abort(table.file_io, table.root, table.schema(), rewritten)
+            raise
+        table.commit(finished)  # deletes the new files itself when it fails
+
+
+class AppendCompactSource(DataSource):
+    """Internal: the write side of distributed append-table compaction."""
+
+    @classmethod
+    def name(cls) -> str:
+        return APPEND_COMPACT_FORMAT
+
+    def writer(self, schema, overwrite):
+        options = {k.lower(): v for k, v in dict(self.options).items()}
+        return AppendCompactWriter(CompactPlan(options["path"], False, options["job-token"], storage_of(options)))
+
+
+def spread_groups(groups: list, tasks: int) -> list[tuple[bytes, int]]:
+    """(pickled group, task) rows: largest groups first, each to the least loaded task."""
+    load = [0] * tasks
+    rows = []
+    for group in sorted(groups, key=lambda g: -g.size):
+        task = load.index(min(load))
+        load[task] += group.size
+        rows.append((pickle.dumps(group), task))
+    return rows
+
+
+def _compact_append(spark, table: tarn.Table, table_path: str, full: bool, partitions: list[dict] | None,
+                    parallelism: int | None, storage_options: dict | None):
+    before = table.snapshot_store.latest_id()
+    groups = append_compaction.plan(table, full, partitions)
+    if not groups:
+        return None
+    spark.dataSource.register(AppendCompactSource)
+    tasks = min(len(groups), parallelism or spark.sparkContext.defaultParallelism * 2)
+    frame = spark.createDataFrame(spread_groups(groups, tasks), GROUPS_SCHEMA).repartitionById(tasks, "task")
+    writer = frame.write.format(APPEND_COMPACT_FORMAT).mode("append").option("job-token", new_job_token())
+    for key, value in check_storage(storage_options).items():
+        writer = writer.option(key, value)
+    writer.save(table_path if "://" in table_path else table.root)
+    latest = table.latest_snapshot()
+    return latest if latest is not None and latest.id != before else None
+
+
+# ---------------------------------------------------------------------------------------------
+# rescale: the rows read and rewritten on executors, one OVERWRITE committed on the driver
+
+
+def rescale(spark, table_path: str, bucket: int | None = None, partitions: list[dict] | None = None,
+            storage_options: dict | None = None):
+    """`Table.rescale` on Spark: the latest snapshot's rows of the table (or of `partitions`)
+    are read by the "tarn" source, shuffled to `bucket` buckets (dynamic-bucket tables: assigned
+    afresh on executors), written by one task per bucket and committed on the driver as one
+    OVERWRITE that fails if another writer changed those partitions meanwhile; then `bucket`
+    becomes the table's option. Returns the snapshot, or None when there is nothing to rescale."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType
+
+    from tarn.spark.dataframe import assign_dynamic, by_bucket
+
+    path = table_path if "://" in table_path else os.path.abspath(table_path)
+    table = tarn.load_table(path, storage_options)
+    plan = plan_rescale(table, bucket, partitions)
+    if plan is None:
+        return None
+    reader = spark.read.format("tarn").option("scan.snapshot-id", str(plan.base.id))
+    for key, value in check_storage(storage_options).items():
+        reader = reader.option(key, value)
+    df = reader.load(path)
+    if plan.partitions is not None:
+        df = df.filter(_partition_condition(F, plan))
+    if plan.bucket == -1:
+        df = assign_dynamic(df, path, storage_options, fresh=True)
+    else:
+        df = by_bucket(df, path, storage_options, num_buckets=plan.bucket)
+    token = new_job_token()
+    task = partial(_rescale_task, path, storage_options, plan, token)
+    try:
+        results = df.mapInArrow(task, StructType([StructField("messages", BinaryType(), False)])).collect()
+    except BaseException:
+        if sweep(table, token):
+            time.sleep(3)  # a killed task may still be finishing a file
+            sweep(table, token)
+        raise
+    messages = [m for row in results for m in pickle.loads(row["messages"])]
+    return commit_rescale(table, plan, messages)
+
+
+def _partition_condition(F, plan: RescalePlan):
+    keys = list(plan.schema.partition_keys)
+    condition = None
+    for part in sorted(plan.partitions):
+        values = partitions.from_bytes(plan.schema, part)
+        match = None
+        for key, value in zip(keys, values):
+            term = F.col(key).isNull() if value is None else F.col(key) == F.lit(value)
+            match = term if match is None else match & term
+        condition = match if condition is None else condition | match
+    return condition
+
+
+def _rescale_task(path: str, storage: dict | None, plan: RescalePlan, token: str, batches):
+    table = tarn.load_table(path, storage)
+    writer = rescale_writer(table, plan, job_prefixes(plan.schema.options, token))
+    try:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            data = pa.Table.from_batches([batch])
+            if plan.bucket == -1:
+                data, buckets = given_buckets(data, {})
+                writer.write(data, buckets=buckets)
+            else:
+                writer.write(data)
+        messages = writer.prepare_commit()
+    except BaseException:
+        abort(table.file_io, table.root, plan.schema, writer.messages())
+        raise
+    yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(messages)], pa.binary())], names=["messages"])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,14 +23,18 @@ import threading
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import pyarrow as pa
 
+from tarn import partition as partitions
 from tarn import paths
 from tarn.bucket import (MAX_DYNAMIC_BUCKETS, assigner_channels, decode_hash_index, encode_hash_index,
-                         owns_bucket, partition_hash)
+                         owns_bucket, partition_hash, row_hashes)
 from tarn.errors import InvalidOption, TarnError
 from tarn.fs import FileIO, join
 from tarn.meta.manifest import ADD, DELETE, HASH_INDEX, IndexManifestEntry
+from tarn.meta.schema import TableSchema
 from tarn.options import Options
+from tarn.write.grouping import partition_codes
 
 INDEX_PREFIX = "index-"
 
@@ -282,3 +286,82 @@ class BucketHashes:
 
 def as_delete(entry: IndexManifestEntry) -> IndexManifestEntry:
     return replace(entry, kind=DELETE)
+
+
+# ---------------------------------------------------------------------------------------------
+# rows of an Arrow table (conformed to the table's types)
+
+
+def key_hashes(data: pa.Table, schema: TableSchema) -> np.ndarray:
+    """The hash of each row's trimmed primary key (the dynamic-bucket key)."""
+    return row_hashes(data, [schema.field(k) for k in schema.trimmed_primary_keys])
+
+
+def partitions_of(data: pa.Table, schema: TableSchema) -> list[tuple[bytes, list, np.ndarray | None]]:
+    """(partition bytes, values, row indices in arrival order; None = every row) per partition."""
+    keys = list(schema.partition_keys)
+    if not keys:
+        return [(partitions.to_bytes(schema, []), [], None)]
+    codes = partition_codes(data, keys)
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    bounds = np.concatenate(([0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, [len(codes)]))
+    groups = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        rows = order[lo:hi]
+        values = [data.column(k)[int(rows[0])].as_py() for k in keys]
+        groups.append((partitions.to_bytes(schema, values), values, rows))
+    return groups
+
+
+def assign_rows(assigner: HashAssigner, data: pa.Table, schema: TableSchema, hashes: np.ndarray | None = None,
+                check=None) -> np.ndarray:
+    """The dynamic bucket of each row of `data`, partition by partition, in arrival order.
+    `check(partition bytes, values)` runs before a partition is assigned."""
+    hashes = key_hashes(data, schema) if hashes is None else hashes
+    buckets = np.empty(data.num_rows, dtype=np.int32)
+    for part, values, rows in partitions_of(data, schema):
+        if check is not None:
+            check(part, values)
+        if rows is None:
+            buckets[:] = assigner.assign(part, hashes)
+        else:
+            buckets[rows] = assigner.assign(part, hashes[rows])
+    return buckets
+
+
+def channels_of_rows(data: pa.Table, schema: TableSchema, spec: AssignerSpec) -> np.ndarray:
+    """The assigner task of each row (`assigner_channels` with each row's partition hash)."""
+    hashes = key_hashes(data, schema)
+    part_hashes = np.empty(data.num_rows, dtype=np.int64)
+    for part, _, rows in partitions_of(data, schema):
+        if rows is None:
+            part_hashes[:] = partition_hash(part)
+        else:
+            part_hashes[rows] = partition_hash(part)
+    return assigner_channels(part_hashes, hashes, spec.channels, spec.assigners)
+
+
+# ---------------------------------------------------------------------------------------------
+# a bucket handed from an assigner task to a writer task, with the snapshot it was assigned on
+
+BUCKET_SPAN = 32768  # > every bucket id (MAX_DYNAMIC_BUCKETS)
+
+
+def pack_bucket(snapshot_id: int, buckets: np.ndarray) -> np.ndarray:
+    """`snapshot_id * 32768 + bucket` as int64 (snapshot 0: none)."""
+    return np.int64(snapshot_id) * BUCKET_SPAN + np.asarray(buckets, dtype=np.int64)
+
+
+def unpack_buckets(packed: np.ndarray) -> tuple[int | None, np.ndarray]:
+    """(the one snapshot id of the rows, their buckets); raises if the rows were assigned
+    against different snapshots (a commit landed while the assigner tasks ran)."""
+    packed = np.asarray(packed, dtype=np.int64)
+    if not len(packed):
+        return None, np.zeros(0, dtype=np.int32)
+    snapshots = packed // BUCKET_SPAN
+    first = int(snapshots[0])
+    if (snapshots != first).any():
+        raise TarnError("dynamic bucket assignment: rows were assigned against different snapshots (another "
+                        "writer committed while the assigner tasks ran); nothing was committed, write again")
+    return first, (packed % BUCKET_SPAN).astype(np.int32)

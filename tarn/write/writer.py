@@ -32,10 +32,10 @@ from tarn.write.deletions import BucketVectors
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER
 from tarn.options import Options
-from tarn.write.assign import AssignerSpec, BucketHashes, HashAssigner, HashIndexFiles, as_delete
+from tarn.write.assign import AssignerSpec, BucketHashes, HashAssigner, HashIndexFiles, as_delete, assign_rows
 from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.write.conform import conform, to_arrow_table
-from tarn.write.grouping import Group, group_rows, partition_codes
+from tarn.write.grouping import Group, group_rows
 from tarn.write.message import CommitMessage
 
 
@@ -61,12 +61,14 @@ log = logging.getLogger(__name__)
 Restore = Callable[[], "Restored | dict"]  # a bare dict: files only
 
 
-def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot: int | None = None) -> Restore:
+def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot=None) -> Restore:
     """A restore reading the live files of the context's latest snapshot when first needed;
     when expiry removes that snapshot's manifests meanwhile, it reads the new latest one.
-    `index_snapshot`: take the HASH index (dynamic buckets) from that snapshot instead, 0 for
-    none (the snapshot a distributed write assigned its buckets against)."""
+    `index_snapshot` (an id, or a function giving it when the restore runs): take the HASH
+    index (dynamic buckets) from that snapshot instead, 0 for none (the snapshot a distributed
+    write assigned its buckets against)."""
     def restore() -> Restored:
+        pinned_id = index_snapshot() if callable(index_snapshot) else index_snapshot
         for attempt in range(attempts):
             try:
                 snapshot = context.latest_snapshot()
@@ -76,10 +78,10 @@ def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot
                     for entry in manifests.read_index_manifest(snapshot.index_manifest):
                         if entry.index_type == DELETION_VECTORS_INDEX:
                             restored.vectors[(entry.partition, entry.bucket)] = entry
-                        elif entry.index_type == HASH_INDEX and index_snapshot is None:
+                        elif entry.index_type == HASH_INDEX and pinned_id is None:
                             restored.hash_index[(entry.partition, entry.bucket)] = entry
-                if index_snapshot:
-                    pinned = context.snapshot(index_snapshot)
+                if pinned_id:
+                    pinned = context.snapshot(pinned_id)
                     if pinned.index_manifest:
                         for entry in manifests.read_index_manifest(pinned.index_manifest):
                             if entry.index_type == HASH_INDEX:
@@ -484,20 +486,7 @@ class TableWriter:
         if self._assigner is None:
             restored = self._restored_state()
             self._assigner = HashAssigner(self.hash_files, self.assigner_spec, restored.hash_entries)
-        keys = list(self.schema.partition_keys)
-        if not keys:
-            return self._assigner.assign(partition.to_bytes(self.schema, []), hashes)
-        codes = partition_codes(data, keys)
-        order = np.argsort(codes, kind="stable")
-        sorted_codes = codes[order]
-        bounds = np.concatenate(([0], np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1, [len(codes)]))
-        buckets = np.empty(len(codes), dtype=np.int32)
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            rows = order[lo:hi]
-            values = [data.column(k)[int(rows[0])].as_py() for k in keys]
-            self._check_bucket_count(partition.to_bytes(self.schema, values), values)
-            buckets[rows] = self._assigner.assign(partition.to_bytes(self.schema, values), hashes[rows])
-        return buckets
+        return assign_rows(self._assigner, data, self.schema, hashes, self._check_bucket_count)
 
     def _flush_group(self, group: Group, state: BucketState) -> None:
         writer = FileWriter(self.file_io, state.path, self.schema, self.options)
