@@ -1,5 +1,6 @@
 """DataFrame-level helpers: `tarn.spark.write` shuffles a DataFrame so each (partition, bucket)
-of the table reaches one task (`by_bucket`), then writes it through the "tarn" data source.
+of the table reaches one task (`by_bucket`), then writes it through the "tarn" data source;
+`rescale` rewrites a table's rows into another bucket count the same way.
 
 Dynamic-bucket tables (`bucket` = -1 with a primary key) get their buckets on executors first,
 as Paimon's Spark writer does: rows are shuffled by key hash to assigner tasks
@@ -14,6 +15,9 @@ writer changed it in between.
 from __future__ import annotations
 
 import os
+import pickle
+import time
+from functools import partial
 
 import pyarrow as pa
 
@@ -21,13 +25,17 @@ import tarn
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.options import Options
 from tarn.spark import bucket_expr
-from tarn.spark.batch_write import BUCKET_COLUMN, check_fits, find_or_create
+from tarn import partition as partitions
+from tarn.s3 import check_options as check_storage
+from tarn.spark.batch_write import BUCKET_COLUMN, check_fits, find_or_create, given_buckets, job_prefixes, new_job_token, sweep
 from tarn.spark.session import register
 from tarn.spark.target import storage_of
 from tarn.spark.types import arrow_of
 from tarn.write.assign import (AssignerSpec, HashAssigner, HashIndexFiles, assign_rows, channels_of_rows,
                                pack_bucket)
+from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
 from tarn.write.conform import conform
+from tarn.write.writer import abort
 
 CHANNEL_COLUMN = "__tarn_assigner"
 
@@ -208,3 +216,78 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
         if created and tarn.load_table(path, storage_of(text_options)).latest_snapshot() is None:
             table.file_io.delete_dir(table.root)
         raise
+
+
+# ---------------------------------------------------------------------------------------------
+# rescale: the rows read and rewritten on executors, one OVERWRITE committed on the driver
+
+
+def rescale(spark, table_path: str, bucket: int | None = None, partitions: list[dict] | None = None,
+            storage_options: dict | None = None):
+    """`Table.rescale` on Spark: the latest snapshot's rows of the table (or of `partitions`)
+    are read by the "tarn" source, shuffled to `bucket` buckets (dynamic-bucket tables: assigned
+    afresh on executors), written by one task per bucket and committed on the driver as one
+    OVERWRITE that fails if another writer changed those partitions meanwhile; then `bucket`
+    becomes the table's option. Returns the snapshot, or None when there is nothing to rescale."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    path = table_path if "://" in table_path else os.path.abspath(table_path)
+    table = tarn.load_table(path, storage_options)
+    plan = plan_rescale(table, bucket, partitions)
+    if plan is None:
+        return None
+    reader = spark.read.format("tarn").option("scan.snapshot-id", str(plan.base.id))
+    for key, value in check_storage(storage_options).items():
+        reader = reader.option(key, value)
+    df = reader.load(path)
+    if plan.partitions is not None:
+        df = df.filter(_partition_condition(F, plan))
+    if plan.bucket == -1:
+        df = assign_dynamic(df, path, storage_options, fresh=True)
+    else:
+        df = by_bucket(df, path, storage_options, num_buckets=plan.bucket)
+    token = new_job_token()
+    task = partial(_rescale_task, path, storage_options, plan, token)
+    try:
+        results = df.mapInArrow(task, StructType([StructField("messages", BinaryType(), False)])).collect()
+    except BaseException:
+        if sweep(table, token):
+            time.sleep(3)  # a killed task may still be finishing a file
+            sweep(table, token)
+        raise
+    messages = [m for row in results for m in pickle.loads(row["messages"])]
+    return commit_rescale(table, plan, messages)
+
+
+def _partition_condition(F, plan: RescalePlan):
+    keys = list(plan.schema.partition_keys)
+    condition = None
+    for part in sorted(plan.partitions):
+        values = partitions.from_bytes(plan.schema, part)
+        match = None
+        for key, value in zip(keys, values):
+            term = F.col(key).isNull() if value is None else F.col(key) == F.lit(value)
+            match = term if match is None else match & term
+        condition = match if condition is None else condition | match
+    return condition
+
+
+def _rescale_task(path: str, storage: dict | None, plan: RescalePlan, token: str, batches):
+    table = tarn.load_table(path, storage)
+    writer = rescale_writer(table, plan, job_prefixes(plan.schema.options, token))
+    try:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            data = pa.Table.from_batches([batch])
+            if plan.bucket == -1:
+                data, buckets = given_buckets(data, {})
+                writer.write(data, buckets=buckets)
+            else:
+                writer.write(data)
+        messages = writer.prepare_commit()
+    except BaseException:
+        abort(table.file_io, table.root, plan.schema, writer.messages())
+        raise
+    yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(messages)], pa.binary())], names=["messages"])

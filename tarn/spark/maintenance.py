@@ -31,9 +31,8 @@ from tarn.fs import FileIO, join
 from tarn.maintenance import expire, orphans, rollback, tags
 from tarn.maintenance.references import delete_paths
 from tarn.s3 import check_options as check_storage
-from tarn.spark.batch_write import TaskMessages, given_buckets, job_prefixes, new_job_token, sweep
+from tarn.spark.batch_write import TaskMessages, job_prefixes, new_job_token, sweep
 from tarn.spark.target import storage_of
-from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
 from tarn.write.writer import abort
 
 COMPACT_FORMAT = "tarn_compact"
@@ -230,83 +229,6 @@ def _compact_append(spark, table: tarn.Table, table_path: str, full: bool, parti
     writer.save(table_path if "://" in table_path else table.root)
     latest = table.latest_snapshot()
     return latest if latest is not None and latest.id != before else None
-
-
-# ---------------------------------------------------------------------------------------------
-# rescale: the rows read and rewritten on executors, one OVERWRITE committed on the driver
-
-
-def rescale(spark, table_path: str, bucket: int | None = None, partitions: list[dict] | None = None,
-            storage_options: dict | None = None):
-    """`Table.rescale` on Spark: the latest snapshot's rows of the table (or of `partitions`)
-    are read by the "tarn" source, shuffled to `bucket` buckets (dynamic-bucket tables: assigned
-    afresh on executors), written by one task per bucket and committed on the driver as one
-    OVERWRITE that fails if another writer changed those partitions meanwhile; then `bucket`
-    becomes the table's option. Returns the snapshot, or None when there is nothing to rescale."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType
-
-    from tarn.spark.dataframe import assign_dynamic, by_bucket
-
-    path = table_path if "://" in table_path else os.path.abspath(table_path)
-    table = tarn.load_table(path, storage_options)
-    plan = plan_rescale(table, bucket, partitions)
-    if plan is None:
-        return None
-    reader = spark.read.format("tarn").option("scan.snapshot-id", str(plan.base.id))
-    for key, value in check_storage(storage_options).items():
-        reader = reader.option(key, value)
-    df = reader.load(path)
-    if plan.partitions is not None:
-        df = df.filter(_partition_condition(F, plan))
-    if plan.bucket == -1:
-        df = assign_dynamic(df, path, storage_options, fresh=True)
-    else:
-        df = by_bucket(df, path, storage_options, num_buckets=plan.bucket)
-    token = new_job_token()
-    task = partial(_rescale_task, path, storage_options, plan, token)
-    try:
-        results = df.mapInArrow(task, StructType([StructField("messages", BinaryType(), False)])).collect()
-    except BaseException:
-        if sweep(table, token):
-            time.sleep(3)  # a killed task may still be finishing a file
-            sweep(table, token)
-        raise
-    messages = [m for row in results for m in pickle.loads(row["messages"])]
-    return commit_rescale(table, plan, messages)
-
-
-def _partition_condition(F, plan: RescalePlan):
-    keys = list(plan.schema.partition_keys)
-    condition = None
-    for part in sorted(plan.partitions):
-        values = partitions.from_bytes(plan.schema, part)
-        match = None
-        for key, value in zip(keys, values):
-            term = F.col(key).isNull() if value is None else F.col(key) == F.lit(value)
-            match = term if match is None else match & term
-        condition = match if condition is None else condition | match
-    return condition
-
-
-def _rescale_task(path: str, storage: dict | None, plan: RescalePlan, token: str, batches):
-    table = tarn.load_table(path, storage)
-    writer = rescale_writer(table, plan, job_prefixes(plan.schema.options, token))
-    try:
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            data = pa.Table.from_batches([batch])
-            if plan.bucket == -1:
-                data, buckets = given_buckets(data, {})
-                writer.write(data, buckets=buckets)
-            else:
-                writer.write(data)
-        messages = writer.prepare_commit()
-    except BaseException:
-        abort(table.file_io, table.root, plan.schema, writer.messages())
-        raise
-    yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(messages)], pa.binary())], names=["messages"])
 
 
 # ---------------------------------------------------------------------------------------------
