@@ -99,7 +99,7 @@ def command(name: str | None = None, **settings):
 
 
 def fail(message: str, status: int = 1):
-    errors().print(Text("error: ", style="bold red") + Text(message))
+    errors().print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
     raise typer.Exit(status)
 
 

@@ -308,7 +308,8 @@ def svg(trees: list[BucketTree], title: str) -> str:
                                 f'{escape(label)}</text>')
                 body.append("</g>")
             if files:
-                summary = f"{len(files)} file{'s' if len(files) != 1 else ''} · {human_size(sum(f.size for f in files))}"
+                summary = (f"{len(files)} file{'s' if len(files) != 1 else ''} · "
+                           f"{human_size(sum(f.size for f in files))} · {sum(f.rows for f in files):,} rows")
                 body.append(f'<text x="{LABEL_WIDTH + lane + 10}" y="{y + 15}" class="note">{escape(summary)}</text>')
             y += ROW_HEIGHT + ROW_GAP
         keyed = [f for f in tree.files if f.min_key is not None]
