@@ -385,6 +385,23 @@ def test_lsm_levels_key_ranges_and_svg(warehouse, tmp_path):
     assert "sorted runs" in text and files[0]["file"] in text
 
 
+def test_lsm_places_files_on_the_key_space():
+    from tarn.cli.lsm import BucketTree, FileBox, bar, place
+
+    def box(name, level, low, high):
+        return FileBox(name, level, 1, 10, low, high, 0, 0, 0, False)
+
+    numbers = BucketTree({}, 0, 3, [box("a", 2, (0,), (50,)), box("b", 2, (51,), (100,)), box("c", 0, (25,), (75,))])
+    place(numbers)
+    assert [f.span for f in numbers.files] == [(0.0, 0.5), (0.51, 1.0), (0.25, 0.75)]
+    assert bar([numbers.files[2]], 8, 0).plain == "··████··"
+    words = BucketTree({}, 0, 2, [box("a", 1, ("ant",), ("cat",)), box("b", 1, ("dog",), ("eel",)),
+                                  box("c", 0, ("bee",), ("dog",))])
+    place(words)  # ranks among ant < bee < cat < dog < eel
+    assert [f.span for f in words.files] == [(0.0, 0.5), (0.75, 1.0), (0.25, 0.75)]
+    assert [f.name for f in words.level_files(1)] == ["a", "b"] and words.sorted_runs == 2
+
+
 def test_lsm_of_an_append_table(tmp_path):
     log = tarn.Catalog(str(tmp_path / "wh")).create_table("ops.log", schema=pa.schema([("n", pa.int64())]))
     log.write(pa.table({"n": [1, 2]}))

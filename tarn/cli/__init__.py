@@ -345,8 +345,9 @@ def info(table: TableArg, warehouse: WarehouseOpt = None, storage_option: Storag
     if latest is None:
         summary.add_row("snapshot", "none (empty table)")
     else:
-        summary.add_row("snapshot", f"{latest.id} · {latest.commit_kind} · {local_time(latest.time_millis):%Y-%m-%d %H:%M:%S}"
-                        + (f" · {latest.total_record_count:,} records" if latest.total_record_count is not None else ""))
+        records = f" · {latest.total_record_count:,} records" if latest.total_record_count is not None else ""
+        summary.add_row("snapshot", f"{latest.id} · {latest.commit_kind} · "
+                                    f"{local_time(latest.time_millis):%Y-%m-%d %H:%M:%S}{records}")
         summary.add_row("snapshots", f"{len(snapshot_ids)} ({snapshot_ids[0]}..{snapshot_ids[-1]})")
     summary.add_row("tags", ", ".join(data["tags"]) or "-")
     sizes = data["sizes"]
@@ -432,7 +433,8 @@ def show(table: TableArg,
          limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="rows to print (0: all)")] = 20,
          where: Annotated[Optional[str], typer.Option(
              "--where", metavar="FILTER", help="e.g. \"dt = '2026-01-31' and id in (1, 2) or v is null\"")] = None,
-         columns: Annotated[Optional[str], typer.Option("--columns", "-c", metavar="A,B", help="columns to read")] = None,
+         columns: Annotated[Optional[str], typer.Option(
+             "--columns", "-c", metavar="A,B", help="columns to read")] = None,
          at: AtOpt = None,
          as_of: Annotated[Optional[str], typer.Option(
              "--as-of", metavar="TIME", help="read the snapshot current at an ISO time")] = None,
@@ -694,8 +696,10 @@ def compact(table: TableArg,
 
 @command()
 def expire(table: TableArg,
-           retain_min: Annotated[Optional[int], typer.Option("--retain-min", min=1, help="keep at least this many")] = None,
-           retain_max: Annotated[Optional[int], typer.Option("--retain-max", min=1, help="keep at most this many")] = None,
+           retain_min: Annotated[Optional[int], typer.Option(
+               "--retain-min", min=1, help="keep at least this many")] = None,
+           retain_max: Annotated[Optional[int], typer.Option(
+               "--retain-max", min=1, help="keep at most this many")] = None,
            older_than: Annotated[Optional[str], typer.Option(
                "--older-than", metavar="AGE|TIME",
                help="expire snapshots older than this ('1 d', '2 h', or an ISO time); default: the table's "
@@ -822,10 +826,9 @@ def lsm(table: TableArg,
     """Draw each bucket's LSM levels: files, sizes and key ranges."""
     t = open_table(table, warehouse, storage_option)
     specs = partition_specs(t, partition)
-    wanted = None
-    if specs is not None:
-        def wanted(values: dict) -> bool:
-            return any(all(values.get(k) == v for k, v in spec.items()) for spec in specs)
+
+    def wanted(values: dict) -> bool:
+        return specs is None or any(all(values.get(k) == v for k, v in spec.items()) for spec in specs)
     with working(f"planning {t.name}"):
         scan = t.scan(**travel(at))
         trees = lsm_drawing.collect(t, scan.plan(), wanted, bucket)

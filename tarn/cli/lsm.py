@@ -230,6 +230,10 @@ def bar(files: list[FileBox], width: int, level: int) -> Text:
     return out
 
 
+def summary(tree: BucketTree) -> str:
+    return f"{len(tree.files)} files · {tree.sorted_runs} sorted runs · {human_size(tree.size)} · {tree.rows:,} rows"
+
+
 def render_tree(tree: BucketTree, width: int = 40, list_files: bool = False) -> Panel:
     grid = RichTable(box=None, pad_edge=False, show_header=True, header_style="bold")
     grid.add_column("level")
@@ -259,8 +263,7 @@ def render_tree(tree: BucketTree, width: int = 40, list_files: bool = False) -> 
                                 human_size(f.size), key_text(f.min_key), key_text(f.max_key),
                                 f"{f.min_sequence}..{f.max_sequence}")
         parts += [Text(""), listing]
-    subtitle = f"{len(tree.files)} files · {tree.sorted_runs} sorted runs · {human_size(tree.size)} · {tree.rows:,} rows"
-    return Panel(Group(*parts), title=tree.label, title_align="left", subtitle=subtitle, subtitle_align="left",
+    return Panel(Group(*parts), title=tree.label, title_align="left", subtitle=summary(tree), subtitle_align="left",
                  expand=False)
 
 
@@ -283,8 +286,7 @@ def svg(trees: list[BucketTree], title: str) -> str:
     y = 40
     for tree in trees:
         rows = tree.rows_of_drawing()
-        subtitle = (f"{len(tree.files)} files · {tree.sorted_runs} sorted runs · {human_size(tree.size)} · "
-                    f"{tree.rows:,} rows")
+        subtitle = summary(tree)
         body.append(f'<text x="10" y="{y + 14}" class="bucket">{escape(tree.label)}</text>')
         body.append(f'<text x="{SVG_WIDTH - 10}" y="{y + 14}" class="note" text-anchor="end">'
                     f'{escape(subtitle)}</text>')
@@ -298,7 +300,8 @@ def svg(trees: list[BucketTree], title: str) -> str:
                 x = min(LABEL_WIDTH + f.span[0] * lane, LABEL_WIDTH + lane - w)
                 tip = (f"{f.name}\nlevel {f.level} · {f.rows:,} rows · {human_size(f.size)}\n"
                        f"keys {key_text(f.min_key)} .. {key_text(f.max_key)}\n"
-                       f"sequence {f.min_sequence}..{f.max_sequence}" + ("\ndeletion vector" if f.deletion_vector else ""))
+                       f"sequence {f.min_sequence}..{f.max_sequence}"
+                       + ("\ndeletion vector" if f.deletion_vector else ""))
                 body.append(f'<g><title>{escape(tip)}</title>'
                             f'<rect x="{x:.1f}" y="{y + 2}" width="{w:.1f}" height="{ROW_HEIGHT - 4}" rx="3" '
                             f'fill="{colour}" fill-opacity="{0.95 if i % 2 == 0 else 0.7}" class="file"/>')
@@ -308,9 +311,9 @@ def svg(trees: list[BucketTree], title: str) -> str:
                                 f'{escape(label)}</text>')
                 body.append("</g>")
             if files:
-                summary = (f"{len(files)} file{'s' if len(files) != 1 else ''} · "
-                           f"{human_size(sum(f.size for f in files))} · {sum(f.rows for f in files):,} rows")
-                body.append(f'<text x="{LABEL_WIDTH + lane + 10}" y="{y + 15}" class="note">{escape(summary)}</text>')
+                note = (f"{len(files)} file{'s' if len(files) != 1 else ''} · "
+                        f"{human_size(sum(f.size for f in files))} · {sum(f.rows for f in files):,} rows")
+                body.append(f'<text x="{LABEL_WIDTH + lane + 10}" y="{y + 15}" class="note">{escape(note)}</text>')
             y += ROW_HEIGHT + ROW_GAP
         keyed = [f for f in tree.files if f.min_key is not None]
         if keyed:
