@@ -455,3 +455,77 @@ def test_appends_from_another_thread_while_compacting(catalog):
     assert not errors
     assert compactions >= 1
     assert sorted(ids_of(table)) == sorted(i for chunk in written for i in chunk)
+
+
+# ---------------------------------------------------------------------------------------------
+# pypaimon 2.1 (tests/interop/peer.py): it reads tarn's compacted tables; tarn compacts its tables
+
+
+def _ipc(path, table: pa.Table) -> str:
+    import pyarrow.ipc as ipc
+
+    with ipc.new_file(str(path), table.schema) as writer:
+        writer.write_table(table)
+    return str(path)
+
+
+def _peer_rows(tmp_path, root, name="out", snapshot_id=None) -> list[tuple]:
+    import pyarrow.ipc as ipc
+
+    from tests.interop.pypaimon_env import run_peer
+
+    out = tmp_path / f"{name}.arrow"
+    run_peer("read", {"table_path": root, "out_ipc": str(out), "snapshot_id": snapshot_id})
+    with pa.memory_map(str(out)) as source:
+        got = ipc.open_file(source).read_all()
+    return sorted((r["id"], r["p"], r["s"]) for r in got.to_pylist())
+
+
+def _tarn_rows(table, **scan) -> list[tuple]:
+    return sorted((r["id"], r["p"], r["s"]) for r in table.scan(**scan).to_arrow().to_pylist())
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("options", [{}, {"bucket": "2", "bucket-key": "id"}, {"deletion-vectors.enabled": "true"}],
+                         ids=["unaware", "fixed-bucket", "deletion-vectors"])
+def test_pypaimon_reads_a_compacted_table(tmp_path, catalog, options):
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["p"], options=options)
+    for n in range(6):
+        table.write(pa.concat_tables([rows(range(n * 10, n * 10 + 10), "a"), rows(range(200 + n, 201 + n), "b")]))
+    if options.get("deletion-vectors.enabled"):
+        table.delete(filter=tarn.col("id").isin([1, 2, 33, 203]))
+    before = table.latest_snapshot().id
+    table.compact()
+    assert table.latest_snapshot().commit_kind == "COMPACT"
+    assert _peer_rows(tmp_path, table.root) == _tarn_rows(table)
+    assert _peer_rows(tmp_path, table.root, "before", before) == _tarn_rows(table, snapshot_id=before)
+    table.compact(full=True)
+    assert _peer_rows(tmp_path, table.root, "full") == _tarn_rows(table)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("options", [{}, {"bucket": "3", "bucket-key": "id"}], ids=["unaware", "fixed-bucket"])
+def test_tarn_compacts_a_table_pypaimon_wrote(tmp_path, options):
+    from tests.interop.pypaimon_env import run_peer
+
+    warehouse = str(tmp_path / "wh")
+    commits = [rows(range(n * 10, n * 10 + 10), "a" if n % 2 else "b") for n in range(6)]
+    run_peer("write", {
+        "warehouse": warehouse, "table": "db.app",
+        "schema": [["id", "BIGINT"], ["p", "STRING"], ["s", "STRING"]],
+        "primary_keys": [], "partition_keys": ["p"], "options": options,
+        "commits": [{"kind": "write", "rows_ipc": _ipc(tmp_path / f"{n}.arrow", c)} for n, c in enumerate(commits)],
+    })
+    table = tarn.Catalog(warehouse).load_table("db.app")
+    expected = sorted((r["id"], r["p"], r["s"]) for c in commits for r in c.to_pylist())
+    assert _tarn_rows(table) == expected
+    if options:  # pypaimon put each row in the bucket tarn's (Paimon's) hash of the bucket key gives
+        for split in table.scan().plan():
+            got = table.scan().reader().read(split)
+            assert set(bucket_ids(got, [table.schema().field("id")], 3)) == {split.bucket}
+    snapshot = table.compact(full=True)
+    assert snapshot.commit_kind == "COMPACT"
+    assert _tarn_rows(table) == expected == _peer_rows(tmp_path, table.root)
+    assert {m.file_source for _, _, m in live(table)} == {COMPACT_SOURCE}
+    table.write(rows(range(100, 105), "a"))  # tarn keeps writing; pypaimon reads it all
+    assert _peer_rows(tmp_path, table.root, "more") == _tarn_rows(table)
