@@ -225,8 +225,11 @@ def bar(files: list[FileBox], width: int, level: int) -> Text:
         for c in range(start, end):
             cells[c] = ("█", styles[i % 2])
     out = Text()
-    for char, style in cells:
-        out.append(char, style=style)
+    start = 0
+    for i in range(1, width + 1):  # one span per run of equal cells
+        if i == width or cells[i] != cells[start]:
+            out.append(cells[start][0] * (i - start), style=cells[start][1])
+            start = i
     return out
 
 
