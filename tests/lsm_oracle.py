@@ -13,8 +13,9 @@ a key's content by ONE merge of all its rows, row by row, as Java Paimon's merge
   groups, remove-record-on-delete, Paimon's `initRow` of a key whose first row is a retract) and
   AggregateMergeFunction with its field aggregators (sum, product, max, min, last_value,
   last_non_null_value, listagg with delimiter and distinct, bool_and, bool_or, first_value,
-  first_non_null_value, nested_update with or without nested-key, ignore-retract,
-  aggregation.remove-record-on-delete);
+  first_non_null_value, nested_update with or without nested-key, collect (distinct), merge_map,
+  merge_map_with_keytime, nested_partial_update, rbm32, rbm64, hll_sketch, theta_sketch,
+  ignore-retract, aggregation.remove-record-on-delete);
 - a merged row whose kind is -U/-D is not part of the table's content;
 - `fields.<f>.default-value` fills nulls when reading.
 
@@ -30,6 +31,8 @@ from __future__ import annotations
 import copy
 import functools
 from dataclasses import dataclass, field
+
+import numpy as np
 
 ADD_KINDS = ("+I", "+U")
 RETRACT_KINDS = ("-U", "-D")
@@ -248,6 +251,147 @@ class NestedUpdate(Agg):
         return list(kept.values())
 
 
+class Collect(Agg):
+    """Java's FieldCollectAgg on ARRAY values (lists): concatenation, or each element once with
+    `distinct`; a retraction removes one equal element per element it holds (the oldest). Java
+    builds a distinct result in a HashSet; tarn (and this model) keep first appearance."""
+
+    retractable = True
+
+    def agg(self, acc, value):
+        if acc is None and value is None:
+            return None
+        if not self.distinct:
+            if acc is None or value is None:
+                return value if acc is None else acc
+            return list(acc) + list(value)
+        out = []
+        for e in list(acc or []) + list(value or []):
+            if e not in out:
+                out.append(e)
+        return out
+
+    def agg_reversed(self, acc, value):
+        return self.agg(acc, value)  # Java's override: the accumulator stays in front
+
+    def retract(self, acc, value):
+        if acc is None:
+            return None
+        if not value:
+            return acc
+        pending, kept = list(value), []
+        for e in acc:
+            if e in pending:
+                pending.remove(e)
+            else:
+                kept.append(e)
+        return kept
+
+
+class MergeMap(Agg):
+    """Java's FieldMergeMapAgg on MAP values (dicts): the input's entries replace the
+    accumulator's; a retraction removes the keys it holds. Keys keep first insertion order
+    (a HashMap in Java)."""
+
+    retractable = True
+
+    def agg(self, acc, value):
+        if acc is None or value is None:
+            return value if acc is None else acc
+        out = dict(acc)
+        out.update(value)
+        return out
+
+    def retract(self, acc, value):
+        if acc is None:
+            return None
+        if not value:
+            return acc
+        return {k: v for k, v in acc.items() if k not in value}
+
+
+class MergeMapWithKeyTime(Agg):
+    """Java's FieldMergeMapWithKeyTimeAgg on MAP<K, ROW> values (dicts of dicts): a later entry
+    replaces the key's entry if its timestamp field `ts` is greater (or the entry has no row or
+    timestamp); a null row removes the key; a null timestamp is skipped."""
+
+    ts = "ts"
+
+    def agg(self, acc, value):
+        if acc is None:
+            return value
+        if value is None:
+            return acc
+        out = dict(acc)
+        for k, row in value.items():
+            if row is None:
+                out.pop(k, None)
+                continue
+            if row[self.ts] is None:
+                continue
+            current = out.get(k)
+            if current is None or current[self.ts] is None or row[self.ts] > current[self.ts]:
+                out[k] = row
+        return out
+
+
+class NestedPartialUpdate(Agg):
+    """Java's FieldNestedPartialUpdateAgg on ARRAY<ROW> values (lists of dicts): elements merge
+    by `nested_key`, each field taking the last non-null value."""
+
+    nested_key: tuple[str, ...] = ()
+    null_strategy = "merge"
+
+    def agg(self, acc, value):
+        if value is None:
+            return acc
+        merged: dict = {}
+        for e in [e for e in (acc or []) if e is not None] + [e for e in value if e is not None]:
+            key = tuple(e[k] for k in self.nested_key)
+            if any(x is None for x in key) and self.null_strategy != "merge":
+                if self.null_strategy == "error":
+                    raise Refused("nested key contains null")
+                continue
+            current = merged.setdefault(key, {f: None for f in e})
+            current.update({f: x for f, x in e.items() if x is not None})
+        return list(merged.values())
+
+
+class Bitmap(Agg):
+    """rbm32 / rbm64 on serialised bitmaps: the union (kept as the set's bytes)."""
+
+    bits = 32
+
+    def agg(self, acc, value):
+        if acc is None or value is None:
+            return value if acc is None else acc
+        from tarn.lsm.field_aggs import bitmap32_bytes, bitmap32_values, bitmap64_bytes, bitmap64_values
+        if self.bits == 32:
+            return bitmap32_bytes(np.union1d(bitmap32_values(acc), bitmap32_values(value)))
+        return bitmap64_bytes(np.union1d(bitmap64_values(acc), bitmap64_values(value)).view(np.int64))
+
+
+class Sketch(Agg):
+    """hll_sketch / theta_sketch on DataSketches images: Java's union of two."""
+
+    theta = False
+
+    def agg(self, acc, value):
+        if acc is None or value is None:
+            return value if acc is None else acc
+        import datasketches as ds
+        if self.theta:
+            union = ds.theta_union(12)
+            union.update(ds.compact_theta_sketch.deserialize(acc))
+            union.update(ds.compact_theta_sketch.deserialize(value))
+            return union.get_result(True).serialize()
+        other = ds.hll_sketch.deserialize(value)
+        union = ds.hll_union(other.lg_config_k)
+        union.update(other)
+        union.update(ds.hll_sketch.deserialize(acc))
+        return union.get_result(ds.tgt_hll_type.HLL_4).serialize_compact()
+
+
 class PrimaryKey(Agg):
     retractable = True
 
@@ -283,6 +427,9 @@ FUNCTIONS = {
     "last_non_null_value": LastNonNull, "first_value": FirstValue,
     "first_non_null_value": FirstNonNull, "first_not_null_value": FirstNonNull,
     "listagg": ListAgg, "bool_and": BoolAnd, "bool_or": BoolOr, "nested_update": NestedUpdate,
+    "collect": Collect, "merge_map": MergeMap, "merge_map_with_keytime": MergeMapWithKeyTime,
+    "nested_partial_update": NestedPartialUpdate, "rbm32": Bitmap, "rbm64": Bitmap, "hll_sketch": Sketch,
+    "theta_sketch": Sketch,
 }
 
 
@@ -359,8 +506,15 @@ class TableDef:
             function = "last_non_null_value"
         agg = FUNCTIONS[function](name, column.bits, self.opt(f"fields.{name}.list-agg-delimiter", ","),
                                   self.flag(f"fields.{name}.distinct"))
-        if isinstance(agg, NestedUpdate):
+        if isinstance(agg, (NestedUpdate, NestedPartialUpdate)):
             agg.nested_key = tuple(k for k in self.opt(f"fields.{name}.nested-key", "").split(",") if k)
+            agg.null_strategy = self.opt(f"fields.{name}.nested-key-null-strategy", "merge").lower()
+        if isinstance(agg, MergeMapWithKeyTime):
+            agg.ts = self.opt(f"fields.{name}.ts-field", "ts")
+        if isinstance(agg, Bitmap):
+            agg.bits = 64 if function == "rbm64" else 32
+        if isinstance(agg, Sketch):
+            agg.theta = function == "theta_sketch"
         return IgnoreRetract(agg) if self.flag(f"fields.{name}.ignore-retract") else agg
 
 

@@ -29,8 +29,8 @@ import pyarrow as pa
 
 from tarn.errors import InvalidOption, TarnError
 from tarn.lsm import kv
-from tarn.lsm.field_aggs import (LAST_NON_NULL, PRIMARY_KEY, RETRACTABLE, FieldAgg, aggregate, check_field,
-                                 check_name, field_agg)
+from tarn.lsm.field_aggs import (BINARY, LAST_NON_NULL, PRIMARY_KEY, RETRACTABLE, FieldAgg, aggregate,
+                                 check_binary_values, check_field, check_name, field_agg)
 from tarn.lsm.folds import Fold, last_where
 from tarn.options import Options, as_options
 from tarn.types import DataField
@@ -85,6 +85,7 @@ def merge_aggregate(table: pa.Table, spec) -> pa.Table:
     every value column aggregated by its function."""
     if spec.ignore_delete:
         table = kv.drop_retracts(table)
+    _check_binary(table, spec)
     if table.num_rows <= 1:
         return table
     last_of_key = kv.key_changes(table, spec.key_columns)
@@ -99,6 +100,20 @@ def merge_aggregate(table: pa.Table, spec) -> pa.Table:
     singles = table.filter(pa.array(~row_in_multi))
     order = np.where(multi, len(singles) + np.cumsum(multi) - 1, np.cumsum(~multi) - 1)
     return pa.concat_tables([singles, merged]).take(pa.array(order))
+
+
+def _check_binary(table: pa.Table, spec) -> None:
+    """Every value of a bitmap or sketch column must look like one (each merge - a write's
+    included - checks all its rows, so a malformed value fails the write that brings it)."""
+    if table.num_rows == 0 or spec.options is None:
+        return
+    options = as_options(spec.options)
+    for f in spec.fields:
+        if f.name in spec.key_columns or f.name not in table.column_names:
+            continue
+        agg = engine_field_agg(f, options, spec.key_columns, spec.sequence_columns)
+        if agg.function in BINARY:
+            check_binary_values(table.column(f.name), agg)
 
 
 def merge_keys(rows: pa.Table, sizes: np.ndarray, spec) -> pa.Table:

@@ -709,12 +709,22 @@ def _flatten(column, fold: Fold, added: np.ndarray, retracted: np.ndarray, prepe
     rows, retract, time = rows[keep], retract[keep], time[keep]
     front = prepend_reversed & fold.reversed[rows] & ~retract
     place = np.where(front, -2 * rows - 1, 2 * rows)
-    lists = column.take(pa.array(rows, type=pa.int64()))
+    lists = _as_lists(column).take(pa.array(rows, type=pa.int64()))
     parent = pc.list_parent_indices(lists).to_numpy().astype(np.int64)
     counts = np.bincount(parent, minlength=len(rows))
     position = np.arange(len(parent)) - np.repeat(np.cumsum(counts) - counts, counts)
     return _Flat(pc.list_flatten(lists), fold.key_of[rows][parent], rows[parent], retract[parent],
                  time[parent], place[parent], position)
+
+
+def _as_lists(column: pa.Array) -> pa.Array:
+    """A MAP column as the LIST<STRUCT<key, value>> it is stored as (Arrow's list kernels
+    do not take maps), sharing its buffers."""
+    if not pa.types.is_map(column.type):
+        return column
+    entries = column.values
+    return pa.Array.from_buffers(pa.list_(entries.type), len(column), column.buffers()[:2], offset=column.offset,
+                                 children=[entries])
 
 
 def _group_starts(*columns: np.ndarray) -> np.ndarray:
@@ -827,7 +837,7 @@ def _merge_map(column, agg, fold):
     merged = _map_array(flat.values.take(pa.array(chosen, type=pa.int64())), flat.key[chosen], fold.keys, present,
                         column.type)
     taken = fold.first(added)
-    nonempty = valid & (pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False) > 0)
+    nonempty = valid & (pc.fill_null(pc.list_value_length(_as_lists(column)), 0).to_numpy(zero_copy_only=False) > 0)
     untouched = _untouched(fold, valid, taken, added | (fold.retract & nonempty))
     return _keep_untouched(column, fold, merged, untouched, taken)
 
@@ -968,6 +978,48 @@ def _nested_partial_update(column, agg, fold):
 
 class BadValue(ValueError):
     """A value that is not what its aggregate function reads."""
+
+
+def check_binary_values(column, agg: FieldAgg) -> None:
+    """Refuse values of an rbm32 / rbm64 / hll_sketch / theta_sketch column whose header is not
+    one of those structures (vectorised; a full parse happens when values are merged)."""
+    function = canonical(agg.function)
+    if function not in BINARY:
+        return
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    column = column.cast(pa.large_binary())
+    valid = _valid(column)
+    if not valid.any():
+        return
+    offsets = np.frombuffer(column.buffers()[1], np.int64, len(column) + 1, column.offset * 8)
+    data = np.frombuffer(column.buffers()[2], np.uint8) if column.buffers()[2] is not None else np.zeros(0, np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+
+    def byte(i: int) -> np.ndarray:
+        at = np.where(lengths > i, starts + i, 0)
+        return np.where(lengths > i, data[at] if len(data) else 0, -1).astype(np.int64)
+
+    if function == "rbm32":
+        cookie = byte(0) | byte(1) << 8 | byte(2) << 16 | byte(3) << 24
+        good = ((lengths >= 4) & (cookie & 0xFFFF == _COOKIE)) | ((lengths >= 8) & (cookie == _COOKIE_NO_RUN))
+    elif function == "rbm64":
+        good = ((lengths >= 1) & (byte(0) == 0)) | ((lengths >= 13) & (byte(0) == 1))
+    elif function == "hll_sketch":
+        good = (lengths >= 8) & np.isin(byte(0), (2, 3, 10)) & (byte(1) == 1) & (byte(2) == 7) \
+            & (byte(3) >= 4) & (byte(3) <= 21)
+    else:
+        good = (lengths >= 8) & np.isin(byte(0) & 0x3F, (1, 2, 3)) & np.isin(byte(1), (1, 2, 3, 4)) \
+            & np.isin(byte(2), (1, 2, 3))
+    bad = valid & ~good
+    if bad.any():
+        sample = column[int(np.flatnonzero(bad)[0])].as_py()[:16]
+        raise TarnError(f"column '{agg.name}' ({function}): {np.count_nonzero(bad)} value(s) are not "
+                        f"{_WHAT[function]} (first bytes {sample.hex() or 'none'})")
+
+
+_WHAT = {"rbm32": "serialised 32-bit roaring bitmaps", "rbm64": "serialised Roaring64Bitmaps",
+         "hll_sketch": "DataSketches HLL sketches", "theta_sketch": "DataSketches theta sketches"}
 
 
 def _binary_fold(column, agg, fold, read, merge, write):
@@ -1549,6 +1601,59 @@ def _hll_sketch(column, agg, fold):
 
 def _theta_sketch(column, agg, fold):
     return _binary_fold(column, agg, fold, _read_theta, _merge_theta, _identity)
+
+
+# -- building and reading the bitmaps (tests, tools) -------------------------------------------------
+
+
+def _containers_of(values: np.ndarray) -> list[tuple[int, list]]:
+    """(high key, [kind, low values]) per high key in ascending order, with the kinds Java's
+    add() leaves (an array turns into a bitmap past 4096 values)."""
+    values = np.unique(values)
+    high, low = values >> 16, (values & 0xFFFF).astype(np.uint16)
+    keys, starts = np.unique(high, return_index=True)
+    bounds = np.append(starts, len(values))
+    return [(int(k), ["a" if bounds[i + 1] - bounds[i] <= _ARRAY_MAX else "b", low[bounds[i]:bounds[i + 1]]])
+            for i, k in enumerate(keys)]
+
+
+def bitmap32_bytes(values) -> bytes:
+    """What Java's RoaringBitmap32.bitmapOf(values).serialize() writes (values in 0..2^32-1)."""
+    values = np.asarray(values, dtype=np.int64).reshape(-1) & 0xFFFFFFFF
+    return _write_rbm32({k: (_run_optimize(c[0], c[1], keep_runs=False), c[1]) for k, c in _containers_of(values)})
+
+
+def bitmap64_bytes(values) -> bytes:
+    """What Java's RoaringBitmap64.bitmapOf(values).serialize() writes (values taken as
+    unsigned 64-bit numbers; their order decides the layout, as in Java)."""
+    values = np.asarray(values, dtype=np.int64).reshape(-1).view(np.uint64)
+    bitmap = _Bitmap64()
+    _, first_seen = np.unique(values >> np.uint64(16), return_index=True)
+    order = np.argsort(first_seen, kind="stable")  # high keys in the order values bring them
+    containers = _containers_of(values)
+    for high, container in (containers[i] for i in order):
+        key = int(high).to_bytes(6, "big")
+        leaf = _Leaf(key, bitmap.add_container(container))
+        bitmap.root = _art_insert(bitmap.root, leaf, 0)
+        bitmap.key_count += 1
+        bitmap.leaves[key] = leaf
+    bitmap.run_optimize()
+    return _write_rbm64(bitmap)
+
+
+def bitmap32_values(data: bytes) -> np.ndarray:
+    """The values (uint32, ascending) of a serialised 32-bit roaring bitmap; ValueError if it is not one."""
+    containers = _read_rbm32(data)
+    parts = [(np.uint32(k) << np.uint32(16)) | v.astype(np.uint32) for k, (_, v) in sorted(containers.items())]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+
+
+def bitmap64_values(data: bytes) -> np.ndarray:
+    """The values (uint64, ascending) of a Roaring64Bitmap as Java serialises it."""
+    bitmap = _read_rbm64(data)
+    parts = [(np.uint64(int.from_bytes(key, "big")) << np.uint64(16))
+             | bitmap.container(leaf.container)[1].astype(np.uint64) for key, leaf in sorted(bitmap.leaves.items())]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 
 
 _FUNCTIONS = {
