@@ -18,6 +18,7 @@ from tarn.errors import CommitConflict
 from tarn.meta.manifest import APPEND_SOURCE, COMPACT_SOURCE
 from tarn.types import INT
 from tests.helpers import data_file_meta
+from tests.interop.javaref import javaref  # noqa: F401,F811  (session fixture)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("s", pa.string())])
 
@@ -529,3 +530,45 @@ def test_tarn_compacts_a_table_pypaimon_wrote(tmp_path, options):
     assert {m.file_source for _, _, m in live(table)} == {COMPACT_SOURCE}
     table.write(rows(range(100, 105), "a"))  # tarn keeps writing; pypaimon reads it all
     assert _peer_rows(tmp_path, table.root, "more") == _tarn_rows(table)
+
+
+# ---------------------------------------------------------------------------------------------
+# Java Paimon 1.0 (tests/interop/javaref.py) reads tarn's compacted tables and writes on
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("options", [{"bucket": "2", "bucket-key": "id"}, {}], ids=["fixed-bucket", "unaware"])
+def test_java_reads_a_compacted_dv_table_and_writes_on(tmp_path, catalog, javaref, options):  # noqa: F811
+    import json
+
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["p"],
+                                 options={"deletion-vectors.enabled": "true", **options})
+    for n in range(7):
+        table.write(pa.concat_tables([rows(range(n * 10, n * 10 + 10), "a"), rows(range(200 + n, 201 + n), "b")]))
+    table.delete(filter=tarn.col("id").isin([1, 2, 33, 68, 203]))
+    table.compact()
+    assert table.latest_snapshot().commit_kind == "COMPACT"
+    expected = _tarn_rows(table)
+    files = {m.file_name: m for _, _, m in live(table)}
+    ours = {r["f0"] for i in index_files(table) for r in i["dv_ranges"]}
+    more = [{"id": 900 + i, "p": "a", "s": f"s{900 + i}"} for i in range(5)]
+    answers = javaref.run_many([
+        ["read", table.root], ["index-files", table.root],
+        ["write", table.root, "--rows", javaref.rows_arg(more, tmp_path)],
+        ["delete", table.root, "--filter", json.dumps({"op": "in", "col": "id", "values": [4, 901]})],
+        ["read", table.root]])
+    read, index = answers[0], answers[1]
+    assert sorted((r["id"], r["p"], r["s"]) for r in read["rows"]) == expected
+    java = {}  # data file -> deleted rows, as Java reads the index files tarn rewrote
+    for entry in index["index_files"]:
+        assert entry["kind"] == "ADD" and entry["file_exists"] and "read_error" not in entry, entry
+        java.update((d["data_file"], d["cardinality"]) for d in entry["deletion_vectors"])
+    assert set(java) == ours and ours <= set(files)
+    assert all(files[name].file_source == APPEND_SOURCE for name in java)  # compacted files keep no vector
+    final = sorted([r for r in expected if r[0] != 4] + [(r["id"], r["p"], r["s"]) for r in more if r["id"] != 901])
+    assert sorted((r["id"], r["p"], r["s"]) for r in answers[-1]["rows"]) == final
+    table = tarn.Catalog(catalog.warehouse).load_table("db.t")
+    assert _tarn_rows(table) == final
+    table.compact(full=True)  # tarn compacts what Java wrote on top of its compaction
+    assert _tarn_rows(table) == final
+    assert sorted((r["id"], r["p"], r["s"]) for r in javaref.run("read", table.root)["rows"]) == final
