@@ -13,8 +13,12 @@ Facts from Java Paimon this module follows:
   others `fields.<f>.aggregate-function`, else `fields.default-aggregate-function`, else
   last_non_null_value;
 - retraction: sum subtracts, product divides, last_value / last_non_null_value clear,
-  nested_update removes elements; any other function raises unless
-  `fields.<f>.ignore-retract`, which skips the retract rows for that column;
+  nested_update removes elements, collect removes equal elements (one per element retracted),
+  merge_map removes keys; any other function raises unless `fields.<f>.ignore-retract`, which
+  skips the retract rows for that column;
+- rbm32 / rbm64 / hll_sketch / theta_sketch hold serialised structures: every merge (a write's
+  included) checks each value's header first, so a malformed value fails the write naming the
+  column (Java fails later, at the first merge that reads it);
 - `aggregation.remove-record-on-delete`: a -D row resets the whole row to the -D row's values
   (later rows aggregate on top of it); if a -D is a key's last row, the merged row is a -D;
 - `ignore-delete` drops -U/-D rows before merging (Java does it when writing).
