@@ -26,13 +26,17 @@ bound, Java's compactionFileSize):
   them with `compaction.force-rewrite-all-files`).
 - Unaware buckets (`bucket` = -1, AppendCompactCoordinator in batch mode): the candidates are
   small files and files whose deleted rows exceed `compaction.delete-ratio-threshold` of their
-  rows (at most `compaction.file-num-limit` of them); per partition they are packed in
-  sequence order into bins, a bin closing at 2 files or more and 2 x target bytes (each file
-  counted with `source.split.open-file-cost`), the last bin kept if it holds
-  `compaction.min.file-num` files. Candidates over the delete ratio left in no bin are
-  rewritten together anyway. Full: the FullCompactTask rule per partition.
-- Tables with deletion vectors, fixed buckets: files over the delete ratio that no window took
-  are rewritten alone (tarn's addition: Java rewrites them only at a full compaction).
+  rows (at most `compaction.file-num-limit` of them); per partition they are packed into bins,
+  a bin closing at 2 files or more and 2 x target bytes (each file counted with
+  `source.split.open-file-cost`), the last bin kept if it holds `compaction.min.file-num`
+  files. Candidates over the delete ratio left in no bin are rewritten together anyway. Full:
+  the FullCompactTask rule per partition (Java's unaware compaction has no full mode).
+  Differences from Java: candidates are packed in sequence order (Java sorts them by size to
+  pack better), so merged rows keep their write order; with deletion vectors Java also forces
+  every small candidate that has a vector at all into a bin, tarn only those over the ratio
+  (the others are packed like files without vectors).
+- Fixed buckets with deletion vectors: files over the delete ratio that no window took are
+  rewritten alone (tarn's addition: Java rewrites them only at a full compaction).
 
 Concurrent commits: an append adding files while this runs loses nothing (the inputs stay live,
 the compaction removes only them); a commit that removed an input, or replaced an index file
@@ -170,9 +174,10 @@ def _live_buckets(table, schema: "TableSchema", settings: Settings, wanted: list
     if settings.vectors and found:
         index = [e for e in live_index_entries(table.manifests(schema), snapshot) if e.dv_ranges is not None]
         holders = deletion_vectors_by_file(index)
+        by_bucket = _by_bucket(index)
         for key, bucket in found.items():
             held = holders.get(key, {})
-            bucket.index = tuple(e for e in index if (e.partition, e.bucket) == key)
+            bucket.index = tuple(by_bucket.get(key, ()))
             bucket.files = [Input(i.meta, held.get(i.meta.file_name)) for i in bucket.files]
             for entry in bucket.index:
                 for r in entry.dv_ranges:
@@ -180,6 +185,13 @@ def _live_buckets(table, schema: "TableSchema", settings: Settings, wanted: list
     for bucket in found.values():
         bucket.files.sort(key=lambda i: _order(i.meta))
     return [found[k] for k in sorted(found)]
+
+
+def _by_bucket(entries: Iterable[IndexManifestEntry]) -> dict[tuple[bytes, int], list[IndexManifestEntry]]:
+    found: dict[tuple[bytes, int], list[IndexManifestEntry]] = {}
+    for e in entries:
+        found.setdefault((e.partition, e.bucket), []).append(e)
+    return found
 
 
 def _order(meta: DataFileMeta) -> tuple:
@@ -420,7 +432,7 @@ def finish(table: "Table", messages: list[CommitMessage]) -> list[CommitMessage]
         return list(merged.values())
     schema = table.schema()
     snapshot = table.latest_snapshot()
-    current = [e for e in live_index_entries(table.manifests(schema), snapshot) if e.dv_ranges is not None]
+    current = _by_bucket(e for e in live_index_entries(table.manifests(schema), snapshot) if e.dv_ranges is not None)
     live: dict[tuple[bytes, int], set[str]] = {}
     for e in table.live_entries(snapshot, schema):
         live.setdefault((e.partition, e.bucket), set()).add(e.file.file_name)
@@ -429,7 +441,7 @@ def finish(table: "Table", messages: list[CommitMessage]) -> list[CommitMessage]
     written: list[IndexManifestEntry] = []
     try:
         for key, message in merged.items():
-            now = {e.file_name for e in current if (e.partition, e.bucket) == key}
+            now = {e.file_name for e in current.get(key, ())}
             if now != set(planned.get(key, {})):
                 raise CommitConflict(f"table {table.name}: the deletion vectors of bucket {key[1]} changed since this "
                                      "compaction was planned (a concurrent delete); nothing was committed")
