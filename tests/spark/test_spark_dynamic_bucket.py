@@ -1,0 +1,139 @@
+"""Dynamic-bucket tables on Spark: buckets assigned on executors (rows shuffled by key hash to
+assigner tasks that each own a hash range of the index), written one task per bucket, one
+commit on the driver; streaming writes through by_bucket; rescale on Spark."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pytest
+from pyspark.errors import PySparkException
+
+import tarn
+import tarn.spark
+from tarn.bucket import assigner_channels, partition_hash, row_hashes
+from tarn.spark.dataframe import rescale
+from tarn.store.deletion_vectors import live_index_entries
+from tests.test_dynamic_bucket import buckets_of, check_index
+
+DDL = "dt string, k long, v string"
+
+
+def frame(spark, dt_keys, tag):
+    return spark.createDataFrame([(dt, k, f"{tag}{k}") for dt, keys in dt_keys for k in keys], DDL)
+
+
+def content(table) -> dict:
+    out = {}
+    for r in table.scan().to_arrow().to_pylist():
+        key = (r["dt"], r["k"])
+        assert key not in out, f"{key} twice"
+        out[key] = r["v"]
+    return out
+
+
+def test_write_assigns_buckets_on_executors(spark, path):
+    options = {"primary-key": "dt,k", "partition": "dt", "dynamic-bucket.target-row-num": "6"}
+    tarn.spark.write(frame(spark, [("a", range(60)), ("b", range(10))], "x"), path, **options)
+    table = tarn.load_table(path)
+    assert table.options.get("bucket") == "-1" and len(table.snapshots()) == 1
+    oracle = {("a", k): f"x{k}" for k in range(60)} | {("b", k): f"x{k}" for k in range(10)}
+    assert content(table) == oracle
+    check_index(table)
+    channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    got = buckets_of(table)
+    schema = table.schema()
+    for (values, key), bucket in got.items():
+        part = tarn.partition.to_bytes(schema, values)
+        h = row_hashes(pa.table({"k": pa.array([key], pa.int64())}), [schema.field("k")])
+        assert bucket % channels == assigner_channels(partition_hash(part), h, channels, channels)[0]
+    assert max(e.row_count for e in live_index_entries(table.manifests(), table.latest_snapshot())) <= 6
+
+    tarn.spark.write(frame(spark, [("a", range(50, 80)), ("c", [1])], "y"), path)
+    oracle |= {("a", k): f"y{k}" for k in range(50, 80)} | {("c", 1): "y1"}
+    assert content(table) == oracle and len(table.snapshots()) == 2
+    after = buckets_of(table)
+    assert all(after[key] == bucket for key, bucket in got.items())  # known keys kept their bucket
+    check_index(table)
+
+
+def test_initial_buckets_limit_the_assigners(spark, path):
+    options = {"primary-key": "k", "dynamic-bucket.initial-buckets": "2", "dynamic-bucket.target-row-num": "100"}
+    df = spark.createDataFrame([("a", k, "v") for k in range(150)], DDL).drop("dt")
+    tarn.spark.write(df, path, **options)
+    table = tarn.load_table(path)
+    assert set(buckets_of(table).values()) <= {0, 1, 2, 3} and len(content_keys(table)) == 150
+    check_index(table)
+
+
+def content_keys(table):
+    return table.scan().to_arrow().column("k").to_pylist()
+
+
+def test_plain_writes_are_refused_and_by_bucket_makes_them_work(spark, path):
+    tarn.spark.write(frame(spark, [("a", range(5))], "x"), path, **{"primary-key": "dt,k", "partition": "dt"})
+    df = frame(spark, [("a", range(3, 8))], "y")
+    with pytest.raises(PySparkException, match="dynamic buckets"):
+        df.write.format("tarn").mode("append").save(path)
+    table = tarn.load_table(path)
+    assert len(table.snapshots()) == 1
+    tarn.spark.by_bucket(df, path).write.format("tarn").mode("append").option("write.bucket-owned", "true").save(path)
+    assert content(table) == {("a", k): ("x" if k < 3 else "y") + str(k) for k in range(8)}
+    check_index(table)
+
+
+def test_overwrite_assigns_afresh(spark, path):
+    options = {"primary-key": "dt,k", "partition": "dt", "dynamic-bucket.target-row-num": "3"}
+    tarn.spark.write(frame(spark, [("a", range(40)), ("b", range(5))], "x"), path, **options)
+    tarn.spark.write(frame(spark, [("a", [1, 2])], "o"), path, mode="overwrite")
+    table = tarn.load_table(path)
+    assert content(table) == {("a", 1): "o1", ("a", 2): "o2"}
+    assert sum(e.row_count for e in live_index_entries(table.manifests(), table.latest_snapshot())) == 2
+    check_index(table)
+
+
+def test_streaming_writes_through_by_bucket(spark, path, tmp_path):
+    source = tmp_path / "in"
+    source.mkdir()
+    tarn.spark.write(frame(spark, [("a", [0])], "s"), path, **{"primary-key": "dt,k", "partition": "dt",
+                                                                 "dynamic-bucket.target-row-num": "4"})
+    stream = spark.readStream.schema(DDL).json(str(source))
+    query_df = tarn.spark.by_bucket(stream, path)
+    for batch in range(2):
+        (tmp_path / "in" / f"{batch}.json").write_text(
+            "\n".join(f'{{"dt": "a", "k": {k}, "v": "b{batch}-{k}"}}' for k in range(batch * 5, batch * 5 + 10)))
+        query = (query_df.writeStream.format("tarn").option("checkpointLocation", str(tmp_path / "cp"))
+                 .option("write.bucket-owned", "true").trigger(availableNow=True).start(path))
+        query.awaitTermination()
+    table = tarn.load_table(path)
+    expected = {("a", k): f"b0-{k}" for k in range(10)} | {("a", k): f"b1-{k}" for k in range(5, 15)}
+    assert content(table) == expected
+    check_index(table)
+
+
+def test_rescale_on_spark(spark, path, catalog):
+    t = catalog.create_table("db.fixed", schema=pa.schema([("dt", pa.string()), ("k", pa.int64()), ("v", pa.string())]),
+                             primary_key=["dt", "k"], partition_keys=["dt"], options={"bucket": "2"})
+    t.write(pa.table({"dt": ["a"] * 40 + ["b"] * 10, "k": list(range(40)) + list(range(10)), "v": ["x"] * 50}))
+    before = content(t)
+    snapshot = rescale(spark, t.root, bucket=5, partitions=[{"dt": "a"}])
+    assert snapshot.commit_kind == "OVERWRITE" and t.options.get("bucket") == "5"
+    assert content(t) == before
+    totals = {(tarn.partition.from_bytes(t.schema(), e.partition)[0], e.total_buckets)
+              for e in t.live_entries(t.latest_snapshot())}
+    assert totals == {("a", 5), ("b", 2)}
+    with pytest.raises(tarn.TarnError, match="Rescale first"):
+        t.write(pa.table({"dt": ["b"], "k": [1], "v": ["y"]}))
+    assert rescale(spark, t.root, partitions=[{"dt": "nope"}]) is None
+
+    d = catalog.create_table("db.dyn", schema=pa.schema([("k", pa.int64()), ("v", pa.string())]), primary_key=["k"],
+                             options={"dynamic-bucket.target-row-num": "10"})
+    d.write(pa.table({"k": list(range(100)), "v": ["x"] * 100}))
+    d.delete(pa.table({"k": list(range(70))}))
+    rescale(spark, d.root)
+    assert sorted(d.scan().to_arrow().column("k").to_pylist()) == list(range(70, 100))
+    assert sum(e.row_count for e in live_index_entries(d.manifests(), d.latest_snapshot())) == 30
+    check_index(d)
+    assert not [f for _, _, fs in os.walk(d.root) for f in fs if "spark-" in f and f.startswith("data-")
+                and f not in {e.file.file_name for e in d.live_entries(d.latest_snapshot())}]
