@@ -14,6 +14,9 @@ manifest's cardinality; the vector is read only if that is missing). It is 0 for
 a vector in a deletion-vector table (option `deletion-vectors.enabled`, or a snapshot holding
 deletion-vector index files) and null in other tables. `deleteRowCount` stays Java's: the
 file's own delete rows (-D/-U records).
+
+`$statistics` is Java's StatisticTable: one row for the statistics the latest snapshot carries
+(`colstat` = the per-column records as pretty JSON), none without statistics.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import pyarrow as pa
 from tarn import partition as partitions
 from tarn.codec.binary_row import deserialize_row
 from tarn.errors import InvalidArgument
+from tarn.maintenance.statistics import statistics_table
 from tarn.meta.manifest import APPEND_SOURCE, DELETION_VECTORS_INDEX, DataFileMeta
 from tarn.meta.snapshot import Snapshot
 from tarn.meta.schema import TableSchema
@@ -468,6 +472,7 @@ SYSTEM_TABLES: dict[str, Callable[["Table"], pa.Table]] = {
     "buckets": buckets_table,
     "consumers": consumers_table,
     "table_indexes": table_indexes_table,
+    "statistics": statistics_table,
 }
 
 

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from tarn import maintenance, partition, system_tables
 from tarn.maintenance import expire, orphans, rollback, tags, time_travel
+from tarn.maintenance import statistics as table_stats
 from tarn.commit.committer import Committer, Overwrite
 from tarn.append_compaction import compact as compact_append
 from tarn.delete import delete_where
@@ -297,6 +298,20 @@ class Table(TableContext):
         """Make the table hold exactly snapshot `target` (an id) or tag `target` (a name) again."""
         return rollback.rollback_to(self, target)
 
+    # ------------------------------------------------------------------ statistics
+
+    def analyze(self, columns: list[str] | None = None) -> Snapshot | None:
+        """Paimon's ANALYZE: gather the statistics of the latest snapshot (merged record count and
+        size; per column, all or `columns`, distinct count, min, max, null count, average and
+        maximum length) and commit them as an ANALYZE snapshot, which it returns (None: no
+        snapshot yet). See docs/guide-statistics.md."""
+        return table_stats.analyze(self, columns)
+
+    def statistics(self, snapshot_id: int | None = None) -> "table_stats.Statistics | None":
+        """The statistics the latest snapshot (or `snapshot_id`) carries, min/max typed as the
+        columns; None when it carries none."""
+        return table_stats.read_statistics(self, snapshot_id)
+
     def system_table(self, name: str) -> "SystemTable":
         """`$snapshots`, `$schemas`, `$options`, `$tags`, `$files`, `$manifests`, `$partitions`,
         `$buckets`, `$consumers` (the `$` is optional) with Paimon's column names."""
@@ -394,7 +409,13 @@ class Scan:
         return self.to_arrow().to_pandas()
 
     def count(self) -> int:
-        return self.to_arrow().num_rows
+        """The rows this scan returns, from manifests where they tell (append tables, buckets
+        needing no merge, fresh statistics of primary-key tables), else by reading."""
+        return self._retrying(lambda: table_stats.count(self))
+
+    def estimates(self) -> list["table_stats.SplitEstimate"]:
+        """A guess of the rows and bytes each planned split returns, from metadata only."""
+        return self._retrying(lambda: table_stats.estimates(self))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ COLUMNS = {
     "consumers": ["consumer_id", "next_snapshot_id"],
     "table_indexes": ["partition", "bucket", "index_type", "file_name", "file_size", "row_count", "dv_ranges",
                       "row_range_start", "row_range_end", "index_field_id", "index_field_name"],
+    "statistics": ["snapshot_id", "schema_id", "mergedRecordCount", "mergedRecordSize", "colstat"],
 }
 
 

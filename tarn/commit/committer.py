@@ -25,6 +25,7 @@ from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.store.manifests import ManifestStore
 from tarn.store.snapshots import SnapshotStore
+from tarn.store.statistics import StatisticsFiles
 from tarn.write.message import CommitMessage
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class CommitRequest:
     overwrite: Overwrite | None = None
     watermark: int | None = None
     properties: dict | None = None
+    statistics: str | None = None  # an ANALYZE commit: the statistics file it records
 
 
 @dataclass
@@ -115,6 +117,12 @@ class Committer:
                             self.table_name, exc)
         return result
 
+    def commit_statistics(self, file_name: str, commit_user: str,
+                          commit_identifier: int = snap.BATCH_COMMIT_IDENTIFIER) -> Snapshot:
+        """Commit an ANALYZE snapshot recording the statistics file `file_name` (already
+        written): the latest snapshot's data with an empty delta (Java's commitStatistics)."""
+        return self._commit_with_retry([], CommitRequest(commit_user, commit_identifier, statistics=file_name))
+
     def _commit_with_retry(self, messages, request: "CommitRequest") -> Snapshot | None:
         retries = self.options.int("commit.max-retries")
         for attempt in range(retries + 1):
@@ -144,6 +152,8 @@ class Committer:
             kind = snap.OVERWRITE
         elif deletes and kind == snap.APPEND:
             kind = snap.OVERWRITE
+        if request.statistics is not None:
+            kind = snap.ANALYZE
         changelog = self._changelog_entries(messages)
         written: list[str] = []
         try:
@@ -429,9 +439,24 @@ class Committer:
             commit_user=request.commit_user, commit_identifier=request.commit_identifier, commit_kind=kind,
             time_millis=int(time.time() * 1000), total_record_count=previous_total + delta_count,
             delta_record_count=delta_count, changelog_record_count=changelog_count, watermark=watermark,
-            statistics=latest.statistics if latest and latest.schema_id == schema_id else None,
+            statistics=self._statistics_file(latest, request),
             properties=request.properties or None, next_row_id=(latest.next_row_id or 0) if latest else 0,
         )
+
+    def _statistics_file(self, latest: Snapshot | None, request: "CommitRequest") -> str | None:
+        """The new snapshot's `statistics`: an ANALYZE commit's own file; otherwise the latest
+        snapshot's while the file was gathered with this commit's schema (Java reads the file's
+        `schemaId`). A file that cannot be read is not carried on: statistics never fail a commit."""
+        if request.statistics is not None:
+            return request.statistics
+        if latest is None or latest.statistics is None:
+            return None
+        try:
+            stats_schema = StatisticsFiles(self.context.file_io, self.context.root).schema_id_of(latest.statistics)
+        except Exception as exc:  # noqa: BLE001 - an I/O error: drop the statistics, keep the commit
+            log.warning("table %s: statistics file %s not carried on: %s", self.table_name, latest.statistics, exc)
+            return None
+        return latest.statistics if stats_schema == self.schema.id else None
 
     def _delete(self, names: list[str]) -> None:
         for name in names:

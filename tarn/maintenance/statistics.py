@@ -1,0 +1,745 @@
+"""Table statistics (Paimon's ANALYZE, FORMAT.md section 9): gathering them, committing them,
+reading them back, and answering counts and size estimates from metadata.
+
+`analyze` reads the merged table once (bounded memory: split by split, chunk by chunk) and
+collects, per column, what Paimon's Spark `ANALYZE TABLE ... COMPUTE STATISTICS FOR COLUMNS`
+records (PaimonAnalyzeTableColumnCommand over Spark's column statistics):
+
+- `nullCount`; `distinctCount` of the non-null values (never above their number);
+- `min`/`max` for booleans, numbers, decimals, dates, times and timestamps (floats order NaN
+  above everything, as Spark does); none for strings and binaries (Spark computes none) nor for
+  ARRAY, MAP, MULTISET and ROW, which get `nullCount` only (Paimon has no text form for them);
+- `avgLen`/`maxLen`: the type's fixed size for fixed-width types (Spark's `defaultSize`: 1, 2,
+  4, 8 bytes, DECIMAL 8 up to precision 18 else 16), for strings the ceiling of the mean and the
+  maximum length in characters (bytes for binaries), the declared length of CHAR(n)/VARCHAR(n)
+  (20 for STRING, 100 for binaries) when there is no value;
+- `mergedRecordCount`: the rows of the merged table; `mergedRecordSize`: the live data files'
+  bytes times mergedRecordCount / the snapshot's totalRecordCount (Paimon HEAD's formula).
+
+Distinct counts: exact (distinct 64-bit hashes of the values: a collision among n values has
+probability below n^2 / 2^65, 3e-10 at the limit) up to `EXACT_DISTINCT_LIMIT` distinct values
+per column, a HyperLogLog sketch above it: 2^16 registers (`DEFAULT_PRECISION` 16), 64-bit
+hashes and Ertl's improved raw estimator (no bias tables, unbiased from 0 to 2^64 values). Its
+relative standard error is 1.04 / 2^8 = 0.41%, so an estimate is within 2% of the truth at
+4.9 standard errors. The hashes and sketches are numpy over whole Arrow columns; sketches of
+parts of the table merge (register maximum), which is how `tarn.spark.analyze` spreads the work
+and still gets the same numbers as a local `analyze`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tarn.errors import CorruptFile, FileMissing, SchemaMismatch, SnapshotNotFound, TarnError
+from tarn.meta.schema import TableSchema
+from tarn.meta.snapshot import ANALYZE, Snapshot
+from tarn.meta.statistics import (BINARY_ROOTS, INTEGER_BOUNDS, TEXT_ROOTS, TIMESTAMP_ROOTS, ColStats,
+                                  Statistics, has_text_form)
+from tarn.scan.predicate import Predicate, columns_of, eval_values
+from tarn.store.deletion_vectors import DeletionVectorFiles, deleted_row_counts
+from tarn.store.statistics import StatisticsFiles
+from tarn.types import NESTED_ROOTS, DataField, DataType
+
+DEFAULT_PRECISION = 16
+EXACT_DISTINCT_LIMIT = 100_000
+FRESHNESS_LOOKBACK = 16  # ANALYZE snapshots looked through when deciding statistics are current
+
+_U64 = np.uint64
+_P1 = _U64(0x9E3779B185EBCA87)
+_P2 = _U64(0xC2B2AE3D27D4EB4F)
+_P4 = _U64(0x85EBCA77C2B2AE63)
+_P5 = _U64(0x27D4EB2F165667C5)
+_M1 = _U64(0xFF51AFD7ED558CCD)
+_M2 = _U64(0xC4CEB9FE1A85EC53)
+_ALL_ONES = _U64(0xFFFFFFFFFFFFFFFF)
+_TAIL_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=_U64)  # the low i bytes
+_TAIL_FACTORS = np.array([1] + [int(_P1)] * 8, dtype=_U64)
+_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+# ---------------------------------------------------------------------------------------------
+# hashing values (uint64 per value, equal values equal hashes)
+
+
+def _fmix64(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser, in place on a fresh array `h`."""
+    scratch = np.empty_like(h)
+    for multiplier in (_M1, _M2):
+        np.right_shift(h, _U64(33), out=scratch)
+        h ^= scratch
+        h *= multiplier
+    np.right_shift(h, _U64(33), out=scratch)
+    h ^= scratch
+    return h
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << _U64(r)) | (x >> _U64(64 - r))
+
+
+def hash_words(words: np.ndarray) -> np.ndarray:
+    """64-bit hashes of 64-bit words (any int/float numpy array viewed as uint64)."""
+    with np.errstate(over="ignore"):
+        h = words.view(_U64) * _P1
+        h += _P4
+        return _fmix64(h)
+
+
+def hash_bytes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """64-bit hashes of byte strings `data[starts[i]:starts[i] + lengths[i]]`: each string is
+    read as little-endian 64-bit words (each from two aligned words; the last one masked to the
+    string's end), folded as `h = h * P + word` from the length, then avalanched."""
+    n = len(starts)
+    lengths = lengths.astype(np.int64)
+    h = lengths.astype(_U64) * _P5
+    if n == 0:
+        return h
+    longest, shortest = int(lengths.max()), int(lengths.min())
+    padded = np.zeros((len(data) + longest + 23) // 8 * 8, dtype=np.uint8)  # ended strings read zeros
+    padded[:len(data)] = data
+    words = padded.view("<u8")
+    starts = starts.astype(np.int64)
+    base = starts >> 3
+    low_shift = ((starts & 7) << 3).astype(_U64)
+    high_shift = _U64(63) - low_shift
+    with np.errstate(over="ignore"):
+        current = words[base]
+        for k in range((longest + 7) // 8):
+            following = words[base + (k + 1)]
+            word = current >> low_shift
+            word |= (following << _U64(1)) << high_shift
+            current = following
+            if 8 * (k + 1) <= shortest:  # every string has 8 more bytes
+                h *= _P1
+                h += word
+                continue
+            remaining = np.clip(lengths - 8 * k, 0, 8)  # bytes of this word in the string
+            word &= _TAIL_MASKS[remaining]
+            h *= _TAIL_FACTORS[remaining]  # strings already ended stay as they are (factor 1, word 0)
+            h += word
+        return _fmix64(h)
+
+
+def _valid_mask(array: pa.Array) -> np.ndarray | None:
+    if array.null_count == 0:
+        return None
+    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def value_hashes(array: pa.Array, root: str) -> np.ndarray:
+    """Hashes of the non-null values of one Arrow array of a column with type root `root`."""
+    mask = _valid_mask(array)
+    t = array.type
+    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) \
+            or pa.types.is_large_binary(t):
+        wide = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+        buffers = array.buffers()
+        offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32,
+                                count=len(array) + 1, offset=array.offset * (8 if wide else 4)).astype(np.int64)
+        data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+        starts, lengths = offsets[:-1], np.diff(offsets)
+        if mask is not None:
+            starts, lengths = starts[mask], lengths[mask]
+        return hash_bytes(data, starts, lengths)
+    if pa.types.is_fixed_size_binary(t):
+        array = array.cast(pa.binary())
+        return value_hashes(array, root)
+    if pa.types.is_decimal(t):
+        raw = np.frombuffer(array.buffers()[1], dtype="<u8", count=2 * len(array), offset=array.offset * 16)
+        pairs = raw.reshape(-1, 2)
+        if mask is not None:
+            pairs = pairs[mask]
+        with np.errstate(over="ignore"):
+            h = hash_words(np.ascontiguousarray(pairs[:, 0]))
+            h ^= pairs[:, 1] * _P2
+            return _fmix64(h)
+    if pa.types.is_boolean(t):
+        values = np.asarray(array.cast(pa.int8()).fill_null(0).to_numpy(), dtype=np.int64)
+    elif pa.types.is_floating(t):
+        values = np.asarray(array.fill_null(0).to_numpy(), dtype=np.float64)
+        values = np.where(values == 0, 0.0, values)  # -0.0 and 0.0 are one value, as in SQL
+        values = np.where(np.isnan(values), np.nan, values)  # every NaN is one value
+    else:  # integers, dates, times, timestamps: their stored integers
+        width = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[t.bit_width // 8]
+        values = np.frombuffer(array.buffers()[1], dtype=width, count=len(array),
+                               offset=array.offset * (t.bit_width // 8)).astype(np.int64, copy=False)
+    if mask is not None:
+        values = values[mask]
+    return hash_words(np.ascontiguousarray(values))
+
+
+# ---------------------------------------------------------------------------------------------
+# distinct counts
+
+
+def _sigma(x: float) -> float:
+    if x == 1.0:
+        return math.inf
+    y, z = 1.0, x
+    while True:
+        x *= x
+        previous = z
+        z += x * y
+        y += y
+        if z == previous:
+            return z
+
+
+def _tau(x: float) -> float:
+    if x == 0.0 or x == 1.0:
+        return 0.0
+    y, z = 1.0, 1.0 - x
+    while True:
+        x = math.sqrt(x)
+        previous = z
+        y *= 0.5
+        z -= (1.0 - x) ** 2 * y
+        if z == previous:
+            return z / 3.0
+
+
+def hll_estimate(registers: np.ndarray, precision: int) -> float:
+    """Ertl's improved raw estimator ("New cardinality estimation algorithms for HyperLogLog
+    sketches", 2017) of 64-bit-hash HyperLogLog registers."""
+    m = 1 << precision
+    q = 64 - precision
+    counts = np.bincount(registers, minlength=q + 2).astype(np.float64)
+    z = m * _tau((m - counts[q + 1]) / m)
+    for k in range(q, 0, -1):
+        z = 0.5 * (z + counts[k])
+    z += m * _sigma(counts[0] / m)
+    return m * m / (2.0 * math.log(2.0)) / z
+
+
+class DistinctCounter:
+    """Distinct values of one column, from their 64-bit hashes: an exact set while it holds at
+    most `exact_limit` hashes, and always a HyperLogLog sketch (2^precision one-byte registers).
+    Counters of parts of a column merge into the counter of the whole."""
+
+    def __init__(self, precision: int = DEFAULT_PRECISION, exact_limit: int = EXACT_DISTINCT_LIMIT):
+        if not 11 <= precision <= 18:
+            raise ValueError(f"HyperLogLog precision must be 11..18, got {precision}")
+        self.precision = precision
+        self.exact_limit = exact_limit
+        self.registers = np.zeros(1 << precision, dtype=np.uint8)
+        self.exact: np.ndarray | None = np.zeros(0, dtype=_U64)  # sorted unique hashes; None: too many
+        self._pending: list[np.ndarray] = []
+        self._pending_size = 0
+
+    def add(self, hashes: np.ndarray) -> None:
+        if len(hashes) == 0:
+            return
+        q = 64 - self.precision
+        index = (hashes >> _U64(q)).astype(np.intp)
+        rest = (hashes & _U64((1 << q) - 1)).astype(np.float64)  # exact: q <= 53 bits
+        _, exponent = np.frexp(rest)  # rest = f * 2^exponent, 0.5 <= f < 1; 0 gives 0
+        np.maximum.at(self.registers, index, (q + 1 - exponent).astype(np.uint8))
+        if self.exact is None:
+            return
+        if self.estimate() > 1.25 * self.exact_limit:  # far more than the limit: skip the sorting
+            self._give_up_exact()
+            return
+        batch = np.asarray(pc.unique(pa.array(hashes, type=pa.uint64())), dtype=_U64)
+        self._queue(batch)
+
+    def merge(self, other: "DistinctCounter") -> None:
+        if other.precision != self.precision:
+            raise ValueError("cannot merge distinct counters of different precision")
+        np.maximum(self.registers, other.registers, out=self.registers)
+        if other.exact is None:
+            self._give_up_exact()
+        elif self.exact is not None:
+            for part in [other.exact, *other._pending]:
+                self._queue(part)
+
+    def count(self) -> int:
+        self._flush()
+        if self.exact is not None:
+            return len(self.exact)
+        return int(round(self.estimate()))
+
+    @property
+    def is_exact(self) -> bool:
+        self._flush()
+        return self.exact is not None
+
+    def estimate(self) -> float:
+        return hll_estimate(self.registers, self.precision)
+
+    def _queue(self, hashes: np.ndarray) -> None:
+        if self.exact is None or len(hashes) == 0:
+            return
+        self._pending.append(hashes)
+        self._pending_size += len(hashes)
+        if self._pending_size >= max(len(self.exact), 1 << 16):
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.exact is None or not self._pending:
+            return
+        merged = np.unique(np.concatenate([self.exact, *self._pending]))
+        self._pending, self._pending_size = [], 0
+        if len(merged) > self.exact_limit:
+            self._give_up_exact()
+        else:
+            self.exact = merged
+
+    def _give_up_exact(self) -> None:
+        self.exact = None
+        self._pending, self._pending_size = [], 0
+
+
+# ---------------------------------------------------------------------------------------------
+# one column
+
+
+def default_size(t: DataType) -> int | None:
+    """Spark's `DataType.defaultSize` of the type Paimon maps `t` to (fixed-width avgLen/maxLen,
+    and the fallback of strings and binaries without values)."""
+    root = t.root
+    fixed = {"BOOLEAN": 1, "TINYINT": 1, "SMALLINT": 2, "INT": 4, "BIGINT": 8, "FLOAT": 4, "DOUBLE": 8,
+             "DATE": 4, "TIME": 4, "TIMESTAMP": 8, "TIMESTAMP_LTZ": 8}
+    if root in fixed:
+        return fixed[root]
+    if root == "DECIMAL":
+        return 8 if t.precision <= 18 else 16
+    if root in TEXT_ROOTS:
+        return 20 if t.length is None or t.length >= 2147483647 else t.length
+    if root in BINARY_ROOTS:
+        return 100
+    return None
+
+
+class ColumnCollector:
+    """The statistics of one column, fed Arrow arrays of its (merged) values."""
+
+    def __init__(self, field: DataField, precision: int = DEFAULT_PRECISION,
+                 exact_limit: int = EXACT_DISTINCT_LIMIT):
+        self.field = field
+        root = field.type.root
+        self.nested = root in NESTED_ROOTS or not (has_text_form(field.type) or root in BINARY_ROOTS)
+        self.lengths = root in TEXT_ROOTS or root in BINARY_ROOTS
+        self.min_max = has_text_form(field.type) and root not in TEXT_ROOTS
+        self.rows = 0
+        self.nulls = 0
+        self.distinct = None if self.nested else DistinctCounter(precision, exact_limit)
+        self.low = self.high = None  # internal values: ints for dates, times, timestamps (ns)
+        self.nan = False
+        self.length_sum = 0
+        self.length_max: int | None = None
+
+    def update(self, column) -> None:
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        for array in chunks:
+            if len(array) == 0:
+                continue
+            self.rows += len(array)
+            self.nulls += array.null_count
+            if self.nested or array.null_count == len(array):
+                continue
+            self.distinct.add(value_hashes(array, self.field.type.root))
+            if self.min_max:
+                self._min_max(array)
+            if self.lengths:
+                self._lengths(array)
+
+    def _min_max(self, array: pa.Array) -> None:
+        root = self.field.type.root
+        t = array.type
+        if pa.types.is_floating(t):
+            self.nan = self.nan or bool(pc.any(pc.is_nan(array)).as_py())
+            array = pc.if_else(pc.is_nan(array), None, array)
+            if array.null_count == len(array):
+                return
+        elif root in TIMESTAMP_ROOTS or root in ("DATE", "TIME"):
+            unit = getattr(t, "unit", None)
+            ints = array.view(pa.int32() if t.bit_width == 32 else pa.int64())
+            scale = _NANOS[unit] if root in TIMESTAMP_ROOTS else 1
+            mm = pc.min_max(ints)
+            low, high = mm["min"].as_py() * scale, mm["max"].as_py() * scale
+            if root == "TIME" and unit == "us":
+                low, high = low // 1000, high // 1000
+            self._extend(low, high)
+            return
+        mm = pc.min_max(array)
+        self._extend(mm["min"].as_py(), mm["max"].as_py())
+
+    def _extend(self, low, high) -> None:
+        self.low = low if self.low is None else min(self.low, low)
+        self.high = high if self.high is None else max(self.high, high)
+
+    def _lengths(self, array: pa.Array) -> None:
+        measure = pc.utf8_length if self.field.type.root in TEXT_ROOTS else pc.binary_length
+        lengths = measure(array)
+        self.length_sum += pc.sum(lengths).as_py() or 0
+        longest = pc.max(lengths).as_py()
+        if longest is not None:
+            self.length_max = longest if self.length_max is None else max(self.length_max, longest)
+
+    def merge(self, other: "ColumnCollector") -> None:
+        self.rows += other.rows
+        self.nulls += other.nulls
+        if self.distinct is not None:
+            self.distinct.merge(other.distinct)
+        if other.low is not None:
+            self._extend(other.low, other.high)
+        self.nan = self.nan or other.nan
+        self.length_sum += other.length_sum
+        if other.length_max is not None:
+            self.length_max = other.length_max if self.length_max is None else max(self.length_max, other.length_max)
+
+    def result(self) -> ColStats:
+        t = self.field.type
+        if self.nested:
+            return ColStats(self.field.id, null_count=self.nulls)
+        non_null = self.rows - self.nulls
+        distinct = min(self.distinct.count(), non_null)
+        low, high = self.low, self.high
+        if self.nan:
+            high = math.nan
+            low = math.nan if low is None else low
+        if self.lengths:
+            size = default_size(t)
+            avg = -(-self.length_sum // non_null) if non_null else size
+            longest = self.length_max if self.length_max is not None else size
+        else:
+            avg = longest = default_size(t)
+        return ColStats.of(self.field.id, t, distinct, low if self.min_max else None,
+                           high if self.min_max else None, self.nulls, avg, longest)
+
+
+class StatsCollector:
+    """Statistics of several columns of the merged table, fed its rows as Arrow tables; the
+    collectors of parts of the table merge (they pickle: Spark tasks send theirs)."""
+
+    def __init__(self, fields: list[DataField], precision: int = DEFAULT_PRECISION,
+                 exact_limit: int = EXACT_DISTINCT_LIMIT):
+        self.columns = {f.name: ColumnCollector(f, precision, exact_limit) for f in fields}
+        self.rows = 0
+
+    def update(self, data: pa.Table) -> None:
+        self.rows += data.num_rows
+        for collector in self.columns.values():
+            collector.update(data.column(collector.field.name))
+
+    def add_rows(self, count: int) -> None:
+        """Rows counted without reading them (no column is analysed)."""
+        self.rows += count
+
+    def merge(self, other: "StatsCollector") -> None:
+        self.rows += other.rows
+        for name, collector in self.columns.items():
+            collector.merge(other.columns[name])
+
+    def col_stats(self) -> dict[str, ColStats]:
+        return {name: c.result() for name, c in self.columns.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# analyze: plan, collect, commit
+
+
+@dataclass
+class AnalyzePlan:
+    """What `analyze` reads: snapshot `snapshot` with schema `schema`, the columns analysed."""
+
+    snapshot: Snapshot
+    schema: TableSchema
+    columns: list[str]
+    total_size: int  # bytes of the live data files
+
+    @property
+    def fields(self) -> list[DataField]:
+        return [self.schema.field(n) for n in self.columns]
+
+    def statistics(self, collector: StatsCollector) -> Statistics:
+        merged = collector.rows
+        total = self.snapshot.total_record_count or 0
+        size = int(self.total_size * merged / total) if total > 0 else 0
+        return Statistics(self.snapshot.id, self.schema.id, merged, size, collector.col_stats())
+
+
+def plan_analyze(table, columns: list[str] | None = None) -> AnalyzePlan | None:
+    """The latest snapshot and the latest schema's columns to analyse (all of them when
+    `columns` is None, none for []); None when the table has no snapshot."""
+    schema = table.schema()
+    names = schema.field_names
+    if columns is None:
+        chosen = list(names)
+    else:
+        if isinstance(columns, str):
+            raise SchemaMismatch(f"table {table.name}: analyze takes a list of column names, got {columns!r}")
+        unknown = [c for c in columns if c not in names]
+        if unknown:
+            raise SchemaMismatch(f"table {table.name}: cannot analyze unknown column(s) {unknown} "
+                                 f"(columns: {names})")
+        chosen = list(dict.fromkeys(columns))
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return None
+    total_size = sum(e.file.file_size for e in table.live_entries(snapshot, schema))
+    return AnalyzePlan(snapshot, schema, chosen, total_size)
+
+
+def collect(table, plan: AnalyzePlan, splits=None, precision: int = DEFAULT_PRECISION,
+            exact_limit: int = EXACT_DISTINCT_LIMIT) -> StatsCollector:
+    """The statistics of the planned columns over `splits` (default: all of the snapshot's),
+    reading one split at a time while the previous one is measured."""
+    collector = StatsCollector(plan.fields, precision, exact_limit)
+    scan = table.scan_snapshot(plan.snapshot, columns=plan.columns or None, schema=plan.schema)
+    splits = scan.plan() if splits is None else splits
+    if not plan.columns:
+        collector.add_rows(count_splits(table, scan, splits))
+        return collector
+    reader = scan.reader()
+    chunks = (chunk for split in splits for chunk in reader.read_chunks(split))
+    with ThreadPoolExecutor(max_workers=1) as prefetch:
+        upcoming = prefetch.submit(next, chunks, None)
+        while True:
+            chunk = upcoming.result()
+            if chunk is None:
+                break
+            upcoming = prefetch.submit(next, chunks, None)
+            collector.update(chunk)
+    return collector
+
+
+def analyze(table, columns: list[str] | None = None, precision: int = DEFAULT_PRECISION,
+            exact_limit: int = EXACT_DISTINCT_LIMIT) -> Snapshot | None:
+    """Gather the statistics of the latest snapshot and commit them as an ANALYZE snapshot
+    (None: the table has no snapshot yet)."""
+    plan = plan_analyze(table, columns)
+    if plan is None:
+        return None
+    return commit_statistics(table, plan.statistics(collect(table, plan, None, precision, exact_limit)))
+
+
+def commit_statistics(table, stats: Statistics, commit_user: str | None = None) -> Snapshot:
+    """Write `stats` to a new statistics file and commit an ANALYZE snapshot naming it; the
+    file is deleted again when the commit fails."""
+    files = StatisticsFiles(table.file_io, table.root, table.name)
+    name = files.write(stats)
+    committer = table.committer(table.schema())
+    try:
+        return committer.commit_statistics(name, commit_user or str(uuid.uuid4()))
+    except BaseException:
+        if not committer.outcome_unknown:
+            files.delete(name)
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# reading
+
+
+def snapshot_of(table, snapshot_id: int | None) -> Snapshot | None:
+    if snapshot_id is None:
+        return table.latest_snapshot()
+    return table.snapshot_store.get(snapshot_id)
+
+
+def read_statistics(table, snapshot_id: int | None = None) -> Statistics | None:
+    """The statistics a snapshot (default: the latest) carries, min/max typed with the columns
+    of the statistics' schema; None when it carries none. A statistics file that is missing or
+    unreadable raises FileMissing / CorruptFile naming it."""
+    snapshot = snapshot_of(table, snapshot_id)
+    if snapshot is None or snapshot.statistics is None:
+        return None
+    return read_file(table, snapshot.statistics)
+
+
+def read_file(table, name: str) -> Statistics:
+    files = StatisticsFiles(table.file_io, table.root, table.name)
+    stats = files.read(name)
+    try:
+        schema = table.schema_by_id(stats.schema_id)
+    except (FileMissing, SnapshotNotFound, TarnError) as exc:
+        raise CorruptFile(f"table {table.name}: statistics file {files.path(name)} names schema "
+                          f"{stats.schema_id}, which cannot be read: {exc}") from None
+    return stats.typed(list(schema.fields), files.path(name))
+
+
+def fresh_statistics(table, snapshot: Snapshot | None) -> Statistics | None:
+    """Statistics describing exactly the data of `snapshot`: gathered at it, or at a snapshot
+    followed only by ANALYZE snapshots up to it. None otherwise, and whenever anything cannot be
+    read (a count falls back to reading data; it never fails because of statistics)."""
+    if snapshot is None or snapshot.statistics is None:
+        return None
+    try:
+        stats = StatisticsFiles(table.file_io, table.root, table.name).read(snapshot.statistics)
+        if stats.snapshot_id > snapshot.id or snapshot.id - stats.snapshot_id > FRESHNESS_LOOKBACK:
+            return None
+        for between in range(stats.snapshot_id + 1, snapshot.id + 1):
+            s = snapshot if between == snapshot.id else table.snapshot_store.get(between)
+            if s.commit_kind != ANALYZE:
+                return None
+        return stats
+    except Exception:  # noqa: BLE001 - statistics are a shortcut, never a failure
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# counts and estimates from metadata
+
+
+def _deleted_by_vectors(table, splits) -> dict[str, int]:
+    """Data file name -> rows its deletion vector deletes, for the splits' files."""
+    entries = {}
+    for split in splits:
+        for entry in split.deletion_files.values():
+            entries[entry.file_name] = entry
+    if not entries:
+        return {}
+    counts = deleted_row_counts(DeletionVectorFiles(table.file_io, table.root), entries.values())
+    return {name: count for (_, _, name), count in counts.items()}
+
+
+def _partition_decides(schema: TableSchema, predicate: Predicate | None, split) -> bool | None:
+    """True: every row of the split matches (no filter, or a filter on partition columns that
+    its partition satisfies); False: none does; None: rows must be read."""
+    if predicate is None:
+        return True
+    if not schema.partition_keys or not columns_of(predicate) <= set(schema.partition_keys):
+        return None
+    verdict = eval_values(predicate, dict(zip(schema.partition_keys, split.partition_values)))
+    return bool(verdict) if verdict is not None else False
+
+
+def count_splits(table, scan, splits) -> int:
+    """Rows a scan of `splits` returns, from manifests wherever they tell: append files (minus
+    their deletion vectors), primary-key buckets that need no merge, fresh statistics of
+    primary-key tables; everything else is read (primary-key buckets with only the key columns)."""
+    schema = scan.schema
+    deleted = _deleted_by_vectors(table, splits)
+    total = 0
+    to_read = []
+    for split in splits:
+        verdict = _partition_decides(schema, scan.filter, split)
+        if verdict is False:
+            continue
+        if verdict and split.raw_convertible:
+            total += sum(f.row_count - deleted.get(f.file_name, 0) for f in split.files)
+        else:
+            to_read.append(split)
+    if to_read:
+        columns = list(schema.primary_keys) or [schema.field_names[0]]
+        if scan.filter is not None:
+            columns = list(dict.fromkeys([*columns, *(c for c in schema.field_names if c in columns_of(scan.filter))]))
+        reader = table.scan_snapshot(scan.snapshot, scan.filter, columns, schema).reader()
+        total += sum(chunk.num_rows for split in to_read for chunk in reader.read_chunks(split))
+    return total
+
+
+def count(scan) -> int:
+    """`Scan.count()`: the rows the scan returns, without reading data files where metadata
+    answers (see `count_splits`); a whole primary-key table with fresh statistics answers from
+    their mergedRecordCount. A row filter tarn could not push down is applied by reading; a
+    limit caps the count."""
+    limit = getattr(scan, "limit", None)
+    if scan.snapshot is None or limit == 0:
+        return 0
+    if getattr(scan, "row_filter", None) is not None:  # only reading the rows tells
+        reader, found = scan.reader(), 0
+        for split in scan.plan():
+            for chunk in reader.read_chunks(split):
+                found += chunk.num_rows
+                if limit is not None and found >= limit:
+                    return limit
+        return found
+    table = scan.table
+    total = None
+    if scan.filter is None and scan.schema.primary_keys:
+        stats = fresh_statistics(table, scan.snapshot)
+        if stats is not None and stats.merged_record_count is not None:
+            total = stats.merged_record_count
+    if total is None:
+        total = count_splits(table, scan, scan.plan())
+    return total if limit is None else min(total, limit)
+
+
+@dataclass(frozen=True)
+class SplitEstimate:
+    """A planner's guess of what reading one split returns."""
+
+    rows: int
+    bytes: int
+
+
+def estimates(scan) -> list[SplitEstimate]:
+    """Rows and bytes per planned split of `scan`, from metadata only: the files' rows minus
+    deletion vectors (and minus the share merging removes, by the latest statistics of a
+    primary-key table), and their bytes times that share and the share of the read columns
+    (by the statistics' avgLen, else the types' default sizes)."""
+    table = scan.table
+    splits = scan.plan()
+    schema = scan.schema
+    stats = None
+    try:
+        stats = read_statistics(table, scan.snapshot.id) if scan.snapshot is not None else None
+    except Exception:  # noqa: BLE001 - an estimate without statistics
+        stats = None
+    merge_share = 1.0
+    if schema.primary_keys and stats is not None and stats.merged_record_count is not None:
+        try:
+            total = table.snapshot_store.get(stats.snapshot_id).total_record_count
+        except (SnapshotNotFound, FileMissing, CorruptFile):
+            total = scan.snapshot.total_record_count
+        if total:
+            merge_share = min(1.0, stats.merged_record_count / total)
+
+    def width(f: DataField) -> int:
+        known = stats.col_stats.get(f.name) if stats is not None else None
+        if known is not None and known.avg_len is not None:
+            return known.avg_len
+        return default_size(f.type) or 20
+
+    all_width = sum(width(f) for f in schema.fields) or 1
+    read = scan.columns if scan.columns is not None else schema.field_names
+    column_share = min(1.0, sum(width(schema.field(n)) for n in read) / all_width)
+    deleted = _deleted_by_vectors(table, splits)
+    out = []
+    for split in splits:
+        raw_rows = sum(f.row_count for f in split.files)
+        live = raw_rows - sum(deleted.get(f.file_name, 0) for f in split.files)
+        share = 1.0 if split.raw_convertible else merge_share
+        rows = int(round(live * share))
+        size = sum(f.file_size for f in split.files)
+        live_share = live / raw_rows if raw_rows else 0.0
+        out.append(SplitEstimate(rows, int(round(size * live_share * share * column_share))))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the `statistics` system table (Java's StatisticTable)
+
+
+STATISTICS_SCHEMA = pa.schema([
+    pa.field("snapshot_id", pa.int64(), nullable=False), pa.field("schema_id", pa.int64(), nullable=False),
+    pa.field("mergedRecordCount", pa.int64()), pa.field("mergedRecordSize", pa.int64()),
+    pa.field("colstat", pa.string())])
+
+
+def col_stats_json(stats: Statistics) -> str:
+    """Java's `JsonSerdeUtil.toJson(colStats)`: the per-column records, pretty printed."""
+    if not stats.col_stats:
+        return "{ }"
+    return json.dumps({name: c.to_dict() for name, c in stats.col_stats.items()}, indent=2,
+                      separators=(",", " : "), ensure_ascii=False)
+
+
+def statistics_table(table) -> pa.Table:
+    """One row for the statistics of the latest snapshot, none when it has none."""
+    stats = read_statistics(table)
+    if stats is None:
+        return STATISTICS_SCHEMA.empty_table()
+    return pa.table([[stats.snapshot_id], [stats.schema_id], [stats.merged_record_count],
+                     [stats.merged_record_size], [col_stats_json(stats)]], schema=STATISTICS_SCHEMA)
+
