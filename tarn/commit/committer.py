@@ -276,9 +276,12 @@ class Committer:
         previous = latest.index_manifest if latest else None
         added = [e for m in messages for e in m.new_index_files]
         removed = [e for m in messages for e in m.deleted_index_files]
-        if not (added or removed or overwrite is not None):
+        replaced = {(e.partition, e.bucket, e.file.file_name) for e in delta if e.kind == DELETE}
+        if not (added or removed or overwrite is not None or (replaced and previous)):
             return previous
         live = self.manifests.read_index_manifest(previous) if previous else []
+        if overwrite is None and replaced:
+            self._check_vectors_kept(live, removed, replaced)
         if any(e.index_type == HASH_INDEX for e in [*live, *added, *removed]):
             live, added, removed = self._hash_index(live, added, removed, delta, overwrite)
         live_names = {e.file_name for e in live}
@@ -354,6 +357,21 @@ class Committer:
                 f"{self._partition_text(partition)} since this write assigned its buckets; dynamic-bucket tables "
                 "take one writer per partition at a time (Paimon's single-writer rule). Nothing of this commit "
                 "was committed; write the rows again")
+
+    def _check_vectors_kept(self, live, removed, replaced: set) -> None:
+        """A commit replacing data files (a compaction, a copy-on-write delete) read them with
+        the vectors it knew and drops those; a deletion vector for one of them that it does not
+        replace was committed meanwhile, and its deletes would come back: conflict."""
+        gone = {e.file_name for e in removed}
+        for entry in live:
+            if entry.index_type != DELETION_VECTORS_INDEX or entry.file_name in gone:
+                continue
+            hit = [r.data_file for r in entry.dv_ranges or ()
+                   if (entry.partition, entry.bucket, r.data_file) in replaced]
+            if hit:
+                raise CommitConflict(f"table {self.table_name}: a concurrent commit marked rows of {hit[:3]} "
+                                     f"(bucket {entry.bucket}) deleted while this commit replaced those files; "
+                                     "this commit cannot be applied")
 
     def _check_index_targets(self, latest, delta, kept, added) -> list:
         """Deletion vectors must point at live data files: one a concurrent commit removed makes
