@@ -411,3 +411,19 @@ def test_lookup_cache_spills_to_disk_and_stays_right(catalog):
     assert KEY_CACHE._spilled, "nothing was spilled under a 1 kb memory bound"
     assert KEY_CACHE._memory_bytes <= 1024
     KEY_CACHE.clear()
+
+
+def test_a_delete_landing_during_a_compaction_commit_is_never_undone(catalog):
+    from tarn import append_compaction, col
+
+    table = catalog.create_table("a", schema=APPEND, options={"deletion-vectors.enabled": "true"})
+    for start in range(0, 40, 10):
+        table.write(append_rows(range(start, start + 10)))
+    groups = append_compaction.plan(table, full=True)
+    messages = append_compaction.finish(table, [append_compaction.rewrite(table, g) for g in groups])
+    table.delete(filter=col("id") == 3)  # lands first: a new vector for a file being replaced
+    with pytest.raises(CommitConflict):
+        table.commit(messages)
+    assert 3 not in by_id(table.scan().to_arrow().to_pylist())
+    assert table.compact(full=True) is not None  # planned again, it keeps the delete
+    assert by_id(table.scan().to_arrow().to_pylist()) == [i for i in range(40) if i != 3]
