@@ -224,7 +224,9 @@ class DistinctCounter:
     most `exact_limit` hashes, and always a HyperLogLog sketch (2^precision one-byte registers).
     Counters of parts of a column merge into the counter of the whole."""
 
-    def __init__(self, precision: int = DEFAULT_PRECISION, exact_limit: int = EXACT_DISTINCT_LIMIT):
+    def __init__(self, precision: int | None = None, exact_limit: int | None = None):
+        precision = DEFAULT_PRECISION if precision is None else precision
+        exact_limit = EXACT_DISTINCT_LIMIT if exact_limit is None else exact_limit
         if not 11 <= precision <= 18:
             raise ValueError(f"HyperLogLog precision must be 11..18, got {precision}")
         self.precision = precision
@@ -321,8 +323,7 @@ def default_size(t: DataType) -> int | None:
 class ColumnCollector:
     """The statistics of one column, fed Arrow arrays of its (merged) values."""
 
-    def __init__(self, field: DataField, precision: int = DEFAULT_PRECISION,
-                 exact_limit: int = EXACT_DISTINCT_LIMIT):
+    def __init__(self, field: DataField, precision: int | None = None, exact_limit: int | None = None):
         self.field = field
         root = field.type.root
         self.nested = root in NESTED_ROOTS or not (has_text_form(field.type) or root in BINARY_ROOTS)
@@ -420,8 +421,7 @@ class StatsCollector:
     """Statistics of several columns of the merged table, fed its rows as Arrow tables; the
     collectors of parts of the table merge (they pickle: Spark tasks send theirs)."""
 
-    def __init__(self, fields: list[DataField], precision: int = DEFAULT_PRECISION,
-                 exact_limit: int = EXACT_DISTINCT_LIMIT):
+    def __init__(self, fields: list[DataField], precision: int | None = None, exact_limit: int | None = None):
         self.columns = {f.name: ColumnCollector(f, precision, exact_limit) for f in fields}
         self.rows = 0
 
@@ -489,8 +489,8 @@ def plan_analyze(table, columns: list[str] | None = None) -> AnalyzePlan | None:
     return AnalyzePlan(snapshot, schema, chosen, total_size)
 
 
-def collect(table, plan: AnalyzePlan, splits=None, precision: int = DEFAULT_PRECISION,
-            exact_limit: int = EXACT_DISTINCT_LIMIT) -> StatsCollector:
+def collect(table, plan: AnalyzePlan, splits=None, precision: int | None = None,
+            exact_limit: int | None = None) -> StatsCollector:
     """The statistics of the planned columns over `splits` (default: all of the snapshot's),
     reading one split at a time while the previous one is measured."""
     collector = StatsCollector(plan.fields, precision, exact_limit)
@@ -512,8 +512,8 @@ def collect(table, plan: AnalyzePlan, splits=None, precision: int = DEFAULT_PREC
     return collector
 
 
-def analyze(table, columns: list[str] | None = None, precision: int = DEFAULT_PRECISION,
-            exact_limit: int = EXACT_DISTINCT_LIMIT) -> Snapshot | None:
+def analyze(table, columns: list[str] | None = None, precision: int | None = None,
+            exact_limit: int | None = None) -> Snapshot | None:
     """Gather the statistics of the latest snapshot and commit them as an ANALYZE snapshot
     (None: the table has no snapshot yet)."""
     plan = plan_analyze(table, columns)

@@ -9,6 +9,8 @@
     df.writeStream.format("tarn").option("checkpointLocation", cp).start(path)
     tarn.spark.compact(spark, path, full=True)
     tarn.spark.expire_snapshots(spark, path, retain_min=5)   # data files deleted on executors
+    tarn.spark.analyze(spark, path)                   # table statistics gathered on executors
+    tarn.spark.statistics(spark, path)                # ... shown as a DataFrame
 
 See docs/guide-spark.md.
 """
@@ -25,8 +27,10 @@ from tarn.spark.maintenance import (compact, create_tag, delete_on_executors, de
                                     list_tags, remove_orphan_files, rollback_to)
 from tarn.spark.native_read import read
 from tarn.spark.session import pushdown_is_safe, register, session
+from tarn.spark.statistics import analyze, count, statistics
 from tarn.spark.source import TarnDataSource
 from tarn.spark.target import FORMAT
 
 __all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "read", "write", "by_bucket", "compact", "expire_snapshots",
-           "create_tag", "delete_tag", "list_tags", "rollback_to", "remove_orphan_files", "delete_on_executors"]
+           "create_tag", "delete_tag", "list_tags", "rollback_to", "remove_orphan_files", "delete_on_executors",
+           "analyze", "statistics", "count"]
