@@ -118,8 +118,9 @@ STR_LISTS = st.one_of(st.none(), st.lists(st.sampled_from(["a", "b", "c"]), max_
 INT_MAPS = st.one_of(st.none(), st.dictionaries(st.sampled_from("abc"), st.one_of(st.none(), st.integers(0, 2)),
                                                 max_size=3))
 STAMPED = st.fixed_dictionaries({"v": st.integers(0, 2), "ts": st.one_of(st.none(), st.sampled_from(["1", "2", "3"]))})
-STAMPED_MAPS = st.one_of(st.none(), st.dictionaries(st.sampled_from("abc"), st.one_of(st.none(), STAMPED),
-                                                    max_size=3))
+# no null ROW: merge_map_with_keytime's removal of a key is lost when the removing row is merged
+# before the row holding the key meets it (Java's merge is not associative there)
+STAMPED_MAPS = st.one_of(st.none(), st.dictionaries(st.sampled_from("abc"), STAMPED, max_size=3))
 ITEMS = st.one_of(st.none(), st.lists(st.one_of(st.none(), st.fixed_dictionaries(
     {"id": st.one_of(st.none(), st.integers(1, 2)), "a": st.one_of(st.none(), st.integers(0, 2)),
      "b": st.one_of(st.none(), st.sampled_from(["x", "y"]))})), max_size=3))
