@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 
 from tarn.errors import InvalidArgument, SchemaMismatch, TableAlreadyExists, TableNotFound, TarnError
 from tarn.fs import FileIO, file_io_for, join
 from tarn.meta.schema import new_schema
+from tarn.scan.arguments import location_argument, names_argument
 from tarn.validate import validate_table
 from tarn.store.schemas import SchemaStore
 from tarn.table import Table
@@ -17,11 +20,15 @@ DEFAULT_DATABASE = "default"
 
 
 class Catalog:
-    """`warehouse`: a local path, `s3://bucket/path` or a path inside `filesystem` (a pyarrow
-    or fsspec filesystem); `storage_options` (`s3.endpoint`, ...) and `lock` as in
-    docs/object-stores.md."""
+    """`warehouse`: a local path (a string or a `pathlib.Path`), `s3://bucket/path` or a path
+    inside `filesystem` (a pyarrow or fsspec filesystem); `storage_options` (`s3.endpoint`,
+    ...) and `lock` as in docs/object-stores.md."""
 
-    def __init__(self, warehouse: str, storage_options: dict | None = None, *, filesystem=None, lock=None):
+    def __init__(self, warehouse: str | os.PathLike, storage_options: dict | None = None, *, filesystem=None,
+                 lock=None):
+        warehouse = location_argument(warehouse, "warehouse")
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise InvalidArgument(f"storage_options must be a dict, got {type(storage_options).__name__}")
         self.file_io, self.warehouse = file_io_for(warehouse, storage_options, filesystem, lock)
         self.file_io.mkdirs(self.warehouse)
 
@@ -66,12 +73,15 @@ class Catalog:
 
     # ------------------------------------------------------------------ tables
 
-    def create_table(self, identifier: str, schema: pa.Schema | list[DataField],
-                     primary_key: list[str] | None = None, partition_keys: list[str] | None = None,
-                     options: dict | None = None, comment: str | None = None,
-                     ignore_if_exists: bool = False) -> Table:
+    def create_table(self, identifier: str, schema, primary_key: list[str] | str | None = None,
+                     partition_keys: list[str] | str | None = None, options: dict | None = None,
+                     comment: str | None = None, ignore_if_exists: bool = False) -> Table:
         """Create a table; options are validated (unknown or invalid ones fail, naming the
-        closest known option) before anything is written."""
+        closest known option) before anything is written.
+
+        `schema`: a `pyarrow.Schema`, a list of `pyarrow.Field`s or of tarn `DataField`s, or
+        the schema of data (a pandas or polars DataFrame, a pyarrow Table: its columns, not its
+        rows). `primary_key` and `partition_keys`: lists of column names, or one name."""
         path = self.table_path(identifier)
         if SchemaStore(self.file_io, path).list_ids():
             if ignore_if_exists:
@@ -109,14 +119,53 @@ def create_table_at(file_io: FileIO, path: str, name: str, schema: pa.Schema | l
         raise TableAlreadyExists(f"table {name}: {path} holds {' and '.join(leftovers)} files but no "
                                  "schema file; refusing to create a table over existing data "
                                  "(restore the schema files or drop the table)")
-    options = {str(k): str(v) for k, v in (options or {}).items()}
-    table_schema = new_schema(schema, partition_keys or (), primary_key or (), options, comment)
+    if options is not None and not isinstance(options, dict):
+        raise InvalidArgument(f"table {name}: options must be a dict of option -> value, got {options!r}")
+    if comment is not None and not isinstance(comment, str):
+        raise InvalidArgument(f"table {name}: comment must be a string, got {comment!r}")
+    primary_key = names_argument(primary_key, name, "primary_key")
+    partition_keys = names_argument(partition_keys, name, "partition_keys")
+    options = {str(k): _option_value(v) for k, v in (options or {}).items()}
+    table_schema = new_schema(schema_argument(schema, name), partition_keys or (), primary_key or (), options,
+                              comment)
     if not table_schema.fields:
         raise SchemaMismatch(f"table {name}: a table needs at least one column")
     validate_table(table_schema, name)
     file_io.mkdirs(path)
     SchemaStore(file_io, path).create(table_schema)
     return Table(file_io, path, name)
+
+
+def schema_argument(schema, name: str) -> pa.Schema | list[DataField]:
+    """The columns of a new table from what `create_table` accepts as `schema`."""
+    if isinstance(schema, pa.Schema):
+        return schema
+    if isinstance(schema, (pa.Table, pa.RecordBatch)):
+        return schema.schema
+    try:
+        if type(schema).__name__ == "DataFrame" and type(schema).__module__.startswith("pandas"):
+            return pa.Schema.from_pandas(schema, preserve_index=False)
+        if hasattr(schema, "__arrow_c_schema__"):
+            return pa.schema(schema)
+        if hasattr(schema, "__arrow_c_stream__"):  # a polars DataFrame, a RecordBatchReader: its schema
+            return pa.RecordBatchReader.from_stream(schema).schema
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError) as e:
+        raise SchemaMismatch(f"table {name}: cannot take the column types of a {type(schema).__name__}: {e}") from e
+    if isinstance(schema, (list, tuple)) and schema:
+        if all(isinstance(f, DataField) for f in schema):
+            return list(schema)
+        if all(isinstance(f, pa.Field) for f in schema):
+            return pa.schema(schema)
+    raise InvalidArgument(f"table {name}: schema must be a pyarrow.Schema, a list of pyarrow.Field or tarn "
+                          f"DataField, or a DataFrame / pyarrow Table to take the columns of; got "
+                          f"{type(schema).__name__}")
+
+
+def _option_value(value) -> str:
+    """Option values as Paimon writes them: booleans lower-case, everything else as text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def check_name(kind: str, name) -> None:

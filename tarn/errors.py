@@ -50,3 +50,13 @@ class OutcomeUnknown(TarnError):
     """A create-if-absent (a commit) whose outcome the store could not tell: the request timed
     out or failed with a server error and the file could not be read back. The file may exist:
     whoever wrote it must not delete what it references. The message names the file."""
+
+
+class InvalidFilter(InvalidArgument):
+    """A scan filter tarn cannot apply: unparsable SQL-like text, a value that does not fit its
+    column's type, an unsupported expression. The message names the table and the column."""
+
+
+class MissingDependency(TarnError, ImportError):
+    """An optional package a method needs is not installed; the message names the extra to
+    install (`pip install 'tarn[polars]'`, ...)."""

@@ -22,7 +22,10 @@ from tarn.meta.schema import SetOption, TableSchema, apply_changes
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.options import Options, is_immutable
 from tarn.scan.planner import Planner, Split, planner_for
-from tarn.scan.predicate import Predicate, check_columns
+from tarn.errors import MissingDependency
+from tarn.scan.arguments import limit_argument, location_argument, millis_argument, names_argument
+from tarn.scan.filters import RowFilterReader, scan_filter
+from tarn.scan.predicate import Predicate
 from tarn.scan.reader import SplitReader, parallel_map
 from tarn.store.context import TableContext
 from tarn.types import arrow_schema
@@ -234,32 +237,42 @@ class Table(TableContext):
 
     # ------------------------------------------------------------------ reads
 
-    def scan(self, filter: Predicate | None = None, columns: list[str] | None = None,
+    def scan(self, filter=None, columns: list[str] | str | None = None,
              snapshot_id: int | None = None, tag: str | None = None,
-             as_of_timestamp_ms: int | None = None) -> "Scan":
+             as_of_timestamp_ms=None, limit: int | None = None) -> "Scan":
         """Read the latest snapshot, or travel to a snapshot id, a tag, or the snapshot current
         at a time (falling back to the closest earlier tag once those snapshots expired).
-        Time travel reads with the schema of the snapshot it lands on."""
+        Time travel reads with the schema of the snapshot it lands on.
+
+        `filter`: a predicate (`col("amount") > 10`), a `pyarrow.compute.Expression` or
+        SQL-like text (`"dt = '2026-11-20' and amount > 10"`); values are converted to their
+        column's type (InvalidFilter, here, if one does not fit). `columns`: names, or one
+        name. `as_of_timestamp_ms`: epoch millis, a datetime (naive: local time), a date, or a
+        timedelta (that long ago). `limit`: at most that many rows (after the filter); reading
+        stops once they are found."""
+        as_of_timestamp_ms = millis_argument(as_of_timestamp_ms, self.name, "as_of_timestamp_ms")
         if snapshot_id is None and tag is None and as_of_timestamp_ms is None:
-            scan = self.scan_snapshot(self.latest_snapshot(), filter, columns, self.schema())
+            scan = self.scan_snapshot(self.latest_snapshot(), filter, columns, self.schema(), limit)
             scan.follows_latest = True
             return scan
         snapshot = time_travel.resolve(self, snapshot_id, tag, as_of_timestamp_ms)
-        return self.scan_snapshot(snapshot, filter, columns)
+        return self.scan_snapshot(snapshot, filter, columns, limit=limit)
 
-    def scan_snapshot(self, snapshot: Snapshot | None, filter: Predicate | None = None,
-                      columns: list[str] | None = None, schema: TableSchema | None = None) -> "Scan":
-        """A scan of this exact snapshot (with its own schema unless `schema` is given)."""
+    def scan_snapshot(self, snapshot: Snapshot | None, filter=None, columns: list[str] | str | None = None,
+                      schema: TableSchema | None = None, limit: int | None = None) -> "Scan":
+        """A scan of this exact snapshot (with its own schema unless `schema` is given);
+        `filter`, `columns` and `limit` as in `scan`."""
         if schema is None:
             schema = self.schema_by_id(snapshot.schema_id) if snapshot is not None else self.schema()
         names = schema.field_names
+        columns = names_argument(columns, self.name, "columns")
         if columns is not None:
             unknown = [c for c in columns if c not in names]
             if unknown:
                 raise SchemaMismatch(f"table {self.name}: unknown column(s) {unknown} (columns: {names})")
-        if filter is not None:
-            check_columns(filter, names, self.name)
-        return Scan(self, schema, snapshot, filter, list(columns) if columns is not None else None)
+        found = scan_filter(filter, schema.fields, self.name)
+        return Scan(self, schema, snapshot, found.predicate, columns, limit=limit_argument(limit, self.name),
+                    row_filter=found.row_filter, row_filter_columns=found.row_filter_columns)
 
     def changes(self, snapshot_id: int) -> pa.Table:
         """The rows snapshot `snapshot_id` added, with their row kind in a first column
@@ -338,6 +351,19 @@ class SystemTable:
 
 @dataclass
 class Scan:
+    """The rows of one snapshot that `table.scan(...)` selects; nothing is read until a
+    reading method runs, and each run reads again.
+
+    Readers: `to_arrow()`, `to_pandas()`, `to_polars()`, `to_duckdb(name)`, `to_batches()`,
+    `to_arrow_batch_reader()`; any Arrow PyCapsule consumer (`pa.table(scan)`,
+    `polars.DataFrame(scan)`, DuckDB) reads it through `__arrow_c_stream__`. `count()` counts
+    the rows, `plan()` lists the splits (one per file of an append table, one per bucket of a
+    primary-key table).
+
+    `filter`: the tarn predicate (literals in the columns' types) that prunes partitions and
+    files and filters rows; `row_filter`: a pyarrow Expression, or the part of one tarn could
+    not translate, applied to the rows after the read; `limit`: at most that many rows."""
+
     table: Table
     schema: TableSchema
     snapshot: Snapshot | None
@@ -346,8 +372,25 @@ class Scan:
     _splits: list[Split] | None = field(default=None, repr=False)
 
     follows_latest: bool = False  # a scan of "the latest snapshot", not of a pinned one
+    limit: int | None = None
+    row_filter: pc.Expression | None = None
+    row_filter_columns: tuple[str, ...] = ()  # the columns `row_filter` reads
+
+    def __repr__(self) -> str:
+        parts = [f"table={self.table.name}", f"snapshot={self.snapshot.id if self.snapshot else None}"]
+        if self.filter is not None:
+            parts.append(f"filter={self.filter!r}")
+        if self.row_filter is not None:
+            parts.append(f"row_filter={self.row_filter}")
+        if self.columns is not None:
+            parts.append(f"columns={self.columns!r}")
+        if self.limit is not None:
+            parts.append(f"limit={self.limit}")
+        return f"Scan({', '.join(parts)})"
 
     def plan(self) -> list[Split]:
+        """The splits to read, planned once (partitions, manifests and files the filter rules
+        out are skipped)."""
         if self._splits is None:
             self._splits = self._retrying(
                 lambda: self.table.planner(self.schema).plan(self.snapshot, self.filter))
@@ -376,37 +419,94 @@ class Scan:
         return True
 
     def reader(self) -> SplitReader:
+        """The reader of this scan's splits: rows merged, filtered (filter and row_filter) and
+        shaped as the scan's columns; `limit` is not applied."""
         schema = self.schema
         names = self.columns if self.columns is not None else schema.field_names
         read_fields = [schema.field(n) for n in names]
         options = Options(schema.options)
         spec = merge_spec_of(schema, options) if schema.primary_keys else None
+        if self.row_filter is not None:
+            return RowFilterReader(self.table.file_io, schema, self.table.schema_by_id, options, read_fields,
+                                   self.filter, spec, self.row_filter, self.row_filter_columns)
         return SplitReader(self.table.file_io, schema, self.table.schema_by_id, options, read_fields,
                            self.filter, spec)
 
     @property
     def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the rows this scan returns."""
         names = self.columns if self.columns is not None else self.schema.field_names
         return arrow_schema([self.schema.field(n) for n in names])
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows as Arrow record batches, split after split (memory bounded by a split);
+        with `limit`, no split is read once enough rows came."""
+        remaining = self.limit
+        if remaining == 0:
+            return
         reader = self.reader()
         for split in self.plan():
             for table in reader.read_chunks(split):
-                yield from table.to_batches()
+                for batch in table.to_batches():
+                    if remaining is not None:
+                        if batch.num_rows >= remaining:
+                            yield batch.slice(0, remaining)
+                            return
+                        remaining -= batch.num_rows
+                    yield batch
+
+    def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
+        """A `pyarrow.RecordBatchReader` streaming the rows (read as it is consumed)."""
+        return pa.RecordBatchReader.from_batches(self.arrow_schema, self.to_batches())
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The Arrow PyCapsule stream protocol: `pa.table(scan)`, `polars.DataFrame(scan)`,
+        DuckDB and other consumers read the scan as a stream of batches."""
+        return self.to_arrow_batch_reader().__arrow_c_stream__(requested_schema)
 
     def to_arrow(self) -> pa.Table:
+        """All rows as one Arrow table (splits read in parallel; with `limit`, in order until
+        enough rows came)."""
         return self._retrying(self._read_all)
 
     def _read_all(self) -> pa.Table:
+        if self.limit is not None:
+            return pa.Table.from_batches(list(self.to_batches()), schema=self.arrow_schema)
         reader = self.reader()
         tables = parallel_map(reader.read, self.plan())
         if not tables:
             return self.arrow_schema.empty_table()
         return pa.concat_tables(tables)
 
-    def to_pandas(self):
-        return self.to_arrow().to_pandas()
+    def to_pandas(self, **kwargs):
+        """All rows as a pandas DataFrame; keyword arguments go to `pyarrow.Table.to_pandas`."""
+        table = self.to_arrow()
+        try:
+            return table.to_pandas(**kwargs)
+        except ImportError as e:
+            raise MissingDependency(f"Scan.to_pandas needs pandas: pip install 'tarn[pandas]' ({e})") from None
+
+    def to_polars(self):
+        """All rows as a `polars.DataFrame` (needs polars: pip install 'tarn[polars]')."""
+        try:
+            import polars
+        except ImportError:
+            raise MissingDependency("Scan.to_polars needs polars: pip install 'tarn[polars]'") from None
+        return polars.from_arrow(self.to_arrow())
+
+    def to_duckdb(self, name: str, connection=None):
+        """Register the rows (read now) as the DuckDB view `name` in `connection` (default: a
+        new in-memory database) and return the connection: `scan.to_duckdb("t").sql("SELECT
+        ... FROM t")`. Needs duckdb: pip install 'tarn[duckdb]'."""
+        if not isinstance(name, str) or not name:
+            raise InvalidArgument(f"table {self.table.name}: to_duckdb needs a view name (a string), got {name!r}")
+        try:
+            import duckdb
+        except ImportError:
+            raise MissingDependency("Scan.to_duckdb needs duckdb: pip install 'tarn[duckdb]'") from None
+        connection = duckdb.connect() if connection is None else connection
+        connection.register(name, self.to_arrow())
+        return connection
 
     def count(self) -> int:
         """The rows this scan returns, from manifests where they tell (append tables, buckets
@@ -566,7 +666,7 @@ class RescaleCommitter(Committer):
 def load_table(path: str, storage_options: dict | None = None, *, filesystem=None, lock=None) -> Table:
     """Open the table stored at `path`: a local path, `s3://bucket/path`, another pyarrow URI,
     or a path inside `filesystem` (storage options and lock: docs/object-stores.md)."""
-    file_io, root = file_io_for(path, storage_options, filesystem, lock)
+    file_io, root = file_io_for(location_argument(path, "table path"), storage_options, filesystem, lock)
     return Table(file_io, root)
 
 

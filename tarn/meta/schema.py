@@ -9,7 +9,7 @@ from typing import Iterable, Sequence, Union
 
 import pyarrow as pa
 
-from tarn.errors import CorruptFile, InvalidOption, SchemaEvolutionError, SchemaMismatch
+from tarn.errors import CorruptFile, InvalidArgument, InvalidOption, SchemaEvolutionError, SchemaMismatch
 from tarn.types import (
     DataField,
     DataType,
@@ -17,7 +17,9 @@ from tarn.types import (
     field_from_json,
     field_to_json,
     from_arrow_field,
+    from_arrow_type,
     is_widening,
+    parse_type,
     type_to_sql,
     with_nullable,
 )
@@ -324,13 +326,73 @@ def _path(path: Path) -> tuple[str, ...]:
     return (path,) if isinstance(path, str) else tuple(path)
 
 
+# Argument checks of the changes: a misuse fails when the change is built, with InvalidArgument
+# naming the change, not later inside ALTER with an AttributeError.
+
+def _set(change, name: str, value) -> None:
+    object.__setattr__(change, name, value)
+
+
+def _checked_path(change, path) -> Path:
+    if isinstance(path, str) and path:
+        return path
+    if isinstance(path, (tuple, list)) and path and all(isinstance(p, str) and p for p in path):
+        return tuple(path)
+    raise InvalidArgument(f"{type(change).__name__}: the column must be a name, or a tuple of names for a field "
+                          f"inside a ROW column, got {path!r}")
+
+
+def _checked_type(change, value, path) -> DataType:
+    """A tarn DataType, also from a pyarrow type (pa.int32()) or Paimon's SQL text ('INT')."""
+    where = _dotted(_path(path))
+    if isinstance(value, DataType):
+        return value
+    if isinstance(value, pa.DataType):
+        return from_arrow_type(value, True, where)
+    if isinstance(value, str):
+        return parse_type(value)
+    raise InvalidArgument(f"{type(change).__name__} of column {where!r}: the type must be a tarn type "
+                          f"(tarn.types.INT()), a pyarrow type (pa.int32()) or a type name ('INT'), got {value!r}")
+
+
+def _checked_text(change, what: str, value, optional: bool) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or (not optional and not value):
+        wanted = "a string or None" if optional else "a non-empty string"
+        raise InvalidArgument(f"{type(change).__name__}: {what} must be {wanted}, got {value!r}")
+    return value
+
+
+def _checked_bool(change, what: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{type(change).__name__}: {what} must be True or False, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class AddColumn:
-    """Add a nullable column; a path of length > 1 adds a field inside a ROW column."""
+    """Add a nullable column; a path of length > 1 adds a field inside a ROW column. `type`: a
+    tarn type, a pyarrow type or a type name; `position`: 'first', 'last', ('after', name) or
+    ('before', name)."""
     path: Path
     type: DataType
     comment: str | None = None
     position: Position = None
+
+    def __post_init__(self):
+        _set(self, "path", _checked_path(self, self.path))
+        _set(self, "type", _checked_type(self, self.type, self.path))
+        _set(self, "comment", _checked_text(self, "comment", self.comment, optional=True))
+        position = self.position
+        if isinstance(position, list):
+            position = tuple(position)
+        if not (position in (None, "first", "last") or (
+                isinstance(position, tuple) and len(position) == 2 and position[0] in ("after", "before")
+                and isinstance(position[1], str))):
+            raise InvalidArgument(f"AddColumn of column {_dotted(_path(self.path))!r}: position must be 'first', "
+                                  f"'last', ('after', column) or ('before', column), got {self.position!r}")
+        _set(self, "position", position)
 
 
 @dataclass(frozen=True)
@@ -338,18 +400,31 @@ class RenameColumn:
     path: Path
     new_name: str
 
+    def __post_init__(self):
+        _set(self, "path", _checked_path(self, self.path))
+        _checked_text(self, "the new name", self.new_name, optional=False)
+
 
 @dataclass(frozen=True)
 class DropColumn:
     path: Path
 
+    def __post_init__(self):
+        _set(self, "path", _checked_path(self, self.path))
+
 
 @dataclass(frozen=True)
 class UpdateColumnType:
-    """Widen a column's type; with keep_nullability the column keeps its nullability."""
+    """Widen a column's type (a tarn type, a pyarrow type or a type name); with
+    keep_nullability the column keeps its nullability."""
     path: Path
     type: DataType
     keep_nullability: bool = False
+
+    def __post_init__(self):
+        _set(self, "path", _checked_path(self, self.path))
+        _set(self, "type", _checked_type(self, self.type, self.path))
+        _checked_bool(self, "keep_nullability", self.keep_nullability)
 
 
 @dataclass(frozen=True)
@@ -357,27 +432,54 @@ class UpdateColumnComment:
     path: Path
     comment: str | None
 
+    def __post_init__(self):
+        _set(self, "path", _checked_path(self, self.path))
+        _checked_text(self, "comment", self.comment, optional=True)
+
 
 @dataclass(frozen=True)
 class UpdateColumnNullability:
     path: Path
     nullable: bool
 
+    def __post_init__(self):
+        _set(self, "path", _checked_path(self, self.path))
+        _checked_bool(self, "nullable", self.nullable)
+
 
 @dataclass(frozen=True)
 class SetOption:
+    """Set a table option; a bool or number value is written as Paimon's text ('true', '4')."""
     key: str
     value: str
+
+    def __post_init__(self):
+        _checked_text(self, "the option key", self.key, optional=False)
+        value = self.value
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            value = str(value)
+        if not isinstance(value, str):
+            raise InvalidArgument(f"SetOption {self.key!r}: the value must be a string (or a bool or number), "
+                                  f"got {self.value!r}; RemoveOption removes an option")
+        _set(self, "value", value)
 
 
 @dataclass(frozen=True)
 class RemoveOption:
     key: str
 
+    def __post_init__(self):
+        _checked_text(self, "the option key", self.key, optional=False)
+
 
 @dataclass(frozen=True)
 class UpdateComment:
     comment: str | None
+
+    def __post_init__(self):
+        _checked_text(self, "comment", self.comment, optional=True)
 
 
 SchemaChange = Union[AddColumn, RenameColumn, DropColumn, UpdateColumnType, UpdateColumnComment,

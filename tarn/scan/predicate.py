@@ -5,18 +5,24 @@
   per-column stats hold a matching row? (False only when it certainly cannot);
 - `eval_values(p, values)`: exact truth over one row of Python values (used for partitions).
 
-Unknown columns in stats/partition evaluation count as "may match".
+Unknown columns in stats/partition evaluation count as "may match". `bind(p, fields, table)`
+checks a predicate against a table's columns and converts its literals to the columns' types
+('2026-11-20' for a DATE column, 10 for a DECIMAL one) before any of the three runs.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn.errors import InvalidArgument, SchemaMismatch
+from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
+from tarn.types import DataField, type_to_sql
 
 _COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
@@ -104,10 +110,11 @@ class Column:
         return Compare(self.name, ">=", value)
 
     def isin(self, values) -> In:
-        return In(self.name, tuple(values))
+        """`x IN (values)`; one value (a string too) counts as a list of one."""
+        return In(self.name, _value_tuple(values))
 
     def not_in(self, values) -> In:
-        return In(self.name, tuple(values), negated=True)
+        return In(self.name, _value_tuple(values), negated=True)
 
     def is_null(self) -> IsNull:
         return IsNull(self.name)
@@ -122,7 +129,16 @@ class Column:
 
 
 def col(name: str) -> Column:
+    """A column to build a filter with: `col("amount") > 10`, `col("dt").isin([...])`."""
+    if not isinstance(name, str):
+        raise InvalidArgument(f"col() takes a column name (a string), got {name!r}")
     return Column(name)
+
+
+def _value_tuple(values) -> tuple:
+    if isinstance(values, (str, bytes, bytearray)) or not hasattr(values, "__iter__"):
+        return (values,)
+    return tuple(values)
 
 
 def columns_of(p: Predicate) -> set[str]:
@@ -139,14 +155,246 @@ def check_columns(p: Predicate, known: list[str], table_name: str) -> None:
         raise SchemaMismatch(f"table {table_name}: filter names unknown column(s) {missing}")
 
 
+# ---------------------------------------------------------------- binding to a table
+
+def bind(p: Predicate, fields: Sequence[DataField], table_name: str) -> Predicate:
+    """`p` checked against the table's columns, its literals converted to their column's
+    type: dates, times and timestamps from ISO strings (or dates, datetimes), decimals from
+    strings, ints and floats, numbers from strings; numpy and Arrow scalars become Python
+    values. A literal that does not fit raises InvalidFilter naming the table and column."""
+    if isinstance(p, Column):
+        raise InvalidFilter(f"table {table_name}: the filter is the column {p.name!r} itself, not a "
+                            f"condition on it; write e.g. col({p.name!r}) == True")
+    if not isinstance(p, Predicate):
+        raise InvalidFilter(f"table {table_name}: a filter must be a predicate (col('x') > 1), a "
+                            f"pyarrow.compute.Expression or a SQL-like string, got {type(p).__name__} {p!r}")
+    _check_structure(p, table_name)
+    check_columns(p, [f.name for f in fields], table_name)
+    return _bind({f.name: f for f in fields}, p, table_name)
+
+
+def _check_structure(p, table_name: str) -> None:
+    if isinstance(p, (And, Or)):
+        if not p.children:
+            raise InvalidFilter(f"table {table_name}: {type(p).__name__} of no predicates")
+        for c in p.children:
+            _check_structure(c, table_name)
+    elif isinstance(p, Not):
+        _check_structure(p.child, table_name)
+    elif not isinstance(p, Predicate):
+        raise InvalidFilter(f"table {table_name}: {p!r} inside a filter is not a predicate")
+    elif not isinstance(getattr(p, "column", None), str):
+        raise InvalidFilter(f"table {table_name}: {p!r} names no column")
+
+
+def _bind(fields: dict[str, DataField], p: Predicate, table_name: str) -> Predicate:
+    if isinstance(p, (And, Or)):
+        return type(p)(tuple(_bind(fields, c, table_name) for c in p.children))
+    if isinstance(p, Not):
+        return Not(_bind(fields, p.child, table_name))
+    f = fields[p.column]
+    if isinstance(p, Compare):
+        if p.op not in _COMPARISONS:
+            raise InvalidFilter(f"table {table_name}: unknown comparison {p.op!r} on column '{p.column}'")
+        return Compare(p.column, p.op, coerce_literal(p.value, f, table_name))
+    if isinstance(p, In):
+        return In(p.column, tuple(coerce_literal(v, f, table_name) for v in p.values), p.negated)
+    if isinstance(p, StartsWith):
+        if f.type.root not in ("CHAR", "VARCHAR") or not isinstance(p.prefix, str):
+            raise InvalidFilter(f"table {table_name}: startswith (LIKE 'prefix%') needs a string column and a "
+                                f"string prefix; column '{p.column}' is {type_to_sql(f.type)}, the prefix "
+                                f"{p.prefix!r}")
+        return p
+    return p  # IsNull
+
+
+def coerce_literal(value, f: DataField, table_name: str):
+    """`value` as the Python value of `f`'s type (what its statistics and Arrow compare with)."""
+    value = plain_value(value)
+    if value is None:
+        return None
+    if isinstance(value, Column):
+        raise InvalidFilter(f"table {table_name}: column '{f.name}' is compared with column "
+                            f"{value.name!r}; filters compare a column with values only")
+    convert = _CONVERTERS.get(f.type.root)
+    if convert is None:
+        if f.type.root in ("ARRAY", "MAP", "MULTISET", "ROW"):
+            raise InvalidFilter(f"table {table_name}: column '{f.name}' is {type_to_sql(f.type)}; filters "
+                                "compare only columns of atomic types (IS NULL works on any)")
+        return value
+    try:
+        return convert(value)
+    except (ValueError, TypeError, ArithmeticError, OverflowError) as e:
+        raise InvalidFilter(f"table {table_name}: filter value {value!r} does not fit column '{f.name}' of "
+                            f"type {type_to_sql(f.type)}: {e}") from None
+
+
+def plain_value(value):
+    """A Python value for Arrow scalars, numpy scalars and pandas Timestamps."""
+    if isinstance(value, pa.Scalar):
+        return value.as_py()
+    if isinstance(value, np.datetime64):
+        return None if np.isnat(value) else value.astype("datetime64[us]").item()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dt.datetime) and hasattr(value, "to_pydatetime"):
+        return value.to_pydatetime(warn=False)
+    return value
+
+
+def _no_bool(value):
+    if isinstance(value, bool):
+        raise TypeError("a bool is not a number")
+    return value
+
+
+def _to_bool(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise TypeError("expected true or false")
+
+
+def _to_integer(value):
+    value = _no_bool(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            value = _parse_decimal(text)
+    if isinstance(value, (float, decimal.Decimal)):
+        if isinstance(value, decimal.Decimal) and not value.is_finite():
+            raise ValueError("not a finite number")
+        if isinstance(value, float) and value != value:
+            return value
+        # An integral value compares as an int; any other as a float (x > 1.5 is x >= 2).
+        return int(value) if value == int(value) else float(value)
+    raise TypeError("expected a number")
+
+
+def _parse_decimal(text: str) -> decimal.Decimal:
+    try:
+        return decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        raise ValueError("not a number") from None
+
+
+def _to_float(value) -> float:
+    value = _no_bool(value)
+    if isinstance(value, str):
+        return float(value.strip())
+    if isinstance(value, (int, float, decimal.Decimal)):
+        return float(value)
+    raise TypeError("expected a number")
+
+
+def _to_decimal(value) -> decimal.Decimal:
+    value = _no_bool(value)
+    if isinstance(value, float):
+        value = repr(value)  # 0.1 -> Decimal('0.1'), not its binary expansion
+    if isinstance(value, str):
+        value = value.strip()
+    if not isinstance(value, (str, int, decimal.Decimal)):
+        raise TypeError("expected a number or a decimal string")
+    out = _parse_decimal(value) if isinstance(value, str) else decimal.Decimal(value)
+    if not out.is_finite():
+        raise ValueError("not a finite number")
+    return out
+
+
+def _to_string(value) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return value.isoformat()  # a date kept in a string column: 'YYYY-MM-DD'
+    raise TypeError("expected a string")
+
+
+def _to_bytes(value) -> bytes:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    raise TypeError("expected bytes")
+
+
+def _parse_datetime(text: str) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError("expected an ISO date or time ('2026-11-20', '2026-11-20 10:30:00')") from None
+
+
+def _to_date(value) -> dt.date:
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            value = _parse_datetime(value)
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None or value.time() != dt.time(0):
+            raise ValueError("a DATE holds no time of day; give a date")
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    raise TypeError("expected a date or 'YYYY-MM-DD'")
+
+
+def _to_time(value) -> dt.time:
+    if isinstance(value, str):
+        try:
+            return dt.time.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError("expected an ISO time ('10:30:00')") from None
+    if isinstance(value, dt.time):
+        return value
+    raise TypeError("expected a time or 'HH:MM:SS'")
+
+
+def _as_datetime(value) -> dt.datetime:
+    if isinstance(value, str):
+        value = _parse_datetime(value)
+    if isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day)
+    raise TypeError("expected a datetime or an ISO timestamp string")
+
+
+def _to_timestamp(value) -> dt.datetime:
+    """TIMESTAMP (no time zone) holds wall-clock times: a naive datetime."""
+    value = _as_datetime(value)
+    if value.tzinfo is not None:
+        raise ValueError("a TIMESTAMP column holds times without a time zone; give a naive datetime "
+                         "(TIMESTAMP_LTZ columns take zoned ones)")
+    return value
+
+
+def _to_instant(value) -> dt.datetime:
+    """TIMESTAMP_LTZ holds instants: an aware datetime in UTC (a naive one is local time)."""
+    return _as_datetime(value).astimezone(dt.timezone.utc)
+
+
+_CONVERTERS = {
+    "BOOLEAN": _to_bool, "TINYINT": _to_integer, "SMALLINT": _to_integer, "INT": _to_integer,
+    "BIGINT": _to_integer, "FLOAT": _to_float, "DOUBLE": _to_float, "DECIMAL": _to_decimal,
+    "CHAR": _to_string, "VARCHAR": _to_string, "BINARY": _to_bytes, "VARBINARY": _to_bytes,
+    "DATE": _to_date, "TIME": _to_time, "TIMESTAMP": _to_timestamp, "TIMESTAMP_LTZ": _to_instant,
+}
+
+
 # ---------------------------------------------------------------- Arrow expressions
 
 def to_arrow(p: Predicate) -> pc.Expression:
     """A pyarrow Expression with SQL semantics (comparisons with NULL are not true)."""
     if isinstance(p, Compare):
         field = pc.field(p.column)
-        if p.value is None:
-            return pc.scalar(False)
+        if p.value is None:  # x = NULL is unknown, and so is NOT (x = NULL)
+            return pc.scalar(pa.scalar(None, pa.bool_()))
         return {
             "==": field == p.value, "!=": field != p.value, "<": field < p.value,
             "<=": field <= p.value, ">": field > p.value, ">=": field >= p.value,
@@ -154,8 +402,12 @@ def to_arrow(p: Predicate) -> pc.Expression:
     if isinstance(p, In):
         values = [v for v in p.values if v is not None]
         field = pc.field(p.column)
+        unknown = pa.scalar(None, pa.bool_())
         # is_in answers false (not null) on a NULL value; SQL wants unknown so NOT stays unknown.
-        expr = pc.if_else(field.is_valid(), field.isin(values), pa.scalar(None, pa.bool_()))
+        found = field.isin(values) if values else pc.scalar(False)  # an empty set has no type to match
+        if len(values) < len(p.values):  # SQL: x IN (1, NULL) is true or unknown, never false
+            found = pc.if_else(found, True, unknown)
+        expr = pc.if_else(field.is_valid(), found, unknown)
         return ~expr if p.negated else expr
     if isinstance(p, IsNull):
         return pc.field(p.column).is_valid() if p.negated else pc.field(p.column).is_null()
@@ -212,7 +464,10 @@ def eval_values(p: Predicate, values: dict[str, Any]) -> bool | None:
     if isinstance(p, Compare):
         return None if p.value is None else _compare(v, p.op, p.value)
     if isinstance(p, In):
-        hit = v in [x for x in p.values if x is not None]
+        present = [x for x in p.values if x is not None]
+        hit = v in present
+        if not hit and len(present) < len(p.values):
+            return None  # x IN (1, NULL) with x = 2 is unknown
         return (not hit) if p.negated else hit
     if isinstance(p, StartsWith):
         return isinstance(v, str) and v.startswith(p.prefix)
@@ -245,6 +500,8 @@ def may_match_stats(p: Predicate, stats: dict[str, ColumnStats], row_count: int)
         return any(may_match_stats(c, stats, row_count) for c in p.children)
     if isinstance(p, Not):
         return _may_match_negated(p.child, stats, row_count)
+    if isinstance(p, In) and p.negated and any(v is None for v in p.values):
+        return False  # x NOT IN (..., NULL) is never true
     s = stats.get(p.column)
     if s is None:
         return True

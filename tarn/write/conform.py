@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -19,10 +21,10 @@ def to_arrow_table(data, table_name: str) -> pa.Table:
         return data.read_all()
     if isinstance(data, dict):
         return pa.table(data)
+    if _is_pandas_frame(data):
+        return _from_pandas(data, table_name)
     if hasattr(data, "__arrow_c_stream__") and not isinstance(data, (list, tuple)):
         return pa.table(data)
-    if type(data).__name__ == "DataFrame" and hasattr(data, "columns"):
-        return pa.Table.from_pandas(data, preserve_index=False)
     try:
         batches = list(data)
     except TypeError:
@@ -33,10 +35,43 @@ def to_arrow_table(data, table_name: str) -> pa.Table:
     return pa.Table.from_batches(batches)
 
 
+def _is_pandas_frame(data) -> bool:
+    return type(data).__name__ == "DataFrame" and type(data).__module__.startswith("pandas")
+
+
+def _from_pandas(frame, table_name: str) -> pa.Table:
+    """A pandas DataFrame with its index kept as columns (named levels under their names) and
+    marked as index columns in the pandas metadata: `conform` keeps an index level only where
+    the table has a column of that name, so a filtered frame (index 3, 7, ...) writes as is and
+    `df.set_index("id")` still writes `id`."""
+    names = [name for name in frame.index.names if name is not None]
+    keep = bool(names) and not any(name in frame.columns for name in names)  # unnamed: never a column
+    try:
+        return pa.Table.from_pandas(frame, preserve_index=keep)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, TypeError) as e:
+        raise SchemaMismatch(f"table {table_name}: cannot convert the DataFrame to Arrow: {e}") from e
+
+
+def pandas_index_columns(data: pa.Table) -> list[str]:
+    """The columns pyarrow made of a pandas index (from the schema's pandas metadata)."""
+    raw = (data.schema.metadata or {}).get(b"pandas")
+    if not raw:
+        return []
+    try:
+        index = json.loads(raw).get("index_columns") or []
+    except (ValueError, AttributeError):
+        return []
+    return [c for c in index if isinstance(c, str)]
+
+
 def conform(data: pa.Table, fields: list[DataField], table_name: str,
             primary_keys: tuple[str, ...] = ()) -> pa.Table:
-    """Columns reordered to `fields`, types cast where lossless, NOT NULL enforced."""
+    """Columns reordered to `fields`, types cast where lossless, NOT NULL enforced. Columns
+    pyarrow made of a pandas index are dropped unless the table has a column of their name."""
     names = [f.name for f in fields]
+    index_only = [c for c in pandas_index_columns(data) if c not in names and c in data.column_names]
+    if index_only:
+        data = data.drop_columns(index_only)
     missing = [n for n in names if n not in data.column_names]
     extra = [n for n in data.column_names if n not in names]
     if missing or extra:
