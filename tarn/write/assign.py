@@ -119,68 +119,98 @@ class PartitionIndex:
         self.spec = spec
         self.ids = ids
         self.partition_hash = partition_hash_value
-        self.hashes = np.zeros(0, dtype=np.int32)  # sorted
-        self.buckets = np.zeros(0, dtype=np.int32)  # bucket of each hash
+        self.known = np.zeros(0, dtype=np.int64)  # sorted (hash << 32 | bucket), one per hash
         self.owners = {i: _Owner() for i in ids}
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []  # known pairs not yet merged
+        self.new: list[tuple[np.ndarray, np.ndarray]] = []  # hashes assigned here, with their buckets
 
-    def load(self, bucket: int, hashes: np.ndarray) -> None:
-        """One HASH file of the partition: its hashes routed to these assigners become known;
-        it counts towards the bucket's fill if one of them owns it."""
-        for i, owner in self.owners.items():
-            if owns_bucket(bucket, self.spec.assigners, i):
-                owner.counts[bucket] = owner.counts.get(bucket, 0) + len(hashes)
-                if bucket not in owner.taken:
-                    owner.taken.add(bucket)
-                    owner.buckets.append(bucket)
-        mine = hashes[self._routed_here(hashes)] if len(self.ids) < self.spec.channels else hashes
-        self._remember(mine, np.full(len(mine), bucket, dtype=np.int32))
+    def load(self, files: list[tuple[int, np.ndarray]]) -> None:
+        """The partition's HASH files (bucket, hashes), in order: the hashes routed to these
+        assigners become known (a hash in two files: the later file wins, as in Java); a file
+        counts towards its bucket's fill if one of them owns the bucket."""
+        for bucket, hashes in files:
+            for i, owner in self.owners.items():
+                if owns_bucket(bucket, self.spec.assigners, i):
+                    owner.counts[bucket] = owner.counts.get(bucket, 0) + len(hashes)
+                    if bucket not in owner.taken:
+                        owner.taken.add(bucket)
+                        owner.buckets.append(bucket)
+        if not files:
+            return
+        for bucket, hashes in files:
+            if len(self.ids) < self.spec.channels:
+                hashes = hashes[self._routed_here(hashes)]
+            self._remember(hashes, np.full(len(hashes), bucket, dtype=np.int32))
 
     def _routed_here(self, hashes: np.ndarray) -> np.ndarray:
         channel = assigner_channels(self.partition_hash, hashes, self.spec.channels, self.spec.assigners)
         return np.isin(channel, np.asarray(self.ids, dtype=np.int32))
 
     def _remember(self, hashes: np.ndarray, buckets: np.ndarray) -> None:
-        if not len(hashes):
-            return
-        all_hashes = np.concatenate([self.hashes, hashes])
-        all_buckets = np.concatenate([self.buckets, buckets])
-        order = np.argsort(all_hashes, kind="stable")
-        all_hashes, all_buckets = all_hashes[order], all_buckets[order]
-        last = np.ones(len(all_hashes), dtype=bool)  # a hash twice: the later file wins, as in Java
-        last[:-1] = all_hashes[1:] != all_hashes[:-1]
-        self.hashes, self.buckets = all_hashes[last], all_buckets[last]
+        """Make (hash, bucket) pairs known: merged into the sorted arrays when next needed (one
+        flush per commit never pays for the merge)."""
+        if len(hashes):
+            self._pending.append((hashes, buckets))
+
+    def _known(self) -> np.ndarray:
+        """The known pairs as one sorted int64 array of hash << 32 | bucket (a hash in two
+        files, which no writer produces: the higher bucket wins)."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            parts = [self.known] + [(h.astype(np.int64) << 32) | b.astype(np.int64) for h, b in pending]
+            known = np.concatenate(parts)
+            known.sort()
+            last = np.ones(len(known), dtype=bool)
+            last[:-1] = (known[1:] >> 32) != (known[:-1] >> 32)
+            self.known = known if last.all() else known[last]
+        return self.known
 
     def assign(self, hashes: np.ndarray) -> np.ndarray:
-        """The bucket of each key hash, in arrival order (new hashes become known)."""
+        """The bucket of each key hash, in arrival order (new hashes become known, and are
+        recorded in `self.new` as (distinct hashes in arrival order, their buckets))."""
         hashes = np.asarray(hashes, dtype=np.int32)
+        if not len(hashes):
+            return np.zeros(0, dtype=np.int32)
+        order = stable_order(hashes)  # equal hashes adjacent, in arrival order
+        ordered = hashes[order]
+        starts_mask = np.empty(len(ordered), dtype=bool)
+        starts_mask[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=starts_mask[1:])
+        repeats = not starts_mask.all()  # a key twice in the rows
+        starts = np.flatnonzero(starts_mask) if repeats else None
+        distinct = ordered[starts] if repeats else ordered  # sorted
+        run_bucket = np.empty(len(distinct), dtype=np.int32)
+        hit = np.zeros(len(distinct), dtype=bool)
+        known = self._known()
+        if len(known):
+            pos = np.minimum(np.searchsorted(known, distinct.astype(np.int64) << 32), len(known) - 1)
+            found = known[pos]
+            hit = (found >> 32) == distinct
+            run_bucket[hit] = found[hit] & 0xFFFFFFFF
+        fresh = np.flatnonzero(~hit)
+        if len(fresh):
+            firsts = order[starts[fresh]] if repeats else order[fresh]  # row of each one's first appearance
+            slot = np.full(len(hashes), -1, dtype=np.int64)
+            slot[firsts] = fresh
+            arrival = slot[slot >= 0]  # new hashes by first appearance (rows are distinct: no sort)
+            new = distinct[arrival]
+            if len(self.ids) == 1 and self.spec.channels == 1:
+                channels = np.zeros(len(new), dtype=np.int32)
+            else:
+                channels = assigner_channels(self.partition_hash, new, self.spec.channels, self.spec.assigners)
+            if len(self.ids) < self.spec.channels and not np.isin(channels, np.asarray(self.ids, np.int32)).all():
+                raise TarnError("dynamic bucket assignment: a key reached an assigner task that does not own "
+                                "its hash range (rows were shuffled with another assigner layout)")
+            given = np.empty(len(new), dtype=np.int32)
+            for assigner in self.ids:
+                picked = np.flatnonzero(channels == assigner)
+                if len(picked):
+                    given[picked] = self._fill(self.owners[assigner], assigner, new[picked])
+            run_bucket[arrival] = given
+            self._remember(new, given)
+            self.new.append((new, given))
         out = np.empty(len(hashes), dtype=np.int32)
-        pos = np.searchsorted(self.hashes, hashes)
-        pos_clipped = np.minimum(pos, max(len(self.hashes) - 1, 0))
-        known = (pos < len(self.hashes)) & (self.hashes[pos_clipped] == hashes) if len(self.hashes) \
-            else np.zeros(len(hashes), dtype=bool)
-        out[known] = self.buckets[pos_clipped[known]]
-        if known.all():
-            return out
-        fresh_rows = np.flatnonzero(~known)
-        unique, first, inverse = np.unique(hashes[fresh_rows], return_index=True, return_inverse=True)
-        arrival = np.argsort(first, kind="stable")  # distinct new hashes in arrival order
-        ordered = unique[arrival]
-        if len(self.ids) == 1 and self.spec.channels == 1:
-            channels = np.zeros(len(ordered), dtype=np.int32)
-        else:
-            channels = assigner_channels(self.partition_hash, ordered, self.spec.channels, self.spec.assigners)
-        if not np.isin(channels, np.asarray(self.ids, dtype=np.int32)).all():
-            raise TarnError("dynamic bucket assignment: a key reached an assigner task that does not own "
-                            "its hash range (rows were shuffled with another assigner layout)")
-        given = np.empty(len(ordered), dtype=np.int32)
-        for assigner in self.ids:
-            picked = np.flatnonzero(channels == assigner)
-            if len(picked):
-                given[picked] = self._fill(self.owners[assigner], assigner, ordered[picked])
-        by_unique = np.empty(len(unique), dtype=np.int32)
-        by_unique[arrival] = given
-        out[fresh_rows] = by_unique[inverse.reshape(-1)]
-        self._remember(ordered, given)
+        out[order] = run_bucket[np.cumsum(starts_mask) - 1] if repeats else run_bucket
         return out
 
     def _fill(self, owner: _Owner, assigner: int, hashes: np.ndarray) -> np.ndarray:
@@ -241,13 +271,29 @@ class HashAssigner:
         index = self.partitions.get(partition)
         if index is None:
             index = PartitionIndex(self.spec, self.ids, partition_hash(partition))
-            for entry in sorted(self.entries(partition), key=lambda e: e.bucket):
-                index.load(entry.bucket, self.files.read(entry))
+            entries = sorted(self.entries(partition), key=lambda e: e.bucket)
+            index.load([(e.bucket, self.files.read(e)) for e in entries])
             self.partitions[partition] = index
         return index
 
     def assign(self, partition: bytes, hashes: np.ndarray) -> np.ndarray:
         return self.partition(partition).assign(hashes)
+
+    def new_hashes(self) -> dict[tuple[bytes, int], np.ndarray]:
+        """(partition, bucket) -> the hashes this assigner added to the bucket, in arrival order
+        (each once: an assigned hash is known from then on)."""
+        out: dict[tuple[bytes, int], list[np.ndarray]] = {}
+        for part, index in self.partitions.items():
+            if not index.new:
+                continue
+            hashes = np.concatenate([h for h, _ in index.new])
+            buckets = np.concatenate([b for _, b in index.new])
+            order = np.argsort(buckets, kind="stable")
+            hashes, buckets = hashes[order], buckets[order]
+            bounds = np.flatnonzero(np.diff(buckets)) + 1
+            for chunk_hashes, chunk_buckets in zip(np.split(hashes, bounds), np.split(buckets, bounds)):
+                out[(part, int(chunk_buckets[0]))] = chunk_hashes
+        return out
 
 
 @dataclass
@@ -266,22 +312,44 @@ class BucketHashes:
             with self._lock:
                 self._added.append(np.asarray(hashes, dtype=np.int32))
 
-    def commit_changes(self) -> IndexManifestEntry | None:
+    def commit_changes(self, fresh: np.ndarray | None = None) -> IndexManifestEntry | None:
         """A new file holding the restored hashes and the new ones (in arrival order), or None
-        when no row brought a hash the bucket did not have."""
+        when no row brought a hash the bucket did not have. `fresh`: the new hashes, distinct
+        and known to be absent from the restored file (the writer's own assigner found them),
+        instead of the rows' hashes `add` collected."""
         with self._lock:
             added, self._added = self._added, []
-        if not added:
+        old = self.files.read(self.entry) if self.entry is not None and (added or fresh is not None) else None
+        if fresh is None:
+            if not added:
+                return None
+            fresh = _first_occurrences(np.concatenate(added))
+            if old is not None and len(old):
+                known = np.sort(old)
+                pos = np.minimum(np.searchsorted(known, fresh), len(known) - 1)
+                fresh = fresh[known[pos] != fresh]
+        if not len(fresh):
             return None
-        new = np.concatenate(added)
-        unique, first = np.unique(new, return_index=True)
-        unique = unique[np.argsort(first, kind="stable")]
-        old = self.files.read(self.entry) if self.entry is not None else np.zeros(0, dtype=np.int32)
-        if len(old):
-            unique = unique[~np.isin(unique, old)]
-        if not len(unique):
-            return None
-        return self.files.write(self.partition, self.bucket, np.concatenate([old, unique]))
+        hashes = fresh if old is None else np.concatenate([old, fresh])
+        return self.files.write(self.partition, self.bucket, hashes)
+
+
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """`np.argsort(values, kind="stable")` for int32 values, several times faster: each value
+    with its position packed into one int64, sorted."""
+    packed = np.asarray(values, dtype=np.int32).astype(np.int64) << 32
+    packed |= np.arange(len(values), dtype=np.int64)
+    packed.sort()
+    return packed & 0xFFFFFFFF
+
+
+def _first_occurrences(values: np.ndarray) -> np.ndarray:
+    """The distinct values in the order they first appear (sort-based)."""
+    order = stable_order(values)
+    ordered = values[order]
+    first = np.ones(len(values), dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    return values[np.sort(order[first])]
 
 
 def as_delete(entry: IndexManifestEntry) -> IndexManifestEntry:

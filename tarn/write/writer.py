@@ -293,7 +293,7 @@ class TableWriter:
         self.buffered, self.buffered_bytes = [], 0
         groups, hashes = self._groups(data)
         states = [self._state(g.partition_values, g.bucket) for g in groups]
-        if hashes is not None:
+        if hashes is not None and self._given_buckets:  # the own assigner knows which hashes are new
             for g, st in zip(groups, states):
                 st.hashes.add(hashes[g.indices] if g.indices is not None else hashes[g.lo:g.hi])
         self._parallel([lambda g=g, st=st: self._flush_group(g, st) for g, st in zip(groups, states)])
@@ -359,7 +359,9 @@ class TableWriter:
             return
         self._hash_committed = True
         states = [st for st in self.states.values() if st.hashes is not None]
-        self._parallel([lambda st=st: self._commit_hashes(st) for st in states])
+        fresh = self._assigner.new_hashes() if self._assigner is not None else {}
+        self._parallel([lambda st=st: self._commit_hashes(st, fresh.get((st.partition, st.bucket)))
+                        for st in states])
         changed: dict[bytes, list[BucketState]] = {}
         for st in states:
             if any(e.index_type == HASH_INDEX and e.kind == ADD for e in st.new_index):
@@ -374,8 +376,8 @@ class TableWriter:
                     carrier.new_index.append(entry)
 
     @staticmethod
-    def _commit_hashes(state: BucketState) -> None:
-        written = state.hashes.commit_changes()
+    def _commit_hashes(state: BucketState, fresh) -> None:
+        written = state.hashes.commit_changes(fresh)
         if written is not None:
             state.new_index.append(written)
             if state.hashes.entry is not None:
