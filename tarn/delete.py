@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
 from tarn.meta.manifest import DELETE
 from tarn.options import Options
-from tarn.scan.predicate import Predicate, check_columns, columns_of, to_arrow
+from tarn.scan.predicate import columns_of, to_arrow
 from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.write.message import CommitMessage
 from tarn.write.writer import abort
@@ -38,16 +39,18 @@ if TYPE_CHECKING:
 _POSITION = "__tarn_position"
 
 
-def delete_where(table: "Table", predicate: Predicate) -> "Snapshot | None":
+def delete_where(table: "Table", filter) -> "Snapshot | None":
+    """`filter`: anything `Table.scan` takes (a tarn predicate, a pyarrow Expression, a SQL-like
+    string), its literals converted to the columns' types as a scan does."""
     schema = table.schema()
-    check_columns(predicate, schema.field_names, table.name)
     if schema.primary_keys:
-        keys = table.scan(filter=predicate, columns=list(schema.primary_keys)).to_arrow()
+        keys = table.scan(filter=filter, columns=list(schema.primary_keys)).to_arrow()
         return table.delete(keys) if keys.num_rows else None
-    scan = table.scan(filter=predicate)
+    scan = table.scan(filter=filter)
     splits = scan.plan()
     options = Options(schema.options)
-    fields = [schema.field(n) for n in schema.field_names if n in columns_of(predicate)]
+    predicate, columns = _row_test(scan)
+    fields = [schema.field(n) for n in schema.field_names if n in columns]
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
     total_buckets = options.int("bucket") if options.int("bucket") > 0 else -1
     if options.bool("deletion-vectors.enabled"):
@@ -57,11 +60,25 @@ def delete_where(table: "Table", predicate: Predicate) -> "Snapshot | None":
     return table.commit(messages) if messages else None
 
 
-def _matches(reader: FileReader, split, meta, fields, predicate: Predicate) -> np.ndarray:
-    """Sorted row positions of the file's rows matching the predicate (deleted rows included)."""
+def _row_test(scan) -> tuple[pc.Expression, set[str]]:
+    """The scan's whole row test as one Arrow expression (its predicate and the part of a
+    pyarrow Expression tarn could not translate), and the columns it reads."""
+    parts, columns = [], set(scan.row_filter_columns)
+    if scan.filter is not None:
+        parts.append(to_arrow(scan.filter))
+        columns |= columns_of(scan.filter)
+    if scan.row_filter is not None:
+        parts.append(scan.row_filter)
+    if not parts:
+        return pc.scalar(True), columns
+    return (parts[0] & parts[1] if len(parts) == 2 else parts[0]), columns
+
+
+def _matches(reader: FileReader, split, meta, fields, predicate: pc.Expression) -> np.ndarray:
+    """Sorted row positions of the file's rows matching the test (deleted rows included)."""
     rows = reader.read(split.bucket_path, meta, fields, with_system=False, skip_deleted=False)
     rows = rows.append_column(_POSITION, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-    return rows.filter(to_arrow(predicate)).column(_POSITION).to_numpy()
+    return rows.filter(predicate).column(_POSITION).to_numpy()
 
 
 def _vector_messages(table, splits, reader, fields, predicate, total_buckets) -> list[CommitMessage]:
@@ -121,7 +138,7 @@ def _rewrite_messages(table, splits, reader, predicate, total_buckets) -> list[C
             for meta in split.files:
                 rows = reader.read(split.bucket_path, meta, all_fields, with_system=False)
                 positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
-                doomed = rows.append_column(_POSITION, positions).filter(to_arrow(predicate)).column(_POSITION)
+                doomed = rows.append_column(_POSITION, positions).filter(predicate).column(_POSITION)
                 if len(doomed) == 0:
                     continue
                 keep = np.ones(rows.num_rows, dtype=bool)

@@ -166,9 +166,10 @@ class Table(TableContext):
             buckets = [b for b in buckets if b[0] in wanted]
         return self.commit(writer.compact(buckets, full))
 
-    def delete(self, keys=None, *, filter: Predicate | None = None) -> Snapshot | None:
+    def delete(self, keys=None, *, filter=None) -> Snapshot | None:
         """Delete rows in one commit: by primary key (`keys`: rows holding at least the key
-        columns; written as -D rows), or every row matching `filter` (tarn/delete.py: -D rows on
+        columns; written as -D rows), or every row matching `filter` (whatever `scan` takes: a
+        predicate, a pyarrow Expression, a SQL-like string; tarn/delete.py: -D rows on
         primary-key tables, deletion vectors on append tables with deletion-vectors.enabled,
         otherwise the files holding matches are rewritten)."""
         if filter is not None:

@@ -427,3 +427,22 @@ def test_a_delete_landing_during_a_compaction_commit_is_never_undone(catalog):
     assert 3 not in by_id(table.scan().to_arrow().to_pylist())
     assert table.compact(full=True) is not None  # planned again, it keeps the delete
     assert by_id(table.scan().to_arrow().to_pylist()) == [i for i in range(40) if i != 3]
+
+
+@pytest.mark.parametrize("vectors", [True, False], ids=["deletion-vectors", "copy-on-write"])
+def test_delete_takes_every_filter_form_with_converted_literals(catalog, vectors):
+    import datetime as dt
+
+    import pyarrow.compute as pc
+
+    schema = pa.schema([("id", pa.int64()), ("day", pa.date32())])
+    options = {"deletion-vectors.enabled": "true"} if vectors else {}
+    table = catalog.create_table("d", schema=schema, options=options)
+    table.write(pa.table({"id": list(range(6)), "day": [dt.date(2026, 11, 20 + i % 3) for i in range(6)]},
+                         schema=schema))
+    from tarn import col
+
+    table.delete(filter=col("day") == "2026-11-20")  # a string literal on a DATE column
+    table.delete(filter="id = 1")  # SQL-like
+    table.delete(filter=pc.field("id") == 5)  # a pyarrow Expression
+    assert sorted(r["id"] for r in table.scan().to_arrow().to_pylist()) == [2, 4]
