@@ -33,23 +33,28 @@ import math
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tarn.data.reader import FileReader
 from tarn.errors import CorruptFile, FileMissing, SchemaMismatch, SnapshotNotFound, TarnError
 from tarn.meta.schema import TableSchema
+from tarn.options import Options
 from tarn.meta.snapshot import ANALYZE, Snapshot
 from tarn.meta.statistics import (BINARY_ROOTS, INTEGER_BOUNDS, TEXT_ROOTS, TIMESTAMP_ROOTS, ColStats,
                                   Statistics, has_text_form)
 from tarn.scan.predicate import Predicate, columns_of, eval_values
 from tarn.store.deletion_vectors import DeletionVectorFiles, deleted_row_counts
 from tarn.store.statistics import StatisticsFiles
-from tarn.types import NESTED_ROOTS, DataField, DataType
+from tarn.types import NESTED_ROOTS, DataField, DataType, arrow_schema
 
 DEFAULT_PRECISION = 16
 EXACT_DISTINCT_LIMIT = 100_000
+SLICE_ROWS = 1 << 17  # rows hashed and counted at a time
+STREAM_ROWS = 1 << 19  # rows of an append file read at a time
 FRESHNESS_LOOKBACK = 16  # ANALYZE snapshots looked through when deciding statistics are current
 
 _U64 = np.uint64
@@ -69,63 +74,133 @@ _NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 # hashing values (uint64 per value, equal values equal hashes)
 
 
-def _fmix64(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 64-bit finaliser, in place on a fresh array `h`."""
-    scratch = np.empty_like(h)
-    for multiplier in (_M1, _M2):
-        np.right_shift(h, _U64(33), out=scratch)
-        h ^= scratch
-        h *= multiplier
-    np.right_shift(h, _U64(33), out=scratch)
-    h ^= scratch
+class Scratch:
+    """Arrays reused from one slice of a column to the next. Fresh temporaries of a few MB
+    are returned to the system when freed and fault their pages in again on the next slice,
+    which costs more than the arithmetic; every hot loop here writes into these instead."""
+
+    def __init__(self):
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, n: int, dtype) -> np.ndarray:
+        held = self._arrays.get(name)
+        if held is None or len(held) < n:
+            held = np.empty(max(n, SLICE_ROWS), dtype=dtype)
+            self._arrays[name] = held
+        return held[:n]
+
+
+def _fmix64(h: np.ndarray, scratch: Scratch | None = None) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser, in place."""
+    tmp = np.empty_like(h) if scratch is None else scratch.get("fmix", len(h), _U64)
+    with np.errstate(over="ignore"):
+        for multiplier in (_M1, _M2):
+            np.right_shift(h, _U64(33), out=tmp)
+            h ^= tmp
+            h *= multiplier
+        np.right_shift(h, _U64(33), out=tmp)
+        h ^= tmp
     return h
 
 
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return (x << _U64(r)) | (x >> _U64(64 - r))
+def hash_words(words: np.ndarray, scratch: Scratch | None = None) -> np.ndarray:
+    """64-bit hashes of 64-bit words (any int/float numpy array viewed as uint64): MurmurHash3's
+    finaliser, a bijection whose every output bit depends on every input bit."""
+    words = words.view(_U64)
+    out = np.empty_like(words) if scratch is None else scratch.get("hash", len(words), _U64)
+    np.copyto(out, words)
+    return _fmix64(out, scratch)
 
 
-def hash_words(words: np.ndarray) -> np.ndarray:
-    """64-bit hashes of 64-bit words (any int/float numpy array viewed as uint64)."""
-    with np.errstate(over="ignore"):
-        h = words.view(_U64) * _P1
-        h += _P4
-        return _fmix64(h)
-
-
-def hash_bytes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def hash_bytes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+               scratch: Scratch | None = None) -> np.ndarray:
     """64-bit hashes of byte strings `data[starts[i]:starts[i] + lengths[i]]`: each string is
-    read as little-endian 64-bit words (each from two aligned words; the last one masked to the
-    string's end), folded as `h = h * P + word` from the length, then avalanched."""
+    read as little-endian 64-bit words (the last one masked to the string's end), folded as
+    `h = h * P + word` from `length * P5`, then avalanched. A word at any byte offset is put
+    together from two aligned words of a copy of the strings' bytes."""
     n = len(starts)
-    lengths = lengths.astype(np.int64)
-    h = lengths.astype(_U64) * _P5
+    scratch = scratch or Scratch()
+    h = scratch.get("hash", n, _U64)
+    np.copyto(h, lengths, casting="unsafe")
+    with np.errstate(over="ignore"):
+        h *= _P5
     if n == 0:
         return h
+    low = int(starts.min())
+    span = int((starts + lengths).max()) - low
     longest, shortest = int(lengths.max()), int(lengths.min())
-    padded = np.zeros((len(data) + longest + 23) // 8 * 8, dtype=np.uint8)  # ended strings read zeros
-    padded[:len(data)] = data
-    words = padded.view("<u8")
-    starts = starts.astype(np.int64)
-    base = starts >> 3
-    low_shift = ((starts & 7) << 3).astype(_U64)
-    high_shift = _U64(63) - low_shift
+    size = (span + 24) // 8 * 8
+    window = scratch.get("bytes", size, np.uint8)
+    window[:span] = data[low:low + span]
+    window[span:] = 0  # words of strings at the end read zeros past it
+    aligned = window.view("<u8")
+    relative = scratch.get("relative", n, np.int64)
+    np.subtract(starts, low, out=relative)
+    index = scratch.get("index8", n, np.int64)
+    np.right_shift(relative, 3, out=index)
+    low_shift = scratch.get("low_shift", n, _U64)
+    np.bitwise_and(relative, 7, out=relative)
+    np.left_shift(relative, 3, out=relative)
+    np.copyto(low_shift, relative, casting="unsafe")
+    high_shift = scratch.get("high_shift", n, _U64)
+    np.subtract(_U64(63), low_shift, out=high_shift)
+    current, following = scratch.get("current", n, _U64), scratch.get("following", n, _U64)
+    word, high = scratch.get("word", n, _U64), scratch.get("high", n, _U64)
+    remaining = scratch.get("remaining", n, np.int64)
+    part = scratch.get("part", n, _U64)
+    last = len(aligned) - 1
     with np.errstate(over="ignore"):
-        current = words[base]
+        np.take(aligned, index, out=current)
         for k in range((longest + 7) // 8):
-            following = words[base + (k + 1)]
-            word = current >> low_shift
-            word |= (following << _U64(1)) << high_shift
-            current = following
+            index += 1
+            np.minimum(index, last, out=index)  # strings already ended: any word, masked away
+            np.take(aligned, index, out=following)
+            np.right_shift(current, low_shift, out=word)
+            np.left_shift(following, _U64(1), out=high)
+            high <<= high_shift
+            word |= high
+            current, following = following, current
             if 8 * (k + 1) <= shortest:  # every string has 8 more bytes
                 h *= _P1
                 h += word
                 continue
-            remaining = np.clip(lengths - 8 * k, 0, 8)  # bytes of this word in the string
-            word &= _TAIL_MASKS[remaining]
-            h *= _TAIL_FACTORS[remaining]  # strings already ended stay as they are (factor 1, word 0)
+            np.subtract(lengths, 8 * k, out=remaining)
+            np.clip(remaining, 0, 8, out=remaining)  # bytes of this word in the string
+            np.take(_TAIL_MASKS, remaining, out=part)
+            word &= part
+            np.take(_TAIL_FACTORS, remaining, out=part)
+            h *= part  # strings already ended stay as they are (factor 1, word 0)
             h += word
-        return _fmix64(h)
+    return _fmix64(h, scratch)
+
+
+def _hash_equal_length(data: np.ndarray, start: int, n: int, length: int,
+                       scratch: Scratch | None = None) -> np.ndarray:
+    """`hash_bytes` of `n` strings of `length` bytes stored one after the other from `start`
+    (the same words and the same folding as the general case): word k of every string is one
+    strided view of the buffer; the last, partial word is masked, and read by hand for the
+    strings whose 8-byte window would pass the end of the buffer."""
+    scratch = scratch or Scratch()
+    h = scratch.get("hash", n, _U64)
+    h.fill(length)
+    whole, tail = divmod(length, 8)
+    with np.errstate(over="ignore"):
+        h *= _P5
+        for k in range(whole):
+            h *= _P1
+            h += np.ndarray((n,), dtype="<u8", buffer=data, offset=start + 8 * k, strides=(length,))
+        if tail:
+            offset = start + 8 * whole
+            fit = min(n, max(0, (len(data) - offset - 8) // length + 1))  # windows inside the buffer
+            word = scratch.get("word", fit, _U64)
+            np.bitwise_and(np.ndarray((fit,), dtype="<u8", buffer=data, offset=offset, strides=(length,)),
+                           _TAIL_MASKS[tail], out=word)
+            h[:fit] *= _P1
+            h[:fit] += word
+            for i in range(fit, n):
+                at = offset + i * length
+                h[i] = h[i] * _P1 + _U64(int.from_bytes(data[at:at + tail].tobytes(), "little"))
+    return _fmix64(h, scratch)
 
 
 def _valid_mask(array: pa.Array) -> np.ndarray | None:
@@ -134,8 +209,9 @@ def _valid_mask(array: pa.Array) -> np.ndarray | None:
     return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def value_hashes(array: pa.Array, root: str) -> np.ndarray:
-    """Hashes of the non-null values of one Arrow array of a column with type root `root`."""
+def value_hashes(array: pa.Array, root: str, scratch: Scratch | None = None) -> np.ndarray:
+    """Hashes of the non-null values of one Arrow array of a column with type root `root`
+    (written into `scratch`'s arrays when given: valid until its next use)."""
     mask = _valid_mask(array)
     t = array.type
     if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) \
@@ -143,37 +219,49 @@ def value_hashes(array: pa.Array, root: str) -> np.ndarray:
         wide = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
         buffers = array.buffers()
         offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32,
-                                count=len(array) + 1, offset=array.offset * (8 if wide else 4)).astype(np.int64)
+                                count=len(array) + 1, offset=array.offset * (8 if wide else 4))
         data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
-        starts, lengths = offsets[:-1], np.diff(offsets)
+        lengths = np.diff(offsets)
+        if mask is None and len(lengths) and lengths.min() == lengths.max() > 0:  # equally long, back to back
+            return _hash_equal_length(data, int(offsets[0]), len(lengths), int(lengths[0]), scratch)
+        starts, lengths = offsets[:-1].astype(np.int64), lengths.astype(np.int64)
         if mask is not None:
             starts, lengths = starts[mask], lengths[mask]
-        return hash_bytes(data, starts, lengths)
+        return hash_bytes(data, starts, lengths, scratch)
     if pa.types.is_fixed_size_binary(t):
         array = array.cast(pa.binary())
-        return value_hashes(array, root)
+        return value_hashes(array, root, scratch)
     if pa.types.is_decimal(t):
         raw = np.frombuffer(array.buffers()[1], dtype="<u8", count=2 * len(array), offset=array.offset * 16)
         pairs = raw.reshape(-1, 2)
         if mask is not None:
             pairs = pairs[mask]
+        h = hash_words(np.ascontiguousarray(pairs[:, 0]), scratch)
         with np.errstate(over="ignore"):
-            h = hash_words(np.ascontiguousarray(pairs[:, 0]))
             h ^= pairs[:, 1] * _P2
-            return _fmix64(h)
+        return _fmix64(h, scratch)
+    scratch = scratch or Scratch()
     if pa.types.is_boolean(t):
         values = np.asarray(array.cast(pa.int8()).fill_null(0).to_numpy(), dtype=np.int64)
     elif pa.types.is_floating(t):
-        values = np.asarray(array.fill_null(0).to_numpy(), dtype=np.float64)
-        values = np.where(values == 0, 0.0, values)  # -0.0 and 0.0 are one value, as in SQL
-        values = np.where(np.isnan(values), np.nan, values)  # every NaN is one value
+        raw = array.fill_null(0).to_numpy() if array.null_count else array.to_numpy()
+        values = scratch.get("floats", len(raw), np.float64)
+        np.copyto(values, raw)
+        values += 0.0  # -0.0 + 0.0 is 0.0: one value, as in SQL
+        nan = scratch.get("nan", len(raw), np.bool_)
+        np.isnan(values, out=nan)
+        np.copyto(values, np.nan, where=nan)  # every NaN is one value
     else:  # integers, dates, times, timestamps: their stored integers
         width = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[t.bit_width // 8]
         values = np.frombuffer(array.buffers()[1], dtype=width, count=len(array),
-                               offset=array.offset * (t.bit_width // 8)).astype(np.int64, copy=False)
+                               offset=array.offset * (t.bit_width // 8))
+        if width is not np.int64:
+            wide_values = scratch.get("ints", len(values), np.int64)
+            np.copyto(wide_values, values)
+            values = wide_values
     if mask is not None:
         values = values[mask]
-    return hash_words(np.ascontiguousarray(values))
+    return hash_words(values, scratch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,14 +324,24 @@ class DistinctCounter:
         self._pending: list[np.ndarray] = []
         self._pending_size = 0
 
-    def add(self, hashes: np.ndarray) -> None:
-        if len(hashes) == 0:
+    def add(self, hashes: np.ndarray, scratch: Scratch | None = None) -> None:
+        n = len(hashes)
+        if n == 0:
             return
+        scratch = scratch or Scratch()
         q = 64 - self.precision
-        index = (hashes >> _U64(q)).astype(np.intp)
-        rest = (hashes & _U64((1 << q) - 1)).astype(np.float64)  # exact: q <= 53 bits
-        _, exponent = np.frexp(rest)  # rest = f * 2^exponent, 0.5 <= f < 1; 0 gives 0
-        np.maximum.at(self.registers, index, (q + 1 - exponent).astype(np.uint8))
+        index = scratch.get("index", n, _U64)
+        np.right_shift(hashes, _U64(q), out=index)
+        rest = scratch.get("rest", n, _U64)
+        np.bitwise_and(hashes, _U64((1 << q) - 1), out=rest)
+        as_float = scratch.get("float", n, np.float64)
+        np.copyto(as_float, rest.view(np.int64))  # exact: q <= 53 bits
+        mantissa, exponent = scratch.get("mantissa", n, np.float64), scratch.get("exponent", n, np.int32)
+        np.frexp(as_float, out=(mantissa, exponent))  # rest = f * 2^exponent, 0.5 <= f < 1; 0 gives 0
+        np.subtract(q + 1, exponent, out=exponent)
+        rank = scratch.get("rank", n, np.uint8)
+        np.copyto(rank, exponent, casting="unsafe")
+        np.maximum.at(self.registers, index.view(np.int64), rank)
         if self.exact is None:
             return
         if self.estimate() > 1.25 * self.exact_limit:  # far more than the limit: skip the sorting
@@ -336,17 +434,28 @@ class ColumnCollector:
         self.nan = False
         self.length_sum = 0
         self.length_max: int | None = None
+        self._scratch = Scratch()
+
+    def __getstate__(self):  # the scratch arrays stay behind (collectors travel from Spark tasks)
+        state = dict(self.__dict__)
+        state["_scratch"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._scratch = Scratch()
 
     def update(self, column) -> None:
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-        for array in chunks:
+        pieces = (chunk.slice(start, SLICE_ROWS) for chunk in chunks for start in range(0, len(chunk), SLICE_ROWS))
+        for array in pieces:  # slices of a few MB: numpy's temporaries stay in the caches
             if len(array) == 0:
                 continue
             self.rows += len(array)
             self.nulls += array.null_count
             if self.nested or array.null_count == len(array):
                 continue
-            self.distinct.add(value_hashes(array, self.field.type.root))
+            self.distinct.add(value_hashes(array, self.field.type.root, self._scratch), self._scratch)
             if self.min_max:
                 self._min_max(array)
             if self.lengths:
@@ -500,7 +609,7 @@ def collect(table, plan: AnalyzePlan, splits=None, precision: int | None = None,
         collector.add_rows(count_splits(table, scan, splits))
         return collector
     reader = scan.reader()
-    chunks = (chunk for split in splits for chunk in reader.read_chunks(split))
+    chunks = (chunk for split in splits for chunk in _chunks_of(table, plan, reader, split))
     with ThreadPoolExecutor(max_workers=1) as prefetch:
         upcoming = prefetch.submit(next, chunks, None)
         while True:
@@ -510,6 +619,27 @@ def collect(table, plan: AnalyzePlan, splits=None, precision: int | None = None,
             upcoming = prefetch.submit(next, chunks, None)
             collector.update(chunk)
     return collector
+
+
+def _chunks_of(table, plan: AnalyzePlan, reader, split) -> Iterator[pa.Table]:
+    """The rows of a split as a read returns them. Files of append tables are streamed in
+    batches (the same rows: no merge, no defaults, no filter), so that measuring a batch
+    overlaps reading the next even in a table of one big file; other splits as the reader
+    gives them."""
+    if plan.schema.primary_keys or not split.raw_convertible:
+        yield from reader.read_chunks(split)
+        return
+    files = FileReader(table.file_io, plan.schema, table.schema_by_id, Options(plan.schema.options))
+    if split.deletion_files:
+        vectors = DeletionVectorFiles(table.file_io, split.table_root or table.root)
+        held = split.deletion_files
+        files = files.with_deletions(lambda name: vectors.read_one(held[name], name) if name in held else None)
+    fields = plan.fields
+    shape = arrow_schema(fields)
+    for meta in split.files:
+        for chunk in files.iter(split.bucket_path, meta, fields, with_system=False, batch_rows=STREAM_ROWS):
+            if chunk.num_rows:
+                yield chunk.cast(shape)
 
 
 def analyze(table, columns: list[str] | None = None, precision: int | None = None,
