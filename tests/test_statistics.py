@@ -594,3 +594,33 @@ def test_partitions_table_counts_from_manifests(catalog, monkeypatch):
         assert rows[name]["file_count"] == len(files)
         assert rows[name]["file_size_in_bytes"] == sum(f.file_size for f in files)
     assert rows["p=a"]["record_count"] == 13 and rows["p=b"]["file_count"] == 1
+
+
+def test_analyze_reads_through_schema_evolution_and_deletion_vectors(catalog):
+    t = simple_table(catalog, "db.evolved", **{"deletion-vectors.enabled": "true"})
+    t.write(rows_of("a", range(10)))
+    t.alter(tarn.RenameColumn("v", "label"), tarn.AddColumn("w", tarn.types.INT()))
+    t.write(pa.table({"p": ["b"] * 3, "k": [20, 21, 22], "label": ["x", "y", None], "w": [1, 2, 2]}))
+    t.delete(filter=tarn.col("k") < 4)
+    merged = t.scan().to_arrow()
+    t.analyze()
+    stats = t.statistics()
+    assert stats.schema_id == 1 and list(stats.col_stats) == ["p", "k", "label", "w"]
+    check_against_oracle(stats, merged, t.schema())
+    assert stats.merged_record_count == 9 and stats.col_stats["w"].null_count == 6
+    assert stats.col_stats["label"].distinct_count == 8
+
+
+def test_analyze_streams_big_append_files_in_batches(catalog, monkeypatch):
+    monkeypatch.setattr(S, "STREAM_ROWS", 1000)
+    monkeypatch.setattr(S, "SLICE_ROWS", 700)
+    t = catalog.create_table("db.stream", schema=ALL_TYPES)
+    data = all_types_rows(5000, 4)
+    t.write(data)
+    seen = []
+    update = S.StatsCollector.update
+    monkeypatch.setattr(S.StatsCollector, "update", lambda self, chunk: (seen.append(chunk.num_rows),
+                                                                         update(self, chunk))[1])
+    t.analyze()
+    assert len(seen) == 5 and sum(seen) == 5000
+    check_against_oracle(t.statistics(), t.scan().to_arrow(), t.schema())
