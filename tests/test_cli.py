@@ -21,10 +21,12 @@ import pytest
 typer_testing = pytest.importorskip("typer.testing")
 
 import tarn  # noqa: E402
+import typer  # noqa: E402
 from tarn.cli import app  # noqa: E402
-from tarn.cli.where import WhereError, parse_where  # noqa: E402
+from tarn.cli.where import parse_value, where_predicate  # noqa: E402
 from tarn.scan.predicate import And, Compare, In, IsNull, Not, Or  # noqa: E402
 from tarn.table import Table  # noqa: E402
+from tarn.types import DataField  # noqa: E402
 from tarn import types as T  # noqa: E402
 
 runner = typer_testing.CliRunner()
@@ -121,7 +123,7 @@ def test_show_where_columns_limit_and_time_travel(warehouse):
     between = run_json("show", "shop.orders", "-w", warehouse, "--where", "id between 2 and 3 and dt <> 'd1'")
     assert sorted((r["dt"], r["id"]) for r in between) == [("d2", 2), ("d2", 3)]
 
-    at_tag = run_json("show", "shop.orders", "-w", warehouse, "--at", "first", "--where", "dt = \"d1\"")
+    at_tag = run_json("show", "shop.orders", "-w", warehouse, "--at", "first", "--where", "`dt` = 'd1'")
     assert sorted((r["id"], r["v"]) for r in at_tag) == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
     at_two = run_json("show", "shop.orders", "-w", warehouse, "--at", "2", "--limit", "0")
     assert len(at_two) == 7
@@ -132,9 +134,13 @@ def test_show_where_columns_limit_and_time_travel(warehouse):
 
 def test_show_refuses_bad_filters_and_targets(warehouse):
     bad = run("show", "shop.orders", "-w", warehouse, "--where", "id >", status=2)
-    assert "expected a value" in bad.output
-    assert "unknown column 'nope'" in run("show", "shop.orders", "-w", warehouse, "--where", "nope = 1",
-                                          status=2).output
+    assert "expected a value" in bad.output and "'--where'" in bad.output
+    assert "unknown column(s) ['nope']" in run("show", "shop.orders", "-w", warehouse, "--where", "nope = 1",
+                                               status=2).output
+    assert "does not fit column 'id'" in run("show", "shop.orders", "-w", warehouse, "--where", "id = 'x'",
+                                             status=2).output
+    assert "text values take single quotes" in run("show", "shop.orders", "-w", warehouse, "--where",
+                                                   "dt = \"d1\"", status=2).output
     missing = run("show", "shop.orders", "-w", warehouse, "--at", "99", status=1)
     assert "error:" in missing.stderr and "snapshot 99 does not exist" in missing.stderr
     assert "tag" in run("show", "shop.orders", "-w", warehouse, "--at", "nope", status=1).stderr
@@ -157,43 +163,58 @@ def test_errors_name_the_table(warehouse, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# the --where parser
+# the --where filter: the scan's own parser and literal conversion (tarn/scan/sql_filter.py)
+
+
+def where(text: str, **types):
+    fields = [DataField(i, name, dtype) for i, (name, dtype) in enumerate(types.items())]
+    return where_predicate(text, fields, "shop.t")
 
 
 def test_where_grammar_and_precedence():
     types = {"a": T.BIGINT(), "s": T.STRING(), "b": T.BOOLEAN()}
-    assert parse_where("a = 1 or a = 2 and s != 'x'", types) == Or((
+    assert where("a = 1 or a = 2 and s != 'x'", **types) == Or((
         Compare("a", "==", 1), And((Compare("a", "==", 2), Compare("s", "!=", "x")))))
-    assert parse_where("(a < -1.5 or b = true) and s not in ('it''s', \"y\")", types) == And((
+    assert where("(a < -1.5 or b = true) and s not in ('it''s', 'y')", **types) == And((
         Or((Compare("a", "<", -1.5), Compare("b", "==", True))), In("s", ("it's", "y"), negated=True)))
-    assert parse_where("NOT `a` IS NOT NULL AND s is null", types) == And((
+    assert where("NOT `a` IS NOT NULL AND s is null", **types) == And((
         Not(IsNull("a", negated=True)), IsNull("s")))
-    assert parse_where("a not between 1 and 3", types) == Not(And((Compare("a", ">=", 1), Compare("a", "<=", 3))))
-    assert parse_where("s = 12", types) == Compare("s", "==", "12")
+    assert where("a not between 1 and +3", **types) == Not(And((Compare("a", ">=", 1), Compare("a", "<=", 3))))
+    assert where("s = '12'", **types) == Compare("s", "==", "12")
+    assert where(None, **types) is None
 
 
 def test_where_converts_literals_to_the_column_types():
     types = {"d": T.DATE(), "ts": T.TIMESTAMP(3), "p": T.DECIMAL(10, 2), "f": T.DOUBLE(), "n": T.INT()}
-    assert parse_where("d >= '2026-01-31'", types) == Compare("d", ">=", dt.date(2026, 1, 31))
-    assert parse_where("ts < '2026-01-31 12:30:00'", types) == Compare("ts", "<", dt.datetime(2026, 1, 31, 12, 30))
-    assert parse_where("p = 9.99", types) == Compare("p", "==", decimal.Decimal("9.99"))
-    assert parse_where("f > 1e3 and n = '7'", types) == And((Compare("f", ">", 1000.0), Compare("n", "==", 7)))
+    assert where("d >= '2026-01-31'", **types) == Compare("d", ">=", dt.date(2026, 1, 31))
+    assert where("ts < '2026-01-31 12:30:00'", **types) == Compare("ts", "<", dt.datetime(2026, 1, 31, 12, 30))
+    assert where("p = 9.99", **types) == Compare("p", "==", decimal.Decimal("9.99"))
+    assert where("f > 1e3 and n = '7'", **types) == And((Compare("f", ">", 1000.0), Compare("n", "==", 7)))
 
 
 @pytest.mark.parametrize("text, message", [
     ("", "empty"),
     ("a = ", "expected a value"),
-    ("a = 1 a", "expected 'and', 'or'"),
-    ("a = null", "write 'a is null'"),
-    ("zz = 1", "unknown column 'zz'"),
-    ("d = 'tomorrow'", "is not a value of column 'd'"),
+    ("a = 1 a", "expected AND, OR or the end"),
+    ("a = null", "write 'a IS NULL'"),
+    ("zz = 1", "unknown column(s) ['zz']"),
+    ("d = 'tomorrow'", "does not fit column 'd' of type DATE"),
     ("a in (1, 2", "expected ')'"),
-    ("a ~ 1", "cannot read the filter"),
-    ("a = true", "BOOLEAN"),
+    ("a ~ 1", "unexpected '~ 1'"),
+    ("a = true", "a bool is not a number"),
+    ("a = \"x\"", "text values take single quotes"),
 ])
-def test_where_errors(text, message):
-    with pytest.raises(WhereError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        parse_where(text, {"a": T.BIGINT(), "d": T.DATE()})
+def test_where_errors_are_bad_parameters(text, message):
+    with pytest.raises(typer.BadParameter) as e:
+        where(text, a=T.BIGINT(), d=T.DATE())
+    assert message in e.value.message and "table shop.t" in e.value.message
+
+
+def test_partition_values_take_the_column_types():
+    assert parse_value("2026-01-31", DataField(0, "d", T.DATE()), "shop.t", "'--partition'") == dt.date(2026, 1, 31)
+    assert parse_value(" 7", DataField(0, "n", T.INT()), "shop.t", "'--partition'") == 7
+    with pytest.raises(typer.BadParameter, match="does not fit column 'd'"):
+        parse_value("tomorrow", DataField(0, "d", T.DATE()), "shop.t", "'--partition'")
 
 
 # ---------------------------------------------------------------------------------------------

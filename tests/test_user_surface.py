@@ -482,6 +482,26 @@ def test_sql_parser_values_stay_as_written():
         tarn.scan.predicate.Compare("d", "==", dt.datetime(2026, 1, 1, 10))))
 
 
+def test_sql_parser_signs_names_and_null_in_lists():
+    P = tarn.scan.predicate
+    assert parse_filter("a > +2 and `order-id` not between -1 and +1.5 and v$1 in (1, NULL)") == P.And((
+        P.Compare("a", ">", 2), P.Not(P.And((P.Compare("order-id", ">=", -1), P.Compare("order-id", "<=", D("1.5"))))),
+        P.In("v$1", (1, None))))
+
+
+@pytest.mark.parametrize("text, column", [
+    ("name = NULL", "name"),
+    ("NOT qty <> null", "qty"),
+    ("NULL < id", "id"),
+    ("qty BETWEEN NULL AND 3", "qty"),
+    ("qty NOT BETWEEN 1 AND NULL", "qty"),
+])
+def test_sql_comparisons_with_null_point_to_is_null(orders, text, column):
+    with pytest.raises(InvalidFilter) as e:
+        orders.scan(filter=text)
+    assert "table shop.orders" in str(e.value) and f"write '{column} IS NULL'" in str(e.value)
+
+
 def test_filters_work_on_primary_key_tables_and_time_travel(catalog):
     table = catalog.create_table("shop.accounts", pa.schema([("id", pa.int64()), ("since", pa.date32())]),
                                  primary_key="id", options={"bucket": "1"})

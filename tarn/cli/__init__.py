@@ -29,7 +29,7 @@ from rich.text import Text
 from tarn.catalog import Catalog, create_table_at
 from tarn.cli import lsm as lsm_drawing
 from tarn.cli.lsm import human_size
-from tarn.cli.where import WhereError, parse_value, parse_where
+from tarn.cli.where import parse_value, where_predicate
 from tarn.errors import InvalidArgument, TarnError
 from tarn.fs import file_io_for
 from tarn.meta.schema import TableSchema
@@ -88,8 +88,6 @@ def command(name: str | None = None, **settings):
         def run(*args, **kwargs):
             try:
                 return function(*args, **kwargs)
-            except WhereError as e:
-                raise typer.BadParameter(str(e), param_hint="'--where'") from None
             except (TarnError, OSError, pa.ArrowException) as e:
                 fail(str(e) or type(e).__name__)
 
@@ -178,10 +176,7 @@ def partition_specs(table: Table, specs: list[str] | None) -> list[dict] | None:
         if unknown:
             raise typer.BadParameter(f"{unknown} are not partition keys of {table.name} "
                                      f"(partition keys: {list(schema.partition_keys)})", param_hint="'--partition'")
-        try:
-            out.append({k: parse_value(v, schema.field(k).type) for k, v in values.items()})
-        except (ValueError, ArithmeticError) as e:
-            raise typer.BadParameter(f"{spec!r}: {e}", param_hint="'--partition'") from None
+        out.append({k: parse_value(v, schema.field(k), table.name, "'--partition'") for k, v in values.items()})
     return out
 
 
@@ -450,7 +445,7 @@ def show(table: TableArg,
         except ValueError:
             raise typer.BadParameter(f"{as_of!r} is not an ISO time", param_hint="'--as-of'") from None
     schema = t.scan(**selector).schema if selector else t.schema()
-    predicate = parse_where(where, {f.name: f.type for f in schema.fields}) if where is not None else None
+    predicate = where_predicate(where, schema.fields, t.name)  # the scan's parser: exit status 2 if bad
     wanted = names(columns) or None
     scan = t.scan(filter=predicate, columns=wanted, **selector)
     batches, count = [], 0

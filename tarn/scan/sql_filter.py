@@ -3,6 +3,7 @@
     dt = '2026-11-20' and amount > 10
     (status IN ('new', 'paid') OR note IS NULL) AND NOT id <> 3
     name LIKE 'ab%' AND day BETWEEN DATE '2026-01-01' AND DATE '2026-01-31'
+    `order-id` NOT BETWEEN +1 AND 9.5
 
 Grammar (keywords in any case):
 
@@ -16,13 +17,15 @@ Grammar (keywords in any case):
                 | column [NOT] LIKE 'text'        (only 'prefix%', or no wildcard at all)
                 | column [NOT] BETWEEN value AND value
     op         := = | == | != | <> | < | <= | > | >=
-    value      := 'text' | [-]number | TRUE | FALSE | NULL | DATE 'text' | TIMESTAMP 'text'
+    value      := 'text' | [-|+]number | TRUE | FALSE | NULL | DATE 'text' | TIMESTAMP 'text'
     column     := name | "quoted name" | `quoted name`
 
 Strings take single quotes ('it''s'); double quotes and backticks quote column names, as in
-SQL. Values stay as written (text, int, Decimal, bool, None, date, datetime): binding the
-predicate to the table (`predicate.bind`) converts them to the column's type, so
-`dt = '2026-11-20'` works on a DATE column.
+SQL (the quote doubled inside). NULL is a value of IN lists only: a comparison or BETWEEN with
+NULL is never true, so it is refused with a pointer to IS [NOT] NULL. Values stay as written
+(text, int, Decimal, bool, None, date, datetime): binding the predicate to the table
+(`predicate.bind`) converts them to the column's type, so `dt = '2026-11-20'` works on a DATE
+column. `Table.scan(filter=text)` and the command line's `--where` both read filters here.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ _TOKEN = re.compile(r"""
   | (?P<quoted>"(?:[^"]|"")*"|`(?:[^`]|``)*`)
   | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<op><=|>=|<>|!=|==|=|<|>)
-  | (?P<punct>[(),-])
-  | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
+  | (?P<punct>[(),+-])
+  | (?P<name>[A-Za-z_][A-Za-z_0-9$]*)
 """, re.VERBOSE)
 
 _KEYWORDS = {"AND", "OR", "NOT", "IN", "IS", "NULL", "LIKE", "BETWEEN", "TRUE", "FALSE"}
@@ -170,13 +173,15 @@ class _Parser:
         right = self.parse_operand()
         if not isinstance(right, _Column):
             self.fail("a comparison needs a column on one side", start)
+        if left is None:
+            self.refuse_null(right.name, start)
         return Compare(right.name, _FLIPPED[op], left)
 
     def parse_column_condition(self, column: str) -> Predicate:
         token = self.token
         if token.kind == "op":
             op = _OPS[self.advance().text]
-            value = self.parse_value(f"a value to compare '{column}' with")
+            value = self.parse_not_null(f"a value to compare '{column}' with", column)
             return Compare(column, op, value)
         if token.keyword("IS"):
             self.advance()
@@ -199,9 +204,9 @@ class _Parser:
             return Not(like) if negated else like
         if self.token.keyword("BETWEEN"):
             self.advance()
-            low = self.parse_value(f"the low end of '{column}' BETWEEN")
+            low = self.parse_not_null(f"the low end of '{column}' BETWEEN", column)
             self.expect_keyword("AND")
-            high = self.parse_value(f"the high end of '{column}' BETWEEN")
+            high = self.parse_not_null(f"the high end of '{column}' BETWEEN", column)
             between = And((Compare(column, ">=", low), Compare(column, "<=", high)))
             return Not(between) if negated else between
         self.fail(f"expected a comparison, IN, IS [NOT] NULL, LIKE or BETWEEN after column '{column}'")
@@ -256,12 +261,24 @@ class _Parser:
     def _typed_literal_ahead(self) -> bool:
         return self.token.keyword("DATE", "TIMESTAMP") and self.tokens[self.i + 1].kind == "string"
 
+    def parse_not_null(self, what: str, column: str):
+        """A value other than NULL: a comparison or BETWEEN with NULL is never true."""
+        token = self.token
+        value = self.parse_value(what)
+        if value is None:
+            self.refuse_null(column, token)
+        return value
+
+    def refuse_null(self, column: str, token: Token):
+        self.fail(f"comparing '{column}' with NULL is never true (not even under NOT): write "
+                  f"'{column} IS NULL' or '{column} IS NOT NULL'", token)
+
     def parse_value(self, what: str):
         token = self.token
         if token.kind == "string":
             self.advance()
             return _unquote(token.text)
-        if token.kind == "number" or (token.kind == "punct" and token.text == "-"):
+        if token.kind == "number" or (token.kind == "punct" and token.text in ("-", "+")):
             return self.parse_number()
         if token.keyword("TRUE", "FALSE"):
             self.advance()
@@ -281,10 +298,10 @@ class _Parser:
     def parse_number(self):
         sign = 1
         if self.token.kind == "punct":
-            self.advance()
-            sign = -1
+            written = self.advance().text
+            sign = -1 if written == "-" else 1
             if self.token.kind != "number":
-                self.fail("expected a number after '-'")
+                self.fail(f"expected a number after {written!r}")
         text = self.advance().text
         if re.fullmatch(r"\d+", text):
             return sign * int(text)
