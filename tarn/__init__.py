@@ -3,8 +3,8 @@
 from tarn.catalog import Catalog
 from tarn.commit.committer import Overwrite
 from tarn.errors import (
-    CommitConflict, CorruptFile, FileMissing, InvalidArgument, InvalidOption, SchemaEvolutionError, SchemaMismatch,
-    SnapshotNotFound, TableAlreadyExists, TableNotFound, TarnError,
+    CommitConflict, CorruptFile, FileMissing, InvalidArgument, InvalidFilter, InvalidOption, MissingDependency,
+    SchemaEvolutionError, SchemaMismatch, SnapshotNotFound, TableAlreadyExists, TableNotFound, TarnError,
 )
 from tarn.meta.schema import (
     AddColumn, DropColumn, RemoveOption, RenameColumn, SetOption, UpdateColumnComment,
@@ -16,7 +16,8 @@ from tarn.table import Scan, Table, load_table
 __all__ = [
     "Catalog", "Table", "Scan", "load_table", "col", "Overwrite",
     "TarnError", "InvalidArgument", "SchemaMismatch", "InvalidOption", "TableNotFound", "TableAlreadyExists",
-    "SnapshotNotFound", "CorruptFile", "FileMissing", "CommitConflict", "SchemaEvolutionError",
+    "SnapshotNotFound", "CorruptFile", "FileMissing", "CommitConflict", "SchemaEvolutionError", "InvalidFilter",
+    "MissingDependency",
     "AddColumn", "DropColumn", "RenameColumn", "UpdateColumnType", "UpdateColumnComment",
     "UpdateColumnNullability", "SetOption", "RemoveOption", "UpdateComment",
 ]
