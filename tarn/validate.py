@@ -7,6 +7,7 @@ table carries; only what tarn itself creates or changes goes through here.
 
 from __future__ import annotations
 
+from tarn.codec.file_index import check_index_types
 from tarn.errors import InvalidOption, TarnError
 from tarn.lsm.aggregate import validate_aggregation
 from tarn.lsm.first_row import validate_first_row
@@ -51,6 +52,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: _check_partition_types(schema, identifier),
         lambda: check_merge_engine(schema, options, identifier),
         lambda: _check_deletion_vectors(schema, options, identifier),
+        lambda: _check_file_indexes(schema, identifier),
         lambda: check_retention_options(schema.options, identifier),
         lambda: check_tag_options(options, identifier),
     ]
@@ -106,6 +108,14 @@ def _check_deletion_vectors(schema: TableSchema, options: Options, identifier: s
     if options.bool("lookup-wait") is False:
         raise InvalidOption(f"table {identifier}: 'deletion-vectors.enabled' needs "
                             "'lookup-wait' = true")
+
+
+def _check_file_indexes(schema: TableSchema, identifier: str) -> None:
+    """Index types Paimon cannot build for a column's type (bloom on BOOLEAN, bitmap on DECIMAL, ...)."""
+    try:
+        check_index_types(dict(schema.options), {f.name: f.type for f in schema.fields})
+    except InvalidOption as exc:
+        raise InvalidOption(f"table {identifier}: {exc}") from None
 
 
 def _check_format(options: Options, identifier: str) -> None:

@@ -80,3 +80,15 @@ def test_changed_bucket_count_checks_each_partition(catalog):
     with pytest.raises(tarn.TarnError, match="dt.*d1"):
         t.write(pa.table({"dt": ["d1"], "k": [1], "v": ["b"]}))
     assert t.scan().to_arrow().num_rows == 2
+
+
+def test_file_index_on_a_type_paimon_cannot_index_fails_at_creation(tmp_path):
+    import pyarrow as pa
+    import pytest
+
+    import tarn
+
+    catalog = tarn.Catalog(str(tmp_path))
+    with pytest.raises(tarn.InvalidOption, match="bloom-filter.*'b'.*BOOLEAN"):
+        catalog.create_table("t", schema=pa.schema([("b", pa.bool_())]),
+                             options={"file-index.bloom-filter.columns": "b"})
