@@ -94,7 +94,8 @@ class BucketCompactor:
             result.changelog = self._changelog(unit)
         except BaseException:
             for meta in result.written():
-                self.writer.file_io.delete(join(self.bucket_path, meta.file_name))
+                for name in (meta.file_name, *meta.extra_files):  # a data file and its .index file
+                    self.writer.file_io.delete(join(self.bucket_path, name))
             raise
         return result
 
