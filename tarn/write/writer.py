@@ -51,9 +51,15 @@ class Restored:
     total_buckets: dict = field(default_factory=dict)  # partition bytes -> {totalBuckets}
     vectors: dict = field(default_factory=dict)  # (partition bytes, bucket) -> DV IndexManifestEntry
     hash_index: dict = field(default_factory=dict)  # (partition bytes, bucket) -> HASH IndexManifestEntry
+    _by_partition: dict | None = field(default=None, repr=False)
 
     def hash_entries(self, partition_bytes: bytes) -> list[IndexManifestEntry]:
-        return [e for (p, _), e in self.hash_index.items() if p == partition_bytes]
+        """The HASH index entries of one partition."""
+        if self._by_partition is None:
+            self._by_partition = {}
+            for (part, _), entry in self.hash_index.items():
+                self._by_partition.setdefault(part, []).append(entry)
+        return self._by_partition.get(partition_bytes, [])
 
 
 log = logging.getLogger(__name__)
