@@ -67,9 +67,14 @@ JAVA_VECTORS = [
 JAVA_DOUBLES = [(0.1, "0.1"), (100.0, "100.0"), (1e7, "1.0E7"), (1234567.0, "1234567.0"), (0.001, "0.001"),
                 (1e-4, "1.0E-4"), (-0.0, "-0.0"), (0.0, "0.0"), (math.nan, "NaN"), (math.inf, "Infinity"),
                 (5e-324, "4.9E-324"), (1.7976931348623157e308, "1.7976931348623157E308"), (-2.5, "-2.5"),
-                (123456.789, "123456.789"), (1.0e-3 * 3, "0.003")]
+                (123456.789, "123456.789"), (1.0e-3 * 3, "0.003"),
+                # JDK 8-18 (Paimon's JDKs) are not always shortest; values checked against Java 17
+                (1e23, "9.999999999999999E22"), (2.3780253101263498e18, "2.3780253101263498E18"),
+                (1e-323, "1.0E-323"), (1.8617186635765542e18, "1.86171866357655424E18"),
+                (3.645561009778199e-304, "3.6455610097781987E-304")]
 JAVA_FLOATS = [(3.4028234663852886e38, "3.4028235E38"), (1.401298464324817e-45, "1.4E-45"), (0.1, "0.1"),
-               (16777216.0, "1.6777216E7"), (1.5, "1.5")]
+               (16777216.0, "1.6777216E7"), (1.5, "1.5"), (6.7569209e17, "6.7569209E17"),
+               (9.671406556917033e24, "9.6714065E24")]
 
 
 @pytest.mark.parametrize("type_text, value, java", JAVA_VECTORS)
@@ -91,7 +96,7 @@ def test_double_text(value, java):
 
 @pytest.mark.parametrize("value, java", JAVA_FLOATS)
 def test_float_text(value, java):
-    assert java_float_text(value, single=True) == java
+    assert java_float_text(float(np.float32(value)), single=True) == java
 
 
 def test_reading_java_texts_leniently():

@@ -11,7 +11,7 @@ type of schema `schemaId`:
 |---|---|
 | BOOLEAN | `true` / `false` (read: `true` in any case is true, anything else false) |
 | TINYINT .. BIGINT | decimal |
-| FLOAT, DOUBLE | Java `Float.toString` / `Double.toString` (`1.1`, `1.0E-5`, `NaN`, `-Infinity`) |
+| FLOAT, DOUBLE | Java `Float.toString` / `Double.toString` of JDK 8-18 (`1.1`, `1.0E-5`, `NaN`, `-Infinity`) |
 | DECIMAL(p, s) | plain text with the scale kept (`-12.30`); read back rounded HALF_UP to s |
 | CHAR, VARCHAR | the text itself |
 | DATE | days since 1970-01-01 (`-1`, `19782`) |
@@ -29,6 +29,7 @@ import decimal
 import json
 import math
 import re
+import struct
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -63,31 +64,162 @@ def has_text_form(t: DataType) -> bool:
 # values <-> Java text
 
 
+_N5_BITS = [(5 ** i).bit_length() for i in range(27)]
+
+
 def java_float_text(value: float, single: bool = False) -> str:
-    """Java's `Float.toString` (single) / `Double.toString`: the shortest digits that read back
-    to the same value, plain between 1e-3 and 1e7, else `d.dddE<n>`."""
+    """Java's `Float.toString` (single) / `Double.toString` as JDK 8 to 18 write it (the JDKs
+    Paimon 1.x runs on): plain between 1e-3 and 1e7, else `d.dddE<n>`, with the digits of
+    their FloatingDecimal conversion (see `_java_digits`). The text reads back to the value; it
+    is not always the shortest such text (`1e23` is `9.999999999999999E22`)."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    number = np.float32(value) if single else np.float64(value)
-    mantissa, exponent_text = np.format_float_scientific(number, unique=True).split("e")
-    exponent = int(exponent_text)
-    sign = "-" if mantissa.startswith("-") else ""
-    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
-    if len(digits) == 1:  # Java shows two digits: the two-digit decimal closest to the value
-        exact = abs(decimal.Decimal(float(number)))
-        two = exact.scaleb(1 - exponent).quantize(decimal.Decimal(1), rounding=decimal.ROUND_HALF_EVEN)
-        if 10 <= two < 100 and int(two) % 10:
-            digits = str(int(two))
-    if -3 <= exponent < 7:
-        if exponent >= 0:
-            whole = digits[:exponent + 1].ljust(exponent + 1, "0")
-            return f"{sign}{whole}.{digits[exponent + 1:] or '0'}"
-        return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+    sign = "-" if value < 0 else ""
+    digits, point = _java_digits(*_significand(abs(value), single))
+    text = "".join(map(str, digits))
+    if 0 < point < 8:
+        whole = text[:point]
+        if len(whole) < point:
+            return f"{sign}{whole}{'0' * (point - len(whole))}.0"
+        return f"{sign}{whole}.{text[point:] or '0'}"
+    if -3 < point <= 0:
+        return f"{sign}0.{'0' * -point}{text}"
+    return f"{sign}{text[0]}.{text[1:] or '0'}E{point - 1}"
+
+
+def _significand(value: float, single: bool) -> tuple[int, int, int]:
+    """(significand with its leading one at bit 52, binary exponent, significant bits) of a
+    positive finite number, subnormals normalised, as Java's FloatingDecimal takes them."""
+    if single:
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        exponent, fraction, width, shift_bits, bias = (bits >> 23) & 0xFF, bits & 0x7FFFFF, 32, 23, 127
+    else:
+        bits = struct.unpack("<Q", struct.pack("<d", value))[0]
+        exponent, fraction, width, shift_bits, bias = (bits >> 52) & 0x7FF, bits & ((1 << 52) - 1), 64, 52, 1023
+    if exponent == 0:
+        leading = width - fraction.bit_length()
+        shift = leading - (width - 1 - shift_bits)
+        fraction <<= shift
+        exponent = 1 - shift
+        significant = width - leading
+    else:
+        fraction |= 1 << shift_bits
+        significant = shift_bits + 1
+    return fraction << (52 - shift_bits), exponent - bias, significant
+
+
+def _estimate_decimal_exponent(fraction: int, binary_exponent: int) -> int:
+    """floor(log10) estimated from the significand and binary exponent the way FloatingDecimal
+    does (a double computation; at most one too high, which the digit loop corrects)."""
+    mantissa = struct.unpack("<d", struct.pack("<Q", 0x3FF0000000000000 | (fraction & ((1 << 52) - 1))))[0]
+    estimate = (mantissa - 1.5) * 0.289529654 + 0.176091259 + binary_exponent * 0.301029995663981
+    return math.floor(estimate)
+
+
+def _wrap(value: int, width: int | None) -> int:
+    """`value` as a Java int (32) or long (64) would hold it; unchanged for width None."""
+    if width is None:
+        return value
+    value &= (1 << width) - 1
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+def _java_digits(fraction: int, binary_exponent: int, significant: int) -> tuple[list[int], int]:
+    """(digits, decimal point) with value = 0.d1d2... * 10^point, as JDK 8-18's FloatingDecimal
+    develops them:
+    - integers below 2^63 are printed from their exact value, after rounding off (half up) the
+      floor((e - significant - 1) * log10 2) digits a binary exponent e above the significant bits
+      makes insignificant; trailing zeros dropped;
+    - other values by Steele and White's digit generation: B/S is the value over 10^estimate,
+      M half an ulp (a quarter at exact powers of two, on both sides), digits until the remainder
+      is within M of either end (strictly, in int and long arithmetic, which may wrap around as
+      Java's does; or at the upper end in big-integer arithmetic), at least two digits in
+      scientific notation, then the last digit rounded (half even on a tie); a first digit 0
+      (estimate one too high) is dropped unless the upper test already holds."""
+    tail_zeros = (fraction & -fraction).bit_length() - 1
+    fraction_bits = 53 - tail_zeros
+    tiny_bits = max(0, fraction_bits - binary_exponent - 1)
+    if -21 <= binary_exponent <= 62 and tiny_bits == 0 and fraction_bits < 64:
+        insignificant = 0
+        if binary_exponent > significant:
+            power = binary_exponent - significant - 1
+            insignificant = math.floor(power * math.log10(2)) if 1 < power < 64 else 0
+        value = fraction << (binary_exponent - 52) if binary_exponent >= 52 else fraction >> (52 - binary_exponent)
+        if insignificant:
+            ten = 10 ** insignificant
+            value, residue = divmod(value, ten)
+            if residue >= ten >> 1:
+                value += 1
+        text = str(value)
+        kept = text.rstrip("0")
+        return [int(c) for c in kept], len(text) + insignificant
+    decimal_exponent = _estimate_decimal_exponent(fraction, binary_exponent)
+    b5 = max(0, -decimal_exponent)
+    b2 = b5 + tiny_bits + binary_exponent
+    s5 = max(0, decimal_exponent)
+    s2 = s5 + tiny_bits
+    m5, m2 = b5, b2 - significant
+    fraction >>= tail_zeros
+    b2 -= fraction_bits - 1
+    common = min(b2, s2)
+    b2, s2, m2 = b2 - common, s2 - common, m2 - common
+    if fraction_bits == 1:
+        m2 -= 1
+    if m2 < 0:
+        b2, s2, m2 = b2 - m2, s2 - m2, 0
+    b_bits = fraction_bits + b2 + (_N5_BITS[b5] if b5 < len(_N5_BITS) else b5 * 3)
+    ten_s_bits = s2 + 1 + (_N5_BITS[s5 + 1] if s5 + 1 < len(_N5_BITS) else (s5 + 1) * 3)
+    if b_bits < 32 and ten_s_bits < 32:
+        width = 32
+    elif b_bits < 64 and ten_s_bits < 64:
+        width = 64
+    else:
+        width = None
+    b = (fraction * 5 ** b5) << b2
+    s = 5 ** s5 << s2
+    m = 5 ** m5 << m2
+    tens = s * 10
+
+    def upper(b: int, m: int) -> bool:
+        return b + m >= tens if width is None else _wrap(b + m, width) > tens
+
+    digits: list[int] = []
+    q, b = divmod(b, s)
+    b = _wrap(10 * b, width)
+    m = _wrap(10 * m, width)
+    low, high = b < m, upper(b, m)
+    if q == 0 and not high:
+        decimal_exponent -= 1
+    else:
+        digits.append(q)
+    if decimal_exponent < -3 or decimal_exponent >= 8:
+        low = high = False
+    while not low and not high:
+        q, b = divmod(b, s)
+        b = _wrap(10 * b, width)
+        m = _wrap(10 * m, width)
+        if width is None or m > 0:
+            low, high = b < m, upper(b, m)
+        else:  # the margin overflowed: Java stops here
+            low = high = True
+        digits.append(q)
+    point = decimal_exponent + 1
+    difference = _wrap((b << 1) - tens, width)
+    if high and (not low or difference > 0 or (difference == 0 and digits[-1] % 2 == 1)):
+        i = len(digits) - 1
+        while digits[i] == 9 and i > 0:
+            digits[i] = 0
+            i -= 1
+        if digits[i] == 9:  # carried out of the first digit
+            digits[0] = 1
+            point += 1
+        else:
+            digits[i] += 1
+    return digits, point
 
 
 def parse_java_float(text: str) -> float:
