@@ -171,21 +171,23 @@ class PartitionIndex:
         hashes = np.asarray(hashes, dtype=np.int32)
         if not len(hashes):
             return np.zeros(0, dtype=np.int32)
-        order = stable_order(hashes)  # equal hashes adjacent, in arrival order
-        ordered = hashes[order]
-        starts_mask = np.empty(len(ordered), dtype=bool)
+        packed = _packed_sorted(hashes)  # hash << 32 | row: equal hashes adjacent, in arrival order
+        order = packed & 0xFFFFFFFF
+        packed &= ~0xFFFFFFFF  # hash << 32, as the known pairs are searched
+        starts_mask = np.empty(len(packed), dtype=bool)
         starts_mask[0] = True
-        np.not_equal(ordered[1:], ordered[:-1], out=starts_mask[1:])
+        np.not_equal(packed[1:], packed[:-1], out=starts_mask[1:])
         repeats = not starts_mask.all()  # a key twice in the rows
         starts = np.flatnonzero(starts_mask) if repeats else None
-        distinct = ordered[starts] if repeats else ordered  # sorted
+        probes = packed[starts] if repeats else packed  # sorted, distinct
+        distinct = (probes >> 32).astype(np.int32)
         run_bucket = np.empty(len(distinct), dtype=np.int32)
         hit = np.zeros(len(distinct), dtype=bool)
         known = self._known()
         if len(known):
-            pos = np.minimum(np.searchsorted(known, distinct.astype(np.int64) << 32), len(known) - 1)
+            pos = np.minimum(np.searchsorted(known, probes), len(known) - 1)
             found = known[pos]
-            hit = (found >> 32) == distinct
+            hit = (found & ~0xFFFFFFFF) == probes
             run_bucket[hit] = found[hit] & 0xFFFFFFFF
         fresh = np.flatnonzero(~hit)
         if len(fresh):
@@ -334,13 +336,18 @@ class BucketHashes:
         return self.files.write(self.partition, self.bucket, hashes)
 
 
-def stable_order(values: np.ndarray) -> np.ndarray:
-    """`np.argsort(values, kind="stable")` for int32 values, several times faster: each value
-    with its position packed into one int64, sorted."""
+def _packed_sorted(values: np.ndarray) -> np.ndarray:
+    """Each int32 value with its position, `value << 32 | position`, sorted (int64)."""
     packed = np.asarray(values, dtype=np.int32).astype(np.int64) << 32
     packed |= np.arange(len(values), dtype=np.int64)
     packed.sort()
-    return packed & 0xFFFFFFFF
+    return packed
+
+
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """`np.argsort(values, kind="stable")` for int32 values, several times faster: each value
+    with its position packed into one int64, sorted."""
+    return _packed_sorted(values) & 0xFFFFFFFF
 
 
 def _first_occurrences(values: np.ndarray) -> np.ndarray:

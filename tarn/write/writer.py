@@ -35,7 +35,7 @@ from tarn.options import Options
 from tarn.write.assign import AssignerSpec, BucketHashes, HashAssigner, HashIndexFiles, as_delete, assign_rows
 from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.write.conform import conform, to_arrow_table
-from tarn.write.grouping import Group, group_rows
+from tarn.write.grouping import Group, group_rows, partition_codes
 from tarn.write.message import CommitMessage
 
 
@@ -484,8 +484,11 @@ class TableWriter:
             if GIVEN_BUCKET in data.column_names:
                 buckets = data.column(GIVEN_BUCKET).to_numpy()
                 data = data.drop_columns([GIVEN_BUCKET])
-            else:
-                buckets = self._assign(data, hashes)
+            else:  # the key order is sorted in a thread while the buckets are assigned
+                with ThreadPoolExecutor(max_workers=1) as pool:
+                    order = pool.submit(_key_order, data, list(self.layout.key_names))
+                    buckets = self._assign(data, hashes)
+                    return _groups_in_order(data, list(self.schema.partition_keys), buckets, order.result()), hashes
         sort_columns = list(self.layout.key_names) if self.layout.is_key_value else []
         return group_rows(data, list(self.schema.partition_keys), buckets, sort_columns), hashes
 
@@ -648,6 +651,48 @@ class TableWriter:
 
 
 GIVEN_BUCKET = "_TARN_BUCKET"  # the buffered rows' given buckets (write(buckets=...)), never written
+
+
+def _key_order(data: pa.Table, key_names: list[str]) -> np.ndarray:
+    """Row indices sorted by the key columns, rows with equal keys in arrival order."""
+    if len(key_names) == 1:
+        column = data.column(key_names[0])
+        t = column.type
+        if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
+            keys = column.to_numpy()
+            order = np.argsort(keys)  # fast; redone stably only where keys repeat
+            ordered = keys[order]
+            if len(ordered) > 1 and (ordered[1:] == ordered[:-1]).any():
+                order = np.argsort(keys, kind="stable")
+            return order
+    keys = data.select(key_names)
+    return pc.sort_indices(keys, sort_keys=[(c, "ascending", "at_start") for c in key_names]).to_numpy()
+
+
+def _groups_in_order(data: pa.Table, partition_keys: list[str], buckets: np.ndarray,
+                     order: np.ndarray) -> list[Group]:
+    """The (partition, bucket) groups of rows already sorted by key (`order`): each group's rows
+    are `order` filtered to it, which keeps key order and arrival order among equal keys."""
+    n = data.num_rows
+    if n == 0:
+        return []
+    codes = partition_codes(data, partition_keys) if partition_keys else np.zeros(n, np.int64)
+    codes = codes * (int(buckets.max()) + 1) + buckets
+    in_order = codes[order]
+    if (in_order == in_order[0]).all():
+        bounds, grouped = np.array([0, n]), order
+    else:
+        kind_sorted = np.argsort(in_order.astype(np.int16) if in_order.max() < (1 << 15) else in_order, kind="stable")
+        grouped = order[kind_sorted]
+        sorted_codes = in_order[kind_sorted]
+        bounds = np.concatenate(([0], np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1, [n]))
+    groups = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        indices = grouped[lo:hi]
+        first = int(indices[0])
+        values = tuple(data.column(k)[first].as_py() for k in partition_keys)
+        groups.append(Group(values, int(buckets[first]), data, indices, 0, hi - lo, []))
+    return groups
 
 
 def bucket_mode_problem(schema: TableSchema, bucket: int) -> str | None:
