@@ -7,7 +7,8 @@
     tarn.spark.write(df, path, mode="append")         # primary-key tables: one writer per bucket
     spark.readStream.format("tarn").load(path)
     df.writeStream.format("tarn").option("checkpointLocation", cp).start(path)
-    tarn.spark.compact(spark, path, full=True)
+    tarn.spark.compact(spark, path, full=True)           # primary-key and append tables
+    tarn.spark.rescale(spark, path, bucket=8)         # rewrite into another bucket count
     tarn.spark.expire_snapshots(spark, path, retain_min=5)   # data files deleted on executors
     tarn.spark.analyze(spark, path)                   # table statistics gathered on executors
     tarn.spark.statistics(spark, path)                # ... shown as a DataFrame
@@ -22,7 +23,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("tarn.spark needs pyspark 4: pip install 'tarn[spark]'") from exc
 
-from tarn.spark.dataframe import by_bucket, write
+from tarn.spark.dataframe import by_bucket, rescale, write
 from tarn.spark.maintenance import (compact, create_tag, delete_on_executors, delete_tag, expire_snapshots,
                                     list_tags, remove_orphan_files, rollback_to)
 from tarn.spark.native_read import read
@@ -31,6 +32,6 @@ from tarn.spark.statistics import analyze, count, statistics
 from tarn.spark.source import TarnDataSource
 from tarn.spark.target import FORMAT
 
-__all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "read", "write", "by_bucket", "compact", "expire_snapshots",
+__all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "read", "write", "by_bucket", "rescale", "compact", "expire_snapshots",
            "create_tag", "delete_tag", "list_tags", "rollback_to", "remove_orphan_files", "delete_on_executors",
            "analyze", "statistics", "count"]

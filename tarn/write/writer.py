@@ -764,7 +764,8 @@ def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[Commit
         kept = ({m.file_name for m in message.compact_before} - new) | set(keep)
         for meta in message.added_files():
             if meta.file_name not in kept:
-                file_io.delete(join(directory, meta.file_name))
+                for name in (meta.file_name, *meta.extra_files):  # a data file and its .index file
+                    file_io.delete(join(directory, name))
         unchanged = {e.file_name for e in message.deleted_index_files}  # added again as they were
         for entry in message.new_index_files:
             if entry.file_name not in keep and entry.file_name not in unchanged:
