@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import os
+from functools import reduce
 
 import numpy as np
 import pyarrow as pa
@@ -160,6 +161,29 @@ def test_after_full_compaction_no_mask_is_needed(spark, pk_table):
     assert collected(frame) == tuples(pk_table.scan().to_arrow())
 
 
+def test_files_split_over_scans_as_spark_would_pack_them(spark, pk_table, monkeypatch):
+    # an open cost of one byte: splitting the scan always pays, so every kind of file is spread
+    monkeypatch.setattr(native_read, "scan_settings", lambda session: (128 << 20, 1, 2, 2))
+    frame = tarn.spark.read(spark, pk_table.root)
+    assert plan_text(frame).count("FileScan parquet") >= 3
+    assert_native(frame, planned_names(pk_table))
+    assert collected(frame) == tuples(pk_table.scan().to_arrow())
+
+
+def test_scan_grouping():
+    mb = 1 << 20
+    settings = (128 * mb, 4 * mb, 2, 2)  # Spark's defaults on local[2]
+    sizes = [8_383_881, 8_371_942, 252_059, 252_260, 254_894, 254_789]  # a 2-bucket table, 2M rows
+    assert native_read.scan_tasks(sizes, settings) == [sizes[0] + sizes[1], sum(sizes[2:])]  # one task reads both
+    files = [NativeFile(f"p{i}", f"n{i}", 1000, size) for i, size in enumerate(sizes)]
+    groups = native_read.scan_groups(files, settings)
+    assert sorted(sorted(f.size for f in g)[-1] for g in groups) == sorted(sizes[:2])  # a scan each
+    assert native_read.scan_groups(files, (128 * mb, 1 * mb, 2, 2)) == [files]  # 3 tasks: balanced enough
+    small = [NativeFile(f"p{i}", f"n{i}", 10, 30_000 + i) for i in range(8)]
+    assert native_read.scan_groups(small, settings) == [small]  # not worth a scan more
+    assert native_read.scan_tasks([300 * mb], settings) == [128 * mb, 128 * mb, 44 * mb]  # cut at the split size
+
+
 def test_reads_the_tarn_source_when_the_mask_would_be_too_big(spark, pk_table, monkeypatch):
     monkeypatch.setattr(native_read, "MAX_MASK_ROWS", 100)
     frame = tarn.spark.read(spark, pk_table.root)
@@ -189,15 +213,25 @@ def equal_size_files(tmp_path, count: int) -> list[str]:
     return paths
 
 
-def test_files_of_equal_size_are_told_apart_by_name(spark, tmp_path):
+def masked_read(spark, schema, files):
+    """What `read` scans for files with deleted rows (a filtered scan per group), with the file
+    name of each row."""
+    frames = [native_read._without_deleted(spark, schema, group, native_read.deletion_table(group))
+              .select("*", "_metadata.file_name") for group in native_read.mask_groups(files)]
+    return reduce(lambda a, b: a.union(b), frames)
+
+
+def test_files_of_equal_size_are_masked_apart(spark, tmp_path):
     paths = equal_size_files(tmp_path, 3)
     deleted = [np.array([0, 9], np.int64), np.array([3], np.int64), np.arange(10, dtype=np.int64)]
     files = [NativeFile(p, os.path.basename(p), 10, os.path.getsize(p), d) for p, d in zip(paths, deleted)]
-    schema = spark.read.parquet(paths[0]).schema
-    frame = native_read._without_deleted(spark, schema, files)
-    survivors = frame.select("id", "_metadata.file_name").collect()
+    assert [len(group) for group in native_read.mask_groups(files)] == [1, 1, 1]
+    frame = masked_read(spark, spark.read.parquet(paths[0]).schema, files)
+    survivors = frame.select("id", "file_name").collect()
     assert sorted((r.file_name, r.id) for r in survivors) == sorted(
         [("data-0.parquet", i) for i in range(1, 9)] + [("data-1.parquet", i) for i in range(10) if i != 3])
+    many = [NativeFile(f"p{i}", f"n{i}", 10, 500, deleted[0]) for i in range(native_read.MAX_SAME_SIZE + 1)]
+    assert native_read.mask_groups(many) is None  # a scan per file of one size: left to the tarn source
 
 
 def test_rows_at_the_edges_of_mask_words(spark, tmp_path):
@@ -209,8 +243,8 @@ def test_rows_at_the_edges_of_mask_words(spark, tmp_path):
         paths.append(path)
     files = [NativeFile(paths[0], "edge-0.parquet", 200, os.path.getsize(paths[0]), deleted),
              NativeFile(paths[1], "edge-1.parquet", 130, os.path.getsize(paths[1]), deleted[:5])]
-    frame = native_read._without_deleted(spark, spark.read.parquet(paths[0]).schema, files)
-    found = sorted((r.file_name, r.id) for r in frame.select("id", "_metadata.file_name").collect())
+    frame = masked_read(spark, spark.read.parquet(paths[0]).schema, files)
+    found = sorted((r.file_name, r.id) for r in frame.select("id", "file_name").collect())
     assert found == sorted([("edge-0.parquet", i) for i in range(200) if i not in deleted] +
                            [("edge-1.parquet", i) for i in range(130) if i not in deleted[:5]])
     # a pushed-down filter skips row groups; the row index still counts from the file's start
@@ -219,24 +253,27 @@ def test_rows_at_the_edges_of_mask_words(spark, tmp_path):
 
 
 def test_a_mask_that_does_not_fit_the_files_fails_the_query(spark, tmp_path):
-    paths = equal_size_files(tmp_path, 2)
-    schema = spark.read.parquet(paths[0]).schema
+    path = equal_size_files(tmp_path, 1)[0]
+    schema = spark.read.parquet(path).schema
+    size = os.path.getsize(path)
     # a row count below the file's: its rows past it have no place in the mask
-    short = [NativeFile(paths[0], "data-0.parquet", 8, os.path.getsize(paths[0]), np.array([1], np.int64))]
+    short = [NativeFile(path, "data-0.parquet", 8, size, np.array([1], np.int64))]
     with pytest.raises(Exception, match="outside the planned files"):
-        native_read._without_deleted(spark, schema, short).collect()
-    # a file the mask does not know (the scan reads both files)
-    other = [NativeFile(paths[0], "data-0.parquet", 10, os.path.getsize(paths[0]), np.array([1], np.int64)),
-             NativeFile(paths[1], "data-9.parquet", 10, os.path.getsize(paths[1]), np.array([1], np.int64))]
+        native_read._without_deleted(spark, schema, short, native_read.deletion_table(short)).collect()
+    # a file whose size the table does not hold
+    other = [NativeFile(path, "data-0.parquet", 10, size + 1, np.array([1], np.int64))]
     with pytest.raises(Exception, match="outside the planned files"):
-        native_read._without_deleted(spark, schema, other).collect()
+        native_read._without_deleted(spark, schema, short, native_read.deletion_table(other)).collect()
 
 
-def test_mask_layout():
+def test_deletion_table_layout():
     files = [NativeFile("a", "a", 70, 100, np.array([0, 3, 64, 69], np.int64)),
-             NativeFile("b", "b", 3, 90, np.array([1], np.int64))]
-    words, starts = native_read.deletion_words(files)
-    assert words.tolist() == [0b1001, 0b100001, 0b10] and starts == [0, 2]  # each file on its own words
-    sql = native_read.start_sql(files, starts)
-    assert sql.startswith("CASE WHEN _metadata.file_size < 100 THEN")  # searched by size
-    assert "_metadata.file_name" not in sql  # sizes differ: no string compared per row
+             NativeFile("b", "b", 3, 91, np.array([1], np.int64))]
+    table = native_read.deletion_table(files)
+    assert table.modulus == 2 and 100 % 2 != 91 % 2  # the files' slots differ
+    assert (table.starts[100 % 2], table.sizes[100 % 2], table.rows[100 % 2]) == (0, 100, 70)
+    assert (table.starts[91 % 2], table.sizes[91 % 2], table.rows[91 % 2]) == (2, 91, 3)  # a word of its own
+    assert table.words.tolist() == [0b1001, 0b100001, 0b10]
+    sizes = np.array([10_000 + 977 * i for i in range(64)], np.int64)
+    modulus = native_read.slot_modulus(sizes)
+    assert len(set((sizes % modulus).tolist())) == 64
