@@ -20,7 +20,11 @@ DEFAULT_DATABASE = "default"
 
 
 class Catalog:
-    """`warehouse`: a local path (a string or a `pathlib.Path`), `s3://bucket/path` or a path
+    """A filesystem catalog: tables live at `<warehouse>/<database>.db/<table>`, as Java
+    Paimon's filesystem catalog keeps them; identifiers are `"database.table"` (a bare name is
+    in database `default`).
+
+    `warehouse`: a local path (a string or a `pathlib.Path`), `s3://bucket/path` or a path
     inside `filesystem` (a pyarrow or fsspec filesystem); `storage_options` (`s3.endpoint`,
     ...) and `lock` as in docs/object-stores.md."""
 
@@ -36,6 +40,7 @@ class Catalog:
 
     @staticmethod
     def split_identifier(identifier: str) -> tuple[str, str]:
+        """`"db.t"` -> `("db", "t")`, `"t"` -> `("default", "t")`; InvalidArgument for other forms."""
         if not isinstance(identifier, str):
             raise InvalidArgument(f"table identifier must be a string 'database.table', got {identifier!r}")
         parts = identifier.split(".")
@@ -48,25 +53,30 @@ class Catalog:
         return parts[0], parts[1]
 
     def database_path(self, database: str) -> str:
+        """The directory of a database: `<warehouse>/<database>.db`."""
         check_name("database", database)
         return join(self.warehouse, database + DB_SUFFIX)
 
     def table_path(self, identifier: str) -> str:
+        """The directory of a table (whether or not it exists); `tarn.load_table` opens it."""
         database, name = self.split_identifier(identifier)
         return join(self.database_path(database), name)
 
     # ------------------------------------------------------------------ databases
 
     def create_database(self, database: str, ignore_if_exists: bool = True) -> None:
+        """Create the database directory (`create_table` does it too, when needed)."""
         path = self.database_path(database)
         if self.file_io.exists(path) and not ignore_if_exists:
             raise TarnError(f"database {database} already exists")
         self.file_io.mkdirs(path)
 
     def list_databases(self) -> list[str]:
+        """Names of the databases in the warehouse."""
         return [n[: -len(DB_SUFFIX)] for n in self.file_io.list_dir(self.warehouse) if n.endswith(DB_SUFFIX)]
 
     def list_tables(self, database: str = DEFAULT_DATABASE) -> list[str]:
+        """Names of the tables in a database (directories holding a schema file)."""
         path = self.database_path(database)
         return [n for n in self.file_io.list_dir(path)
                 if SchemaStore(self.file_io, join(path, n)).list_ids()]
@@ -91,15 +101,18 @@ class Catalog:
                                comment)
 
     def load_table(self, identifier: str) -> Table:
+        """Open an existing table; TableNotFound names the path looked in."""
         path = self.table_path(identifier)
         if not SchemaStore(self.file_io, path).list_ids():
             raise TableNotFound(f"table {identifier} does not exist (looked in {path})")
         return Table(self.file_io, path, identifier)
 
     def table_exists(self, identifier: str) -> bool:
+        """Whether the table has a schema file."""
         return bool(SchemaStore(self.file_io, self.table_path(identifier)).list_ids())
 
     def drop_table(self, identifier: str, ignore_if_missing: bool = False) -> None:
+        """Delete the table's directory with all its files and snapshots (tags too)."""
         if not self.table_exists(identifier):
             if ignore_if_missing:
                 return

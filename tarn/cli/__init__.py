@@ -606,11 +606,13 @@ def create(table: TableArg,
            sample: Annotated[Optional[Path], typer.Option(
                "--from", exists=True, dir_okay=False, metavar="DATA_FILE",
                help="take the columns from a parquet or CSV file")] = None,
-           primary_key: Annotated[Optional[str], typer.Option("--primary-key", "-k", metavar="A,B")] = None,
-           partition_keys: Annotated[Optional[str], typer.Option("--partition-keys", "-p", metavar="A,B")] = None,
+           primary_key: Annotated[Optional[str], typer.Option(
+               "--primary-key", "-k", metavar="A,B", help="primary-key columns, comma-separated")] = None,
+           partition_keys: Annotated[Optional[str], typer.Option(
+               "--partition-keys", "-p", metavar="A,B", help="partition columns, comma-separated")] = None,
            option: Annotated[Optional[list[str]], typer.Option(
                "--option", "-o", metavar="KEY=VALUE", help="table option, e.g. bucket=4; repeatable")] = None,
-           comment: Annotated[Optional[str], typer.Option("--comment")] = None,
+           comment: Annotated[Optional[str], typer.Option("--comment", help="the table's comment")] = None,
            import_sample: Annotated[bool, typer.Option(
                "--import", help="also import the rows of the --from file")] = False,
            fmt: FormatOpt = None, delimiter: DelimiterOpt = None,

@@ -397,6 +397,8 @@ class AddColumn:
 
 @dataclass(frozen=True)
 class RenameColumn:
+    """Rename a column (a path of length > 1 renames a field inside a ROW column); data files
+    keep their field ids, so old files read under the new name. Key columns cannot be renamed."""
     path: Path
     new_name: str
 
@@ -407,6 +409,8 @@ class RenameColumn:
 
 @dataclass(frozen=True)
 class DropColumn:
+    """Drop a column or a nested field; partition and primary-key columns and the last column
+    cannot be dropped. Old files keep the values, reads no longer return them."""
     path: Path
 
     def __post_init__(self):
@@ -429,6 +433,7 @@ class UpdateColumnType:
 
 @dataclass(frozen=True)
 class UpdateColumnComment:
+    """Set (or with None remove) the comment of a column or nested field."""
     path: Path
     comment: str | None
 
@@ -439,6 +444,8 @@ class UpdateColumnComment:
 
 @dataclass(frozen=True)
 class UpdateColumnNullability:
+    """Make a column nullable or NOT NULL. NOT NULL needs the table option
+    `alter-column-null-to-not-null.disabled` = 'false'; primary-key columns stay NOT NULL."""
     path: Path
     nullable: bool
 
@@ -449,7 +456,9 @@ class UpdateColumnNullability:
 
 @dataclass(frozen=True)
 class SetOption:
-    """Set a table option; a bool or number value is written as Paimon's text ('true', '4')."""
+    """Set a table option; a bool or number value is written as Paimon's text ('true', '4').
+    `alter()` validates it as `create_table` does (unknown names, bad values) and refuses
+    options Paimon fixes at creation (`merge-engine`, `bucket-key`, `sequence.field`, ...)."""
     key: str
     value: str
 
@@ -468,6 +477,8 @@ class SetOption:
 
 @dataclass(frozen=True)
 class RemoveOption:
+    """Remove a table option (it falls back to its default); immutable options such as
+    `merge-engine` or `bucket-key` cannot be removed."""
     key: str
 
     def __post_init__(self):
@@ -476,6 +487,7 @@ class RemoveOption:
 
 @dataclass(frozen=True)
 class UpdateComment:
+    """Set (or with None remove) the table's comment."""
     comment: str | None
 
     def __post_init__(self):

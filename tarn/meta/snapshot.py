@@ -43,6 +43,11 @@ _WIRE = (
 
 @dataclass(frozen=True)
 class Snapshot:
+    """One commit of a table, as the JSON file `snapshot/snapshot-<id>` holds it (also the body
+    of a tag file): the schema id, the base/delta/changelog manifest lists, who committed
+    (`commit_user`, `commit_identifier`), `commit_kind` (APPEND, COMPACT, OVERWRITE, ANALYZE),
+    `time_millis`, record counts and the index manifest. Never modified once written."""
+
     id: int
     schema_id: int
     base_manifest_list: str
@@ -70,6 +75,7 @@ class Snapshot:
     extra: dict = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict:
+        """The JSON object with Paimon's key names (`schemaId`, `commitKind`, ...)."""
         out = {}
         for attr, key, omit_if_none in _WIRE:
             value = getattr(self, attr)
@@ -82,10 +88,12 @@ class Snapshot:
         return out
 
     def to_json(self) -> str:
+        """The file's text, laid out as Java Paimon writes it."""
         return json.dumps(self.to_dict(), indent=2, separators=(",", " : "))
 
     @classmethod
     def from_dict(cls, obj: dict, source: str = "<snapshot>") -> "Snapshot":
+        """From the JSON object; unknown keys are kept in `extra`; CorruptFile names `source`."""
         known = {key for _, key, _ in _WIRE}
         try:
             values = {attr: obj.get(key) for attr, key, _ in _WIRE if key in obj}
@@ -96,6 +104,7 @@ class Snapshot:
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "<snapshot>") -> "Snapshot":
+        """Parse a snapshot file's text; CorruptFile names `source` when it is not a snapshot."""
         try:
             obj = json.loads(text)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -105,4 +114,5 @@ class Snapshot:
         return cls.from_dict(obj, source)
 
     def replace(self, **changes) -> "Snapshot":
+        """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)

@@ -28,13 +28,20 @@ _COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
 
 class Predicate:
+    """A row filter built from `col(...)`: combine with `&` (and), `|` (or), `~` (not) and pass
+    it as `table.scan(filter=...)`, `table.delete(filter=...)` or `table.update(filter=...)`.
+    Literals are converted to the column's type when the scan binds the predicate."""
+
     def __and__(self, other: "Predicate") -> "Predicate":
+        """`p & q`: rows matching both."""
         return And((self, other))
 
     def __or__(self, other: "Predicate") -> "Predicate":
+        """`p | q`: rows matching either."""
         return Or((self, other))
 
     def __invert__(self) -> "Predicate":
+        """`~p`: rows not matching `p` (a null compares as unknown and is not matched either)."""
         return Not(self)
 
     def __bool__(self):
@@ -46,6 +53,8 @@ class Predicate:
 
 @dataclass(frozen=True)
 class Compare(Predicate):
+    """`col(column) <op> value`, op one of ==, !=, <, <=, >, >=."""
+
     column: str
     op: str
     value: Any
@@ -53,6 +62,8 @@ class Compare(Predicate):
 
 @dataclass(frozen=True)
 class In(Predicate):
+    """`col(column).isin(values)`, or `not_in` when `negated`."""
+
     column: str
     values: tuple
     negated: bool = False
@@ -60,34 +71,45 @@ class In(Predicate):
 
 @dataclass(frozen=True)
 class IsNull(Predicate):
+    """`col(column).is_null()`, or `is_not_null()` when `negated`."""
+
     column: str
     negated: bool = False
 
 
 @dataclass(frozen=True)
 class StartsWith(Predicate):
+    """`col(column).startswith(prefix)` on a string column."""
+
     column: str
     prefix: str
 
 
 @dataclass(frozen=True)
 class And(Predicate):
+    """`p & q & ...`: every child matches."""
+
     children: tuple
 
 
 @dataclass(frozen=True)
 class Or(Predicate):
+    """`p | q | ...`: some child matches."""
+
     children: tuple
 
 
 @dataclass(frozen=True)
 class Not(Predicate):
+    """`~p`: the child does not match."""
+
     child: Predicate
 
 
 @dataclass(frozen=True)
 class Column:
-    """`col("x")`: build predicates with Python operators."""
+    """`col("x")`: build predicates with Python operators: `==`, `!=`, `<`, `<=`, `>`, `>=` against
+    a literal, and `isin`, `not_in`, `is_null`, `is_not_null`, `startswith`."""
 
     name: str
 
@@ -114,15 +136,19 @@ class Column:
         return In(self.name, _value_tuple(values))
 
     def not_in(self, values) -> In:
+        """`x NOT IN (values)`; one value counts as a list of one."""
         return In(self.name, _value_tuple(values), negated=True)
 
     def is_null(self) -> IsNull:
+        """`x IS NULL`."""
         return IsNull(self.name)
 
     def is_not_null(self) -> IsNull:
+        """`x IS NOT NULL`."""
         return IsNull(self.name, negated=True)
 
     def startswith(self, prefix: str) -> StartsWith:
+        """`x LIKE 'prefix%'` on a string column (files are pruned by their min/max)."""
         return StartsWith(self.name, prefix)
 
     __hash__ = object.__hash__
