@@ -47,16 +47,28 @@ def delete_where(table: "Table", filter) -> "Snapshot | None":
         keys = table.scan(filter=filter, columns=list(schema.primary_keys)).to_arrow()
         return table.delete(keys) if keys.num_rows else None
     scan = table.scan(filter=filter)
-    splits = scan.plan()
     options = Options(schema.options)
+    if not options.bool("deletion-vectors.enabled"):
+        return rewrite_matching(table, scan, lambda rows, matched: rows.filter(pc.invert(matched)))
     predicate, columns = _row_test(scan)
     fields = [schema.field(n) for n in schema.field_names if n in columns]
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
     total_buckets = options.int("bucket") if options.int("bucket") > 0 else -1
-    if options.bool("deletion-vectors.enabled"):
-        messages = _vector_messages(table, splits, reader, fields, predicate, total_buckets)
-    else:
-        messages = _rewrite_messages(table, splits, reader, predicate, total_buckets)
+    messages = _vector_messages(table, scan.plan(), reader, fields, predicate, total_buckets)
+    return table.commit(messages) if messages else None
+
+
+def rewrite_matching(table: "Table", scan, change) -> "Snapshot | None":
+    """Copy-on-write of an append table in one OVERWRITE snapshot: every file of `scan` with
+    a row matching its filter is replaced by `change(rows, matched)` (the file's rows and a
+    boolean mask of the matches -> the rows to keep in its place, written with the file's
+    first sequence number). None when no row matches."""
+    schema = table.schema()
+    options = Options(schema.options)
+    predicate, _ = _row_test(scan)
+    reader = FileReader(table.file_io, schema, table.schema_by_id, options)
+    total_buckets = options.int("bucket") if options.int("bucket") > 0 else -1
+    messages = _rewrite_messages(table, scan.plan(), reader, predicate, total_buckets, change)
     return table.commit(messages) if messages else None
 
 
@@ -129,7 +141,7 @@ def _as_delete(entry):
     return replace(entry, kind=DELETE)
 
 
-def _rewrite_messages(table, splits, reader, predicate, total_buckets) -> list[CommitMessage]:
+def _rewrite_messages(table, splits, reader, predicate, total_buckets, change) -> list[CommitMessage]:
     schema = table.schema()
     all_fields = list(schema.fields)
     messages = []
@@ -137,14 +149,11 @@ def _rewrite_messages(table, splits, reader, predicate, total_buckets) -> list[C
         for split in splits:
             for meta in split.files:
                 rows = reader.read(split.bucket_path, meta, all_fields, with_system=False)
-                positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
-                doomed = rows.append_column(_POSITION, positions).filter(predicate).column(_POSITION)
-                if len(doomed) == 0:
+                matched = _match_mask(rows, predicate)
+                if not pc.any(matched).as_py():
                     continue
-                keep = np.ones(rows.num_rows, dtype=bool)
-                keep[doomed.to_numpy()] = False
                 writer = FileWriter(table.file_io, split.bucket_path, schema, Options(schema.options))
-                kept = rows.filter(pa.array(keep))
+                kept = change(rows, matched)
                 written = writer.write(kept, first_sequence=meta.min_sequence_number) if kept.num_rows else []
                 messages.append(CommitMessage(split.partition, split.bucket, total_buckets,
                                               new_files=written, deleted_files=[meta]))
@@ -153,3 +162,11 @@ def _rewrite_messages(table, splits, reader, predicate, total_buckets) -> list[C
         raise
     return messages
 
+
+def _match_mask(rows: pa.Table, predicate: pc.Expression) -> pa.Array:
+    """A boolean array (no nulls): does row i match the predicate?"""
+    positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    found = rows.append_column(_POSITION, positions).filter(predicate).column(_POSITION).to_numpy()
+    mask = np.zeros(rows.num_rows, dtype=bool)
+    mask[found] = True
+    return pa.array(mask)

@@ -15,6 +15,7 @@ from tarn.maintenance import statistics as table_stats
 from tarn.commit.committer import Committer, Overwrite
 from tarn.append_compaction import compact as compact_append
 from tarn.delete import delete_where
+from tarn.update import update_where
 from tarn.errors import (CommitConflict, FileMissing, InvalidArgument, InvalidOption, SchemaMismatch, SnapshotNotFound,
                          TableNotFound, TarnError)
 from tarn.fs import FileIO, file_io_for
@@ -181,6 +182,17 @@ class Table(TableContext):
             raise SchemaMismatch(f"table {self.name}: delete by key needs a primary-key table")
         rows = _complete_rows(to_arrow_table(keys, self.name), schema, self.name)
         return self.write(rows, row_kind="-D")
+
+    def update(self, set: dict, filter=None) -> Snapshot | None:
+        """Set columns on every row matching `filter` (whatever `scan` takes; None: all rows)
+        in one commit; None when no row matches. `set`: column -> a literal (converted with
+        the column's type as filter values are; None is NULL) or a pyarrow Expression over the
+        row's columns (`pc.field("amount") * 2`, evaluated on the rows before the update).
+        Primary-key tables: an upsert of the updated rows (key and partition columns cannot
+        be set; merge engines deduplicate and partial-update). Append tables without deletion
+        vectors: the files holding matches are rewritten in one OVERWRITE. See tarn/update.py
+        and docs/guide-delete-update.md."""
+        return update_where(self, set, filter)
 
     def overwrite(self, data, partition: dict | None = None, dynamic: bool | None = None) -> Snapshot | None:
         """INSERT OVERWRITE. `partition={...}`: replace that static partition; `dynamic=True`:

@@ -18,7 +18,7 @@ LAYERS = [
     {"data"},
     {"scan", "write"},
     {"commit"},
-    {"maintenance", "system_tables", "delete", "append_compaction"},
+    {"maintenance", "system_tables", "delete", "update", "append_compaction"},
     {"validate"},
     {"table"},
     {"catalog", "__init__"},
