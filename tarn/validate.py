@@ -17,6 +17,7 @@ from tarn.maintenance.tags import check_tag_options
 from tarn.meta.schema import TableSchema
 from tarn.options import Options, validate_options
 from tarn.write.assign import check_dynamic_options
+from tarn.write.cross_partition import check_cross_partition, is_cross_partition
 from tarn.write.writer import bucket_mode_problem
 
 
@@ -83,6 +84,8 @@ def _check_bucket(schema: TableSchema, options: Options, identifier: str) -> Non
                             "there are no hashed buckets to spread keys over)")
     if bucket == -1 and schema.primary_keys:
         check_dynamic_options(options, identifier)
+    if is_cross_partition(schema, bucket):
+        check_cross_partition(schema, options, identifier)
 
 
 def _check_bucket_change(before: TableSchema, after: TableSchema, identifier: str) -> None:

@@ -397,9 +397,11 @@ def test_append_tables_keep_their_bucket_rules(catalog):
     catalog.create_table("a1", schema=SCHEMA).write(rows([1]))
 
 
-def test_cross_partition_primary_keys_are_refused(catalog):
+def test_cross_partition_tables_refuse_a_sequence_field(catalog):
+    # a primary key without the partition keys is cross-partition upsert (tests/test_cross_partition.py)
     with pytest.raises(TarnError, match="cross-partition"):
-        catalog.create_table("x", schema=PART_SCHEMA, primary_key=["k"], partition_keys=["dt"])
+        catalog.create_table("x", schema=PART_SCHEMA, primary_key=["k"], partition_keys=["dt"],
+                             options={"sequence.field": "k"})
 
 
 def test_bucket_cannot_leave_or_enter_minus_one(catalog):

@@ -35,6 +35,7 @@ from tarn.options import Options
 from tarn.write.assign import AssignerSpec, BucketHashes, HashAssigner, HashIndexFiles, as_delete, assign_rows
 from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.write.conform import conform, to_arrow_table
+from tarn.write.cross_partition import BucketFiles, CrossPartitionAssigner, is_cross_partition
 from tarn.write.grouping import Group, group_rows, partition_codes
 from tarn.write.message import CommitMessage
 
@@ -195,7 +196,10 @@ class TableWriter:
         self.vector_files = DeletionVectorFiles(file_io, root)
         self._check_writable()
         # dynamic bucket mode: buckets from the HASH index (assigned here, or given by the caller)
-        self.dynamic = bool(schema.primary_keys) and self.num_buckets == -1
+        # cross-partition upsert (KEY_DYNAMIC): partition and bucket from the key index, no HASH files
+        self.cross = is_cross_partition(schema, self.num_buckets)
+        self._router: CrossPartitionAssigner | None = None
+        self.dynamic = bool(schema.primary_keys) and self.num_buckets == -1 and not self.cross
         self.hash_files = HashIndexFiles(file_io, root)
         self.assigner_spec = AssignerSpec.of(options) if self.dynamic else None
         self._assigner: HashAssigner | None = None
@@ -238,13 +242,39 @@ class TableWriter:
             raise SchemaMismatch(f"table {self.name}: append tables accept only +I rows; "
                                  "updates and deletes need a primary-key table")
         given = self._given_bucket_column(buckets, conformed.num_rows)
+        if self.cross:
+            conformed, routed = self._route(conformed)
+            given = pa.array(routed)
         if given is not None:
-            conformed = conformed.append_column(GIVEN_BUCKET, given)
+            conformed = conformed.append_column(GIVEN_BUCKET, given.cast(pa.int32()))
         if conformed.num_rows:
             self.buffered.append(conformed)
             self.buffered_bytes += conformed.nbytes
         if self.buffered_bytes >= self.buffer_limit:
             self.flush()
+
+    def _route(self, rows: pa.Table) -> tuple[pa.Table, np.ndarray]:
+        """Cross-partition upsert: the rows placed where their keys live (write/cross_partition.py)."""
+        if not self.produce_changelog:
+            raise TarnError(f"table {self.name}: INSERT OVERWRITE of a cross-partition upsert table (primary key "
+                            "without every partition key) is not supported: keys in other partitions would stay")
+        if self._router is None:
+            reader = FileReader(self.file_io, self.schema, self.schemas, self.options)
+            self._router = CrossPartitionAssigner(self.schema, self.options, reader, self._restored_buckets)
+        return self._router.route(rows)
+
+    def _restored_buckets(self) -> list[BucketFiles]:
+        """The buckets of the restored snapshot with their files and deletion vectors."""
+        restored = self._restored_state()
+        default_name = self.options.get("partition.default-name")
+        out = []
+        for (part, bucket), files in restored.files.items():
+            values = partition.from_bytes(self.schema, part)
+            path = partition.bucket_path(self.root, self.schema, default_name, values, bucket)
+            entry = restored.vectors.get((part, bucket))
+            deleted = BucketVectors(self.vector_files, part, bucket, entry).of if entry is not None else None
+            out.append(BucketFiles(part, bucket, path, tuple(files), deleted))
+        return out
 
     def _given_bucket_column(self, buckets, rows: int) -> pa.Array | None:
         """Checked `write(buckets=...)`; every write of one writer gives buckets or none does."""
@@ -479,6 +509,9 @@ class TableWriter:
         if self.num_buckets > 0:
             key_fields = [self.schema.field(k) for k in self.schema.bucket_keys]
             buckets = bucket_ids(data, key_fields, self.num_buckets)
+        elif self.cross:
+            buckets = data.column(GIVEN_BUCKET).to_numpy()
+            data = data.drop_columns([GIVEN_BUCKET])
         elif self.dynamic:
             hashes = row_hashes(data, [self.schema.field(k) for k in self.schema.trimmed_primary_keys])
             if GIVEN_BUCKET in data.column_names:
@@ -706,9 +739,6 @@ def bucket_mode_problem(schema: TableSchema, bucket: int) -> str | None:
     if bucket == -2:
         return ("writing primary-key tables with bucket=-2 (postpone bucket mode) is not supported by tarn yet; "
                 "use bucket=-1 (dynamic) or a fixed 'bucket' > 0")
-    if bucket == -1 and not set(schema.partition_keys) <= set(schema.primary_keys):
-        return ("a primary key without every partition key and bucket=-1 (cross-partition upsert) is not "
-                "supported by tarn yet; use a fixed 'bucket' > 0 or a primary key holding the partition keys")
     return None
 
 

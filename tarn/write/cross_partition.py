@@ -1,0 +1,313 @@
+"""Cross-partition upsert (`bucket` = -1, a primary key without every partition column: Paimon's
+KEY_DYNAMIC bucket mode). Which partition and bucket each written row goes to.
+
+Paimon's GlobalIndexAssigner, on Arrow tables:
+- A key index (`write/key_index.KeyIndex`, local disk) maps every live primary key to its
+  partition and bucket. It is bootstrapped from the writer's snapshot (IndexBootstrap): per
+  (partition, bucket) the primary-key columns of its files are read (`bootstrap-parallelism`
+  buckets at a time), deletion vectors applied, and a key counts when its newest row is live.
+  With `cross-partition-upsert.index-ttl`, buckets whose every file is older than the TTL are
+  not read, and entries older than the TTL are forgotten.
+- Buckets fill as Paimon's crosspartition.BucketAssigner fills them: per partition a count of
+  keys per bucket, a new key goes to the lowest bucket holding fewer than
+  `dynamic-bucket.target-row-num` keys, else to the smallest unused id. No HASH index files are
+  written (Java writes none in this mode).
+- A key found in another partition than the row's (ExistingProcessor):
+  deduplicate moves it: a -D of the row with the old partition's values into the old bucket
+  (its count decremented), the rows into the new partition; partial-update and aggregation
+  write the rows into the old partition and bucket; first-row drops them.
+  Retractions (-D, -U) go to where the key lives.
+- Several rows of one key in one write move as a whole: deduplicate takes the partition of the
+  key's last +I/+U row, the others that of its first row (the key's partition once the first
+  row made it known); every kept row of the key is written into that partition.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tarn import partition as partitions
+from tarn.data.lookup import KeyCodec
+from tarn.data.reader import FileReader
+from tarn.errors import TarnError
+from tarn.lsm.merge import DELETE, INSERT, SEQUENCE, UPDATE_AFTER, VALUE_KIND
+from tarn.meta.manifest import DataFileMeta
+from tarn.meta.schema import TableSchema
+from tarn.options import Options
+from tarn.write.key_index import KeyIndex
+from tarn.write.assign import partitions_of
+
+DEDUPLICATE, FIRST_ROW = "deduplicate", "first-row"
+
+
+def is_cross_partition(schema: TableSchema, bucket: int) -> bool:
+    """Paimon's crossPartitionUpdate with bucket = -1: KEY_DYNAMIC bucket mode."""
+    return (bucket == -1 and bool(schema.primary_keys) and bool(schema.partition_keys)
+            and not set(schema.partition_keys) <= set(schema.primary_keys))
+
+
+def now_millis() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class BucketCounts:
+    """Keys per bucket of each partition (Paimon's crosspartition.BucketAssigner)."""
+
+    target: int
+    counts: dict[int, dict[int, int]] = field(default_factory=dict)  # partition id -> bucket -> keys
+
+    def add(self, partition_id: int, bucket: int, keys: int) -> None:
+        buckets = self.counts.setdefault(partition_id, {})
+        buckets[bucket] = buckets.get(bucket, 0) + keys
+
+    def remove(self, partition_ids: np.ndarray, buckets: np.ndarray) -> None:
+        if not len(partition_ids):
+            return
+        pairs, counts = np.unique(np.stack([partition_ids, buckets]), axis=1, return_counts=True)
+        for (part, bucket), n in zip(pairs.T.tolist(), counts.tolist()):
+            self.add(part, bucket, -n)
+
+    def assign(self, partition_id: int, n: int) -> np.ndarray:
+        """Buckets for `n` new keys: the lowest bucket under the target first, then new ids."""
+        buckets = self.counts.setdefault(partition_id, {})
+        out = np.empty(n, dtype=np.int32)
+        done = 0
+        for bucket in sorted(buckets):
+            room = self.target - buckets[bucket]
+            if room > 0 and done < n:
+                take = min(room, n - done)
+                out[done:done + take] = bucket
+                buckets[bucket] += take
+                done += take
+        candidate = 0
+        while done < n:
+            while candidate in buckets:
+                candidate += 1
+            take = min(self.target, n - done)
+            out[done:done + take] = candidate
+            buckets[candidate] = take
+            done += take
+        return out
+
+
+@dataclass
+class PartitionIds:
+    """Partition bytes <-> a dense id, with each partition's values."""
+
+    ids: dict[bytes, int] = field(default_factory=dict)
+    values: list[tuple] = field(default_factory=list)
+
+    def id_of(self, partition: bytes, values) -> int:
+        found = self.ids.get(partition)
+        if found is None:
+            found = self.ids[partition] = len(self.values)
+            self.values.append(tuple(values))
+        return found
+
+
+@dataclass(frozen=True)
+class BucketFiles:
+    """One bucket of the snapshot the writer starts from."""
+
+    partition: bytes
+    bucket: int
+    path: str
+    files: tuple[DataFileMeta, ...]
+    deleted_rows: Callable[[str], np.ndarray | None] | None = None
+
+
+class CrossPartitionAssigner:
+    """Routes the rows of a cross-partition table (module docstring). `buckets()` lists the
+    buckets of the snapshot the writer starts from; it is read on the first `route`."""
+
+    def __init__(self, schema: TableSchema, options: Options, reader: FileReader,
+                 buckets: Callable[[], Iterable[BucketFiles]], clock: Callable[[], int] = now_millis):
+        self.schema = schema
+        self.engine = options.get("merge-engine") or DEDUPLICATE
+        self.ignore_delete = bool(options.bool("ignore-delete"))
+        self.remove_on_delete = bool(options.bool("aggregation.remove-record-on-delete")
+                                     or options.bool("partial-update.remove-record-on-delete"))
+        self.codec = KeyCodec(tuple(schema.primary_keys), tuple(schema.field(k) for k in schema.primary_keys))
+        self.reader = reader
+        self.buckets = buckets
+        self.clock = clock
+        self.ttl_ms = options.duration_ms("cross-partition-upsert.index-ttl")
+        self.parallelism = options.int("cross-partition-upsert.bootstrap-parallelism") or 1
+        self.index = KeyIndex(options.memory_bytes("lookup.cache-max-memory-size"), self.ttl_ms)
+        self.counts = BucketCounts(options.int("dynamic-bucket.target-row-num"))
+        self.partitions = PartitionIds()
+        self._bootstrapped = False
+
+    # ------------------------------------------------------------------ bootstrap
+
+    def bootstrap(self) -> None:
+        """Load the live keys of the starting snapshot into the index (once)."""
+        if self._bootstrapped:
+            return
+        self._bootstrapped = True
+        now = self.clock()
+        wanted = [b for b in self.buckets() if self._within_ttl(b, now)]
+        with ThreadPoolExecutor(max_workers=max(1, min(self.parallelism, len(wanted) or 1))) as pool:
+            for bucket, keys in zip(wanted, pool.map(self._live_keys, wanted)):
+                if not len(keys):
+                    continue
+                part = self.partitions.id_of(bucket.partition, partitions.from_bytes(self.schema, bucket.partition))
+                self.counts.add(part, bucket.bucket, len(keys))
+                self.index.put(keys, np.full(len(keys), part, np.int32),
+                               np.full(len(keys), bucket.bucket, np.int32), now)
+
+    def _within_ttl(self, bucket: BucketFiles, now: int) -> bool:
+        """IndexBootstrap.filterSplit: a bucket is read when one of its files is within the TTL."""
+        if self.ttl_ms is None:
+            return True
+        return any(m.creation_time is None or now <= m.creation_time + self.ttl_ms for m in bucket.files)
+
+    def _live_keys(self, bucket: BucketFiles) -> np.ndarray:
+        """The encoded primary keys whose merged row in this bucket is live."""
+        fields = list(self.codec.fields)
+        reader = self.reader.with_deletions(bucket.deleted_rows)
+        chunks = [reader.read(bucket.path, m, fields, with_system=True) for m in bucket.files]
+        rows = pa.concat_tables(chunks) if chunks else None
+        if rows is None or rows.num_rows == 0:
+            return np.zeros(0, dtype=np.int64)
+        kinds = rows.column(VALUE_KIND).to_numpy()
+        adds = (kinds == INSERT) | (kinds == UPDATE_AFTER)
+        keys = self.codec.encode(rows)
+        if self.engine == FIRST_ROW or self.ignore_delete or (self.engine == "aggregation" and not self.remove_on_delete):
+            return _distinct(keys[adds] if (self.engine == FIRST_ROW or self.ignore_delete) else keys)
+        sequence = rows.column(SEQUENCE).to_numpy()
+        order = _key_sequence_order(keys, sequence)
+        keys, adds = keys[order], adds[order]
+        last = np.ones(len(keys), dtype=bool)
+        np.not_equal(keys[1:], keys[:-1], out=last[:-1])
+        return keys[last & adds]
+
+    # ------------------------------------------------------------------ routing
+
+    def route(self, data: pa.Table) -> tuple[pa.Table, np.ndarray]:
+        """The rows to write (partition columns set to where each key lives; -D rows added for
+        moved keys; rows first-row ignores dropped) and the bucket of each. `data`: conformed
+        rows with their `_VALUE_KIND` column, in arrival order."""
+        self.bootstrap()
+        n = data.num_rows
+        if n == 0:
+            return data, np.zeros(0, dtype=np.int32)
+        now = self.clock()
+        row_part = self._row_partitions(data)
+        keys = self.codec.encode(data)
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        inverse = inverse.ravel()
+        kinds = data.column(VALUE_KIND).to_numpy()
+        adds = (kinds == INSERT) | (kinds == UPDATE_AFTER)
+        first_row, last_add = _first_and_last_add(inverse, adds, len(distinct))
+        found, old_part, old_bucket = self.index.get(distinct, now)
+        target, bucket, moved = self._targets(row_part, first_row, last_add, found, old_part, old_bucket)
+        keep = np.ones(n, dtype=bool)
+        if self.engine == FIRST_ROW:  # rows of a key in another partition than where it lives
+            keep = ~adds | (row_part == target[inverse])
+        retract = self._retractions(data, last_add, moved, old_part, old_bucket)
+        rows = self._in_partitions(data, row_part, target[inverse])
+        buckets = bucket[inverse]
+        if not keep.all():
+            rows, buckets = rows.filter(pa.array(keep)), buckets[keep]
+        if retract is not None:
+            rows = pa.concat_tables([retract[0], rows])
+            buckets = np.concatenate([retract[1], buckets])
+        return rows, buckets
+
+    def _row_partitions(self, data: pa.Table) -> np.ndarray:
+        out = np.empty(data.num_rows, dtype=np.int32)
+        for part, values, rows in partitions_of(data, self.schema):
+            pid = self.partitions.id_of(part, values)
+            if rows is None:
+                out[:] = pid
+            else:
+                out[rows] = pid
+        return out
+
+    def _targets(self, row_part, first_row, last_add, found, old_part, old_bucket):
+        """Per distinct key: target partition id, bucket, and whether it moves (deduplicate)."""
+        has_add = last_add >= 0
+        if self.engine == DEDUPLICATE:
+            wanted = np.where(has_add, row_part[np.maximum(last_add, 0)], row_part[first_row])
+            moved = found & has_add & (wanted != old_part)
+            stays = found & ~moved
+        else:
+            wanted = row_part[first_row]
+            moved = np.zeros(len(found), dtype=bool)
+            stays = found
+        target = np.where(stays, old_part, wanted).astype(np.int32)
+        bucket = np.where(stays, old_bucket, 0).astype(np.int32)
+        if moved.any():
+            self.counts.remove(old_part[moved], old_bucket[moved])
+        fresh = np.flatnonzero(~stays)
+        if len(fresh):
+            parts = target[fresh]
+            for part in np.unique(parts).tolist():
+                picked = fresh[parts == part]
+                bucket[picked] = self.counts.assign(part, len(picked))
+        return target, bucket, moved
+
+    def _retractions(self, data, last_add, moved, old_part, old_bucket):
+        """Deduplicate moves: the key's last +I/+U row as -D with the old partition's values."""
+        if not moved.any():
+            return None
+        keys = np.flatnonzero(moved)
+        rows = data.take(pa.array(last_add[keys]))
+        rows = self._with_partition_columns(rows, old_part[keys])
+        rows = rows.set_column(rows.schema.get_field_index(VALUE_KIND), VALUE_KIND,
+                               pa.array(np.full(rows.num_rows, DELETE, dtype=np.int8)))
+        return rows, old_bucket[keys]
+
+    def _in_partitions(self, data: pa.Table, row_part: np.ndarray, target_part: np.ndarray) -> pa.Table:
+        if (row_part == target_part).all():
+            return data
+        return self._with_partition_columns(data, target_part)
+
+    def _with_partition_columns(self, rows: pa.Table, part_ids: np.ndarray) -> pa.Table:
+        """The rows with their partition columns set to the values of partitions `part_ids`."""
+        indices = pa.array(np.asarray(part_ids, dtype=np.int32))
+        for i, name in enumerate(self.schema.partition_keys):
+            at = rows.schema.get_field_index(name)
+            values = pa.array([v[i] for v in self.partitions.values], type=rows.schema.field(at).type)
+            rows = rows.set_column(at, rows.schema.field(at), values.take(indices))
+        return rows
+
+    def close(self) -> None:
+        self.index.close()
+
+
+def _first_and_last_add(inverse: np.ndarray, adds: np.ndarray, keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per distinct key: its first row, and its last +I/+U row (-1: none)."""
+    rows = np.arange(len(inverse))
+    first = np.full(keys, len(inverse), dtype=np.int64)
+    np.minimum.at(first, inverse, rows)
+    last_add = np.full(keys, -1, dtype=np.int64)
+    np.maximum.at(last_add, inverse[adds], rows[adds])
+    return first, last_add
+
+
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    return np.unique(keys)
+
+
+def _key_sequence_order(keys: np.ndarray, sequence: np.ndarray) -> np.ndarray:
+    """Rows ordered by key, then sequence (bytes keys)."""
+    by_sequence = np.argsort(sequence, kind="stable")
+    return by_sequence[np.argsort(keys[by_sequence], kind="stable")]
+
+
+def check_cross_partition(schema: TableSchema, options: Options, identifier: str) -> None:
+    """Paimon's rules for KEY_DYNAMIC tables (SchemaValidation): no `sequence.field`."""
+    if options.list("sequence.field"):
+        raise TarnError(f"table {identifier}: 'sequence.field' cannot be used with a cross-partition upsert "
+                        f"table (primary key {list(schema.primary_keys)} does not hold every partition key "
+                        f"{list(schema.partition_keys)})")
