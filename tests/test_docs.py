@@ -1,8 +1,9 @@
-"""The guides in docs/ stay true to the code: every ```python block runs.
+"""The guides in docs/ and the README stay true to the code: every ```python block runs.
 
 Each guide's blocks run in order in one fresh namespace (so later blocks use earlier names),
 with `tempfile` pointed at a pytest temporary directory (guides make their warehouse with
 `tempfile.mkdtemp()`). A block preceded by the line `<!-- not-tested -->` is skipped.
+Without pyspark and Java, a guide runs up to its first block that imports `tarn.spark`.
 Tracebacks point at the guide's own line numbers.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+README = DOCS.parent / "README.md"
 NOT_TESTED = "<!-- not-tested -->"
 FENCE = re.compile(r"^```(\S*)[ \t]*$")
 LINK = re.compile(r"\]\(([^)#\s]+\.md)(#[^)]*)?\)")
@@ -58,7 +60,7 @@ def spark_available() -> bool:
 
 
 def guides() -> list[Path]:
-    return sorted(DOCS.glob("*.md"))
+    return sorted(DOCS.glob("*.md")) + [README]
 
 
 def guides_with_code() -> list[Path]:
@@ -67,12 +69,12 @@ def guides_with_code() -> list[Path]:
 
 @pytest.mark.parametrize("guide", guides_with_code(), ids=lambda p: p.name)
 def test_guide_examples_run(guide: Path, tmp_path, monkeypatch):
-    if "import tarn.spark" in guide.read_text() and not spark_available():
-        pytest.skip("needs pyspark and Java (pip install 'tarn[spark]')")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": f"docs.{guide.stem}"}
     for block in python_blocks(guide.read_text()):
+        if "import tarn.spark" in block.code and not spark_available():
+            pytest.skip(f"from line {block.line} on: needs pyspark and Java (pip install 'tarn-lake[spark]')")
         if not block.tested:
             compile(block.code, f"{guide}:{block.line}", "exec")  # still valid Python
             continue
@@ -86,6 +88,14 @@ def test_user_guides_have_examples():
     for guide in user_guides + [DOCS / "index.md", DOCS / "format-notes.md"]:
         blocks = python_blocks(guide.read_text())
         assert any(b.tested for b in blocks), f"{guide.name} has no tested python example"
+
+
+def test_readme_reaches_duckdb_and_spark():
+    """The README's usage path, run above: a partitioned primary-key table, read from DuckDB and Spark."""
+    code = "".join(b.code for b in python_blocks(README.read_text()) if b.tested)
+    for step in ("create_table(", "primary_key=", "partition_keys=", ".to_duckdb(", 'spark.read.format("tarn")'):
+        assert step in code, step
+    assert "pip install tarn-lake" in README.read_text()
 
 
 def test_not_tested_marker_is_rare():
