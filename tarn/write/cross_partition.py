@@ -210,6 +210,8 @@ class CrossPartitionAssigner:
         first_row, last_add = _first_and_last_add(inverse, adds, len(distinct))
         found, old_part, old_bucket = self.index.get(distinct, now)
         target, bucket, moved = self._targets(row_part, first_row, last_add, found, old_part, old_bucket)
+        placed = ~found | moved  # new keys and moved keys: where they live from now on
+        self.index.put(distinct[placed], target[placed], bucket[placed], now)
         keep = np.ones(n, dtype=bool)
         if self.engine == FIRST_ROW:  # rows of a key in another partition than where it lives
             keep = ~adds | (row_part == target[inverse])
