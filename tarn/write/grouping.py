@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+PARALLEL_TAKE_ROWS = 200_000  # below this a group's columns are gathered in the calling thread
+_take_pool: ThreadPoolExecutor | None = None
 
 
 @dataclass
@@ -30,7 +35,66 @@ class Group:
                                      self.sort_columns)
         if indices is None:
             return self.source.slice(self.lo, self.hi - self.lo)
-        return self.source.take(pa.array(indices))
+        return take_rows(self.source, indices)
+
+
+def take_rows(table: pa.Table, indices: np.ndarray) -> pa.Table:
+    """`table.take(indices)`, large tables gathered column by column on a small thread pool
+    (Arrow's take is single-threaded and releases the GIL; a sorted write spends much of its
+    time here). The pool runs only takes, so a caller on another pool cannot deadlock it."""
+    if len(indices) < PARALLEL_TAKE_ROWS or table.num_columns < 2:
+        return table.take(pa.array(indices))
+    global _take_pool
+    if _take_pool is None:
+        _take_pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 2), thread_name_prefix="tarn-take")
+    positions = pa.array(indices)
+    columns = [f.result() for f in [_take_pool.submit(c.take, positions) for c in table.columns]]
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+def key_order(table: pa.Table, key_names: list[str]) -> np.ndarray:
+    """Row indices sorted by the key columns, rows with equal keys in arrival order."""
+    if len(key_names) == 1:
+        keys = numeric_keys_of(table.column(key_names[0]))
+        if keys is not None:
+            return stable_numeric_order(keys)
+    keys = table.select(key_names)
+    return pc.sort_indices(keys, sort_keys=[(c, "ascending", "at_start") for c in key_names]).to_numpy()
+
+
+def numeric_keys_of(column) -> np.ndarray | None:
+    """The column as numpy integers when it sorts as they do (integers, dates, times,
+    timestamps), else None."""
+    if not _is_numpy_sortable(column.type):
+        return None
+    keys = column.to_numpy()
+    if keys.dtype.kind in "mM":
+        keys = keys.view(np.int64)
+    integer = keys.dtype.kind == "i" or (keys.dtype.kind == "u" and keys.dtype.itemsize < 8)
+    return keys if integer else None
+
+
+def stable_numeric_order(keys: np.ndarray) -> np.ndarray:
+    """`np.argsort(keys, kind="stable")` for integer keys. Keys spanning less than 2**31 are
+    packed with their position into one int64 (`(key - min) << 32 | position`) and sorted as
+    plain values: several times faster than an argsort, and stable by construction."""
+    n = len(keys)
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    low, high = int(keys.min()), int(keys.max())
+    if n >= (1 << 32) or high - low >= (1 << 31):
+        order = np.argsort(keys)  # fast unstable sort; redone stably only where keys repeat
+        ordered = keys[order]
+        if (ordered[1:] == ordered[:-1]).any():
+            order = np.argsort(keys, kind="stable")
+        return order
+    packed = keys.astype(np.int64)
+    packed -= low
+    packed <<= 32
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    packed &= 0xFFFFFFFF
+    return packed
 
 
 def partition_codes(table: pa.Table, partition_keys) -> np.ndarray:
@@ -55,9 +119,7 @@ def group_rows(table: pa.Table, partition_keys, buckets: np.ndarray | None,
     if buckets is not None:
         codes = codes * (int(buckets.max()) + 1) + buckets
     order, bounds = _group_order(codes)
-    numeric_keys = None
-    if len(sort_columns) == 1 and _is_numpy_sortable(table.column(sort_columns[0]).type):
-        numeric_keys = table.column(sort_columns[0]).to_numpy()
+    numeric_keys = numeric_keys_of(table.column(sort_columns[0])) if len(sort_columns) == 1 else None
     groups = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         indices = order[lo:hi] if order is not None else None
@@ -88,12 +150,7 @@ def _sorted_within(table: pa.Table, numeric_keys, indices, lo: int, hi: int,
     if indices is None:
         indices = np.arange(lo, hi)
     if numeric_keys is not None:
-        keys = numeric_keys[indices]
-        order = np.argsort(keys)  # fast unstable sort; redone stably only where keys repeat
-        sorted_keys = keys[order]
-        if (sorted_keys[1:] == sorted_keys[:-1]).any():
-            order = np.argsort(keys, kind="stable")
-        return indices[order]
+        return indices[stable_numeric_order(numeric_keys[indices])]
     part = table.select(sort_columns).take(pa.array(indices))
     order = pc.sort_indices(part, sort_keys=[(c, "ascending", "at_start") for c in sort_columns]).to_numpy()
     return indices[order]

@@ -36,7 +36,7 @@ from tarn.write.assign import AssignerSpec, BucketHashes, HashAssigner, HashInde
 from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.write.conform import conform, to_arrow_table
 from tarn.write.cross_partition import BucketFiles, CrossPartitionAssigner, is_cross_partition
-from tarn.write.grouping import Group, group_rows, partition_codes
+from tarn.write.grouping import Group, group_rows, key_order, partition_codes
 from tarn.write.message import CommitMessage
 
 
@@ -513,13 +513,15 @@ class TableWriter:
             buckets = data.column(GIVEN_BUCKET).to_numpy()
             data = data.drop_columns([GIVEN_BUCKET])
         elif self.dynamic:
-            hashes = row_hashes(data, [self.schema.field(k) for k in self.schema.trimmed_primary_keys])
+            key_fields = [self.schema.field(k) for k in self.schema.trimmed_primary_keys]
             if GIVEN_BUCKET in data.column_names:
+                hashes = row_hashes(data, key_fields)
                 buckets = data.column(GIVEN_BUCKET).to_numpy()
                 data = data.drop_columns([GIVEN_BUCKET])
-            else:  # the key order is sorted in a thread while the buckets are assigned
+            else:  # the key order is sorted in a thread while the keys are hashed and assigned
                 with ThreadPoolExecutor(max_workers=1) as pool:
-                    order = pool.submit(_key_order, data, list(self.layout.key_names))
+                    order = pool.submit(key_order, data, list(self.layout.key_names))
+                    hashes = row_hashes(data, key_fields)
                     buckets = self._assign(data, hashes)
                     return _groups_in_order(data, list(self.schema.partition_keys), buckets, order.result()), hashes
         sort_columns = list(self.layout.key_names) if self.layout.is_key_value else []
@@ -684,22 +686,6 @@ class TableWriter:
 
 
 GIVEN_BUCKET = "_TARN_BUCKET"  # the buffered rows' given buckets (write(buckets=...)), never written
-
-
-def _key_order(data: pa.Table, key_names: list[str]) -> np.ndarray:
-    """Row indices sorted by the key columns, rows with equal keys in arrival order."""
-    if len(key_names) == 1:
-        column = data.column(key_names[0])
-        t = column.type
-        if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
-            keys = column.to_numpy()
-            order = np.argsort(keys)  # fast; redone stably only where keys repeat
-            ordered = keys[order]
-            if len(ordered) > 1 and (ordered[1:] == ordered[:-1]).any():
-                order = np.argsort(keys, kind="stable")
-            return order
-    keys = data.select(key_names)
-    return pc.sort_indices(keys, sort_keys=[(c, "ascending", "at_start") for c in key_names]).to_numpy()
 
 
 def _groups_in_order(data: pa.Table, partition_keys: list[str], buckets: np.ndarray,
