@@ -43,20 +43,25 @@ class TableContext:
         return self.schema_by_id(ids[-1]) if ids else None
 
     def schema_by_id(self, schema_id: int) -> TableSchema:
+        """Schema `schema-<id>` (what a data file or snapshot written under it was written with)."""
         if schema_id not in self._schemas_by_id:
             self._schemas_by_id[schema_id] = self.schema_store.get(schema_id)
         return self._schemas_by_id[schema_id]
 
     @property
     def options(self) -> Options:
+        """The latest schema's options as a read-only view with Paimon's defaults and typed
+        accessors (`options.int("bucket")`, `options.duration_ms("snapshot.time-retained")`)."""
         return Options(self.schema().options)
 
     # ------------------------------------------------------------------ snapshots and manifests
 
     def latest_snapshot(self) -> Snapshot | None:
+        """The newest snapshot, None before the first commit."""
         return self.snapshot_store.latest()
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Snapshot `snapshot_id`; SnapshotNotFound when it does not exist (or was expired)."""
         return self.snapshot_store.get(snapshot_id)
 
     def manifests(self, schema: TableSchema | None = None) -> ManifestStore:
