@@ -209,7 +209,9 @@ class CrossPartitionAssigner:
         adds = (kinds == INSERT) | (kinds == UPDATE_AFTER)
         first_row, last_add = _first_and_last_add(inverse, adds, len(distinct))
         found, old_part, old_bucket = self.index.get(distinct, now)
-        target, bucket, moved = self._targets(row_part, first_row, last_add, found, old_part, old_bucket)
+        trigger = np.where(found, _move_rows(inverse, adds & (row_part != old_part[inverse]), len(distinct),
+                                             first_row), first_row)
+        target, bucket, moved = self._targets(row_part, first_row, last_add, trigger, found, old_part, old_bucket)
         placed = ~found | moved  # new keys and moved keys: where they live from now on
         self.index.put(distinct[placed], target[placed], bucket[placed], now)
         keep = np.ones(n, dtype=bool)
@@ -235,7 +237,7 @@ class CrossPartitionAssigner:
                 out[rows] = pid
         return out
 
-    def _targets(self, row_part, first_row, last_add, found, old_part, old_bucket):
+    def _targets(self, row_part, first_row, last_add, trigger, found, old_part, old_bucket):
         """Per distinct key: target partition id, bucket, and whether it moves (deduplicate)."""
         has_add = last_add >= 0
         if self.engine == DEDUPLICATE:
@@ -248,15 +250,31 @@ class CrossPartitionAssigner:
             stays = found
         target = np.where(stays, old_part, wanted).astype(np.int32)
         bucket = np.where(stays, old_bucket, 0).astype(np.int32)
-        if moved.any():
-            self.counts.remove(old_part[moved], old_bucket[moved])
-        fresh = np.flatnonzero(~stays)
-        if len(fresh):
-            parts = target[fresh]
-            for part in np.unique(parts).tolist():
-                picked = fresh[parts == part]
-                bucket[picked] = self.counts.assign(part, len(picked))
+        fresh = np.flatnonzero(~stays)  # new keys and moved keys get a bucket in their target partition
+        self._fill(target, bucket, fresh, np.flatnonzero(moved), old_part, old_bucket, trigger)
         return target, bucket, moved
+
+    def _fill(self, target, bucket, fresh, moved, old_part, old_bucket, trigger) -> None:
+        """Buckets for the `fresh` keys, counts decremented for the `moved` ones, in the order
+        of the rows that triggered each (Paimon handles rows one by one: a key moving out
+        frees room for the keys after it). Runs of one kind are handled at once."""
+        if not len(fresh):
+            return
+        times = np.concatenate([trigger[moved], trigger[fresh]])
+        kinds = np.concatenate([np.zeros(len(moved), np.int8), np.ones(len(fresh), np.int8)])
+        keys = np.concatenate([moved, fresh])
+        order = np.lexsort((kinds, times))
+        kinds, keys = kinds[order], keys[order]
+        bounds = np.concatenate(([0], np.flatnonzero(kinds[1:] != kinds[:-1]) + 1, [len(kinds)]))
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            run = keys[lo:hi]
+            if kinds[lo] == 0:
+                self.counts.remove(old_part[run], old_bucket[run])
+                continue
+            parts = target[run]
+            for part in np.unique(parts).tolist():
+                picked = run[parts == part]
+                bucket[picked] = self.counts.assign(part, len(picked))
 
     def _retractions(self, data, last_add, moved, old_part, old_bucket):
         """Deduplicate moves: the key's last +I/+U row as -D with the old partition's values."""
@@ -295,6 +313,15 @@ def _first_and_last_add(inverse: np.ndarray, adds: np.ndarray, keys: int) -> tup
     last_add = np.full(keys, -1, dtype=np.int64)
     np.maximum.at(last_add, inverse[adds], rows[adds])
     return first, last_add
+
+
+def _move_rows(inverse: np.ndarray, away: np.ndarray, keys: int, first_row: np.ndarray) -> np.ndarray:
+    """Per distinct key: its first +I/+U row outside the key's partition (the row that moves it,
+    for Paimon), else its first row."""
+    rows = np.arange(len(inverse))
+    out = np.full(keys, len(inverse), dtype=np.int64)
+    np.minimum.at(out, inverse[away], rows[away])
+    return np.where(out < len(inverse), out, first_row)
 
 
 def _distinct(keys: np.ndarray) -> np.ndarray:
