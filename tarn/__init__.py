@@ -1,17 +1,56 @@
-"""tarn: the Apache Paimon table format in Python, on Arrow."""
+"""tarn: the Apache Paimon table format in Python, on Arrow.
 
-from tarn.catalog import Catalog
-from tarn.commit.committer import Overwrite
+Entry points:
+
+- `Catalog(warehouse)` opens a filesystem (or `s3://`) warehouse: `create_table`, `load_table`,
+  `list_tables`, `drop_table`.
+- `load_table(path)` opens one table directory without a catalog.
+- `Table.write(data)` / `Table.delete(...)` commit rows; `Table.scan(filter=col("x") > 1, columns=[...])`
+  returns a `Scan` (`to_arrow`, `to_pandas`, `to_polars`, `to_duckdb`, `to_arrow_batch_reader`);
+  `Table.alter(AddColumn(...), ...)` evolves the schema.
+- `col(name)` builds filters; the `TarnError` subclasses below are every error tarn raises.
+- `tarn.spark` (the `spark` extra) and the `tarn` command line (`cli` extra) are separate modules.
+
+Guides: docs/index.md (one guide per feature) and docs/architecture.md.
+
+`import tarn` loads only this module and `tarn.errors`; the classes and functions named in
+`__all__` are imported on first use (so `python -c "import tarn"` costs little).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from tarn.errors import (
     CommitConflict, CorruptFile, FileMissing, InvalidArgument, InvalidFilter, InvalidOption, MissingDependency,
     SchemaEvolutionError, SchemaMismatch, SnapshotNotFound, TableAlreadyExists, TableNotFound, TarnError,
 )
-from tarn.meta.schema import (
-    AddColumn, DropColumn, RemoveOption, RenameColumn, SetOption, UpdateColumnComment,
-    UpdateColumnNullability, UpdateColumnType, UpdateComment,
-)
-from tarn.scan.predicate import col
-from tarn.table import Scan, Table, load_table
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports these on use
+    from tarn.catalog import Catalog
+    from tarn.commit.committer import Overwrite
+    from tarn.meta.schema import (
+        AddColumn, DropColumn, RemoveOption, RenameColumn, SetOption, UpdateColumnComment,
+        UpdateColumnNullability, UpdateColumnType, UpdateComment,
+    )
+    from tarn.scan.predicate import col
+    from tarn.table import Scan, Table, load_table
+
+__version__ = "0.1.0"  # the one source of the version: pyproject.toml reads it from here
+
+# name -> module that defines it, imported by `__getattr__` the first time the name is used
+_LAZY = {
+    "Catalog": "tarn.catalog",
+    "Table": "tarn.table", "Scan": "tarn.table", "load_table": "tarn.table",
+    "col": "tarn.scan.predicate",
+    "Overwrite": "tarn.commit.committer",
+    **dict.fromkeys(
+        ["AddColumn", "DropColumn", "RenameColumn", "UpdateColumnType", "UpdateColumnComment",
+         "UpdateColumnNullability", "SetOption", "RemoveOption", "UpdateComment"],
+        "tarn.meta.schema",
+    ),
+}
 
 __all__ = [
     "Catalog", "Table", "Scan", "load_table", "col", "Overwrite",
@@ -21,3 +60,22 @@ __all__ = [
     "AddColumn", "DropColumn", "RenameColumn", "UpdateColumnType", "UpdateColumnComment",
     "UpdateColumnNullability", "SetOption", "RemoveOption", "UpdateComment",
 ]
+
+
+def __getattr__(name: str):
+    """Import a public name, or a submodule (`tarn.spark`, `tarn.types`, ...), when first asked for."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise  # the submodule exists but needs something missing
+            raise AttributeError(f"module 'tarn' has no attribute {name!r}") from None
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -5,21 +5,22 @@
   writer rolls: every 1000 records it checks the bytes flushed so far against a target size.
 - `avro_codec` maps a Paimon `manifest.compression` value to an Avro codec name.
 
-The `zstandard` codec is served by the `zstandard` package when fastavro has no zstd library of
-its own (fastavro >= 1.10 looks for `backports.zstd` / `compression.zstd` only).
+The `zstandard` codec (Paimon's default for manifests) is fastavro's own: it needs `compression.zstd`
+(Python 3.14) or `backports.zstd`, which the `fastavro[zstandard]` dependency brings; without either,
+writing and reading such files raise `MissingDependency`.
 """
 
 from __future__ import annotations
 
 import io
 import json
+from contextlib import contextmanager
 
 import fastavro
 import fastavro.read
 import fastavro.write
-import zstandard
 
-from tarn.errors import CorruptFile, InvalidOption
+from tarn.errors import CorruptFile, InvalidOption, MissingDependency
 
 # Java's DataFileWriter flushes a block once ~64000 uncompressed bytes are buffered.
 SYNC_INTERVAL = 64000
@@ -42,35 +43,18 @@ def avro_codec(compression: str) -> str:
     return name
 
 
-def _install_zstandard_codec() -> None:
-    """Serve Avro's `zstandard` codec with the `zstandard` package if fastavro lacks one.
+@contextmanager
+def codec_libraries(name_for_errors: str):
+    """Turn fastavro's "codec ... you need to install ..." `ValueError` into `MissingDependency`."""
+    try:
+        yield
+    except ValueError as exc:
+        if "you need to install" not in str(exc):
+            raise
+        raise MissingDependency(
+            f"Avro file {name_for_errors}: {exc} (pip install 'fastavro[zstandard]' for Paimon's zstd manifests)"
+        ) from exc
 
-    The block framing of `zstandard` (long length + payload) is the same as `null`'s, so the
-    `null` block functions do the framing and only the payload is (de)compressed here.
-    """
-    readers = fastavro.read.BLOCK_READERS
-    writers = fastavro.write._write.BLOCK_WRITERS
-    try:  # a working built-in zstd codec needs nothing from us
-        writers["zstandard"](io.BytesIO(), b"", None)
-        return
-    except ValueError:
-        pass
-    null_read, null_write = readers["null"], writers["null"]
-
-    def read_block(fo):
-        payload = null_read(fo).read()  # fastavro's block readers return a BytesIO
-        decompressor = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
-        return io.BytesIO(decompressor.decompress(payload))
-
-    def write_block(fo, block_bytes, compression_level):
-        level = 3 if compression_level is None else compression_level
-        null_write(fo, zstandard.ZstdCompressor(level=level).compress(block_bytes), compression_level)
-
-    readers["zstandard"] = read_block
-    writers["zstandard"] = write_block
-
-
-_install_zstandard_codec()
 
 # Parsed schemas, keyed by the id of the (module-constant) schema dict it came from.
 _PARSED: dict[int, tuple[dict, dict]] = {}
@@ -88,15 +72,16 @@ def parsed_schema(schema: dict) -> dict:
 def write_avro(records: list[dict], schema: dict, codec: str = "zstandard", level: int | None = 1) -> bytes:
     """One Avro container file holding `records`."""
     out = io.BytesIO()
-    fastavro.writer(
-        out,
-        parsed_schema(schema),
-        records,
-        codec=codec,
-        codec_compression_level=level,
-        sync_interval=SYNC_INTERVAL,
-        validator=False,
-    )
+    with codec_libraries("being written"):
+        fastavro.writer(
+            out,
+            parsed_schema(schema),
+            records,
+            codec=codec,
+            codec_compression_level=level,
+            sync_interval=SYNC_INTERVAL,
+            validator=False,
+        )
     return out.getvalue()
 
 
@@ -111,27 +96,34 @@ def write_avro_rolling(
     files: list[tuple[bytes, int]] = []
     start = 0
     while start < len(records):
-        out = io.BytesIO()
-        writer = fastavro.write.Writer(
-            out,
-            parsed_schema(schema),
-            codec=codec,
-            compression_level=level,
-            sync_interval=SYNC_INTERVAL,
-            validator=False,
-        )
-        end = start
-        while end < len(records):
-            stop = min(end + ROLL_CHECK_RECORDS - (end % ROLL_CHECK_RECORDS), len(records))
-            for record in records[end:stop]:
-                writer.write(record)
-            end = stop
-            if end % ROLL_CHECK_RECORDS == 0 and out.tell() >= target_size:
-                break
-        writer.flush()
-        files.append((out.getvalue(), end - start))
+        with codec_libraries("being written"):
+            out, end = _write_rolled_file(records, schema, start, target_size, codec, level)
+        files.append((out, end - start))
         start = end
     return files
+
+
+def _write_rolled_file(records, schema, start, target_size, codec, level) -> tuple[bytes, int]:
+    """One rolled file of `records` from `start`: its bytes and the index after its last record."""
+    out = io.BytesIO()
+    writer = fastavro.write.Writer(
+        out,
+        parsed_schema(schema),
+        codec=codec,
+        compression_level=level,
+        sync_interval=SYNC_INTERVAL,
+        validator=False,
+    )
+    end = start
+    while end < len(records):
+        stop = min(end + ROLL_CHECK_RECORDS - (end % ROLL_CHECK_RECORDS), len(records))
+        for record in records[end:stop]:
+            writer.write(record)
+        end = stop
+        if end % ROLL_CHECK_RECORDS == 0 and out.tell() >= target_size:
+            break
+    writer.flush()
+    return out.getvalue(), end
 
 
 def read_avro(data: bytes, name_for_errors: str, logical_types: bool = True) -> list[dict]:
@@ -142,7 +134,10 @@ def read_avro(data: bytes, name_for_errors: str, logical_types: bool = True) -> 
     comes back as its plain Avro type (e.g. `timestamp-millis` as the long), which is faster.
     """
     try:
-        return _read_records(data, logical_types)
+        with codec_libraries(name_for_errors):
+            return _read_records(data, logical_types)
+    except MissingDependency:
+        raise
     except (ValueError, OverflowError) as exc:
         if logical_types:
             return read_avro(data, name_for_errors, logical_types=False)
