@@ -59,4 +59,4 @@ class InvalidFilter(InvalidArgument):
 
 class MissingDependency(TarnError, ImportError):
     """An optional package a method needs is not installed; the message names the extra to
-    install (`pip install 'tarn[polars]'`, ...)."""
+    install (`pip install 'tarn-lake[polars]'`, ...)."""

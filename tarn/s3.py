@@ -191,7 +191,7 @@ def make_client(config: S3Config):
         import boto3
         from botocore.config import Config
     except ImportError as exc:
-        raise TarnError("atomic commits on S3 need boto3 (conditional PUT): pip install 'tarn[s3]'") from exc
+        raise TarnError("atomic commits on S3 need boto3 (conditional PUT): pip install 'tarn-lake[s3]'") from exc
     style = "path" if config.path_style else "auto"
     settings = Config(s3={"addressing_style": style}, retries={"max_attempts": 1, "mode": "standard"},
                       connect_timeout=10, read_timeout=30)

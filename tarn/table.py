@@ -497,26 +497,26 @@ class Scan:
         try:
             return table.to_pandas(**kwargs)
         except ImportError as e:
-            raise MissingDependency(f"Scan.to_pandas needs pandas: pip install 'tarn[pandas]' ({e})") from None
+            raise MissingDependency(f"Scan.to_pandas needs pandas: pip install 'tarn-lake[pandas]' ({e})") from None
 
     def to_polars(self):
-        """All rows as a `polars.DataFrame` (needs polars: pip install 'tarn[polars]')."""
+        """All rows as a `polars.DataFrame` (needs polars: pip install 'tarn-lake[polars]')."""
         try:
             import polars
         except ImportError:
-            raise MissingDependency("Scan.to_polars needs polars: pip install 'tarn[polars]'") from None
+            raise MissingDependency("Scan.to_polars needs polars: pip install 'tarn-lake[polars]'") from None
         return polars.from_arrow(self.to_arrow())
 
     def to_duckdb(self, name: str, connection=None):
         """Register the rows (read now) as the DuckDB view `name` in `connection` (default: a
         new in-memory database) and return the connection: `scan.to_duckdb("t").sql("SELECT
-        ... FROM t")`. Needs duckdb: pip install 'tarn[duckdb]'."""
+        ... FROM t")`. Needs duckdb: pip install 'tarn-lake[duckdb]'."""
         if not isinstance(name, str) or not name:
             raise InvalidArgument(f"table {self.table.name}: to_duckdb needs a view name (a string), got {name!r}")
         try:
             import duckdb
         except ImportError:
-            raise MissingDependency("Scan.to_duckdb needs duckdb: pip install 'tarn[duckdb]'") from None
+            raise MissingDependency("Scan.to_duckdb needs duckdb: pip install 'tarn-lake[duckdb]'") from None
         connection = duckdb.connect() if connection is None else connection
         connection.register(name, self.to_arrow())
         return connection

@@ -5,7 +5,7 @@ or `db.table` with `--warehouse WH` (or the TARN_WAREHOUSE environment variable)
 prints tables for people and, with `--json`, one JSON document on stdout for scripts. Errors go
 to stderr with exit status 1 (2 for a bad command line).
 
-Needs the `cli` extra (typer and rich): `pip install 'tarn[cli]'`.
+Needs the `cli` extra (typer and rich): `pip install 'tarn-lake[cli]'`.
 """
 
 from __future__ import annotations
