@@ -318,9 +318,9 @@ def test_missing_optional_packages_name_the_extra(orders, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_polars)
-    with pytest.raises(MissingDependency, match=r"tarn\[polars\]"):
+    with pytest.raises(MissingDependency, match=r"tarn-lake\[polars\]"):
         orders.scan().to_polars()
-    with pytest.raises(MissingDependency, match=r"tarn\[duckdb\]"):
+    with pytest.raises(MissingDependency, match=r"tarn-lake\[duckdb\]"):
         orders.scan().to_duckdb("t")
 
 
