@@ -35,6 +35,7 @@ from tarn.write.assign import (AssignerSpec, HashAssigner, HashIndexFiles, assig
                                pack_bucket)
 from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
 from tarn.write.conform import conform
+from tarn.write.cross_partition import is_cross_partition
 from tarn.write.writer import abort
 
 CHANNEL_COLUMN = "__tarn_assigner"
@@ -72,6 +73,10 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buck
     schema = table.schema()
     if num_buckets is None:
         num_buckets = Options(schema.options).int("bucket")
+    if is_cross_partition(schema, num_buckets):
+        raise InvalidOption(f"table {table.name} is a cross-partition upsert table (primary key without every "
+                            "partition key, bucket=-1): write it with tarn.spark.write(df, path) (keys are "
+                            "placed on the driver); streaming writes into it are not supported")
     if num_buckets == -1 and schema.primary_keys:
         return assign_dynamic(df, table_path, storage_options)
     if num_buckets <= 0:
@@ -200,6 +205,9 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
     try:
         check_fits(table, arrow_of(df.schema))
         schema = table.schema()
+        if is_cross_partition(schema, Options(schema.options).int("bucket")):
+            _write_cross_partition(df, table, mode)
+            return
         if schema.primary_keys and Options(schema.options).int("bucket") == -1:
             latest = table.latest_snapshot()
             df = assign_dynamic(df, path, storage_of(text_options), fresh=mode == "overwrite",
@@ -216,6 +224,16 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
         if created and tarn.load_table(path, storage_of(text_options)).latest_snapshot() is None:
             table.file_io.delete_dir(table.root)
         raise
+
+
+def _write_cross_partition(df, table, mode: str) -> None:
+    """Cross-partition upsert tables: the rows are collected to the driver as Arrow and written
+    there in one commit (one key index places every key; the retractions of moved keys are
+    rows the Spark data source could not carry)."""
+    if mode == "overwrite":
+        raise InvalidOption(f"table {table.name}: INSERT OVERWRITE of a cross-partition upsert table is not "
+                            "supported: keys in other partitions would stay")
+    table.write(df.toArrow())
 
 
 # ---------------------------------------------------------------------------------------------
