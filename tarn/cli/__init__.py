@@ -764,7 +764,8 @@ def analyze(table: TableArg,
             columns: Annotated[Optional[str], typer.Option("--columns", "-c", metavar="A,B",
                                                            help="columns to analyze (default: all)")] = None,
             warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
-    """Collect table statistics (Table.analyze), when this tarn has it."""
+    """Collect table statistics (Table.analyze): row count, size and per-column distinct
+    counts, min/max and nulls, committed as one ANALYZE snapshot."""
     t = open_table(table, warehouse, storage_option)
     run = getattr(t, "analyze", None)
     if run is None:
