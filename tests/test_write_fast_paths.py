@@ -75,3 +75,30 @@ def test_two_known_buckets_take_the_general_path():
     rows = rng.permutation(hashes)
     expected = np.where(np.isin(rows, first), 0, 1)
     assert index.assign(rows).tolist() == expected.tolist()
+
+
+def _written_meta(tmp_path, name: str, rows: pa.Table):
+    import tarn
+
+    table = tarn.Catalog(str(tmp_path)).create_table(f"db.{name}", schema=rows.schema, primary_key=["k"],
+                                                     options={"bucket": "1"})
+    table.write(rows)
+    (split,) = table.scan().plan()
+    (meta,) = split.files
+    return meta
+
+
+def test_stats_collected_beside_the_encoding_equal_sequential_ones(tmp_path, monkeypatch):
+    import tarn.data.writer as data_writer
+
+    n = data_writer.PARALLEL_STATS_ROWS + 1000
+    rng = np.random.default_rng(8)
+    rows = pa.table({"k": rng.permutation(n), "s": pa.array([f"v{i % 977}" for i in range(n)]),
+                     "d": pa.array(rng.random(n))})
+    parallel = _written_meta(tmp_path, "parallel", rows)
+    monkeypatch.setattr(data_writer, "PARALLEL_STATS_ROWS", 1 << 40)
+    sequential = _written_meta(tmp_path, "sequential", rows)
+    keep = ("file_size", "row_count", "min_key", "max_key", "key_stats", "value_stats", "min_sequence_number",
+            "max_sequence_number", "delete_row_count")
+    assert parallel.file_size > 0 and parallel.row_count == n
+    assert {k: getattr(parallel, k) for k in keep} == {k: getattr(sequential, k) for k in keep}

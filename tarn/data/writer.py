@@ -4,7 +4,9 @@ each described by a DataFileMeta with vectorised stats."""
 from __future__ import annotations
 
 import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,6 +24,7 @@ from tarn.options import Options, parse_memory_size
 from tarn.stats import collect_stats, stats_modes
 
 SYSTEM_STATS_MODE = "truncate(128)"
+PARALLEL_STATS_ROWS = 200_000  # files from this many rows collect their stats while they are encoded
 
 
 def changelog_options(raw) -> dict[str, str]:
@@ -106,13 +109,21 @@ class FileWriter:
         name = self.namer.next()
         path = join(self.bucket_path, name)
         file_table = self._file_table(rows)
-        size = write_data_file(self.file_io, path, file_table, self.layout.file_fields,
-                               self.file_format, self.raw_options)
+        describe = partial(self._meta, name, 0, rows, file_table, level, file_source, first_sequence)
+        # a large file's stats are collected in a thread while the file is encoded (both release the GIL)
+        pool = ThreadPoolExecutor(max_workers=1) if rows.num_rows >= PARALLEL_STATS_ROWS else None
+        described = pool.submit(describe) if pool is not None else None
+        try:
+            size = write_data_file(self.file_io, path, file_table, self.layout.file_fields,
+                                   self.file_format, self.raw_options)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
         written = [path]
         try:
             embedded, extra = self._file_index(name, rows, written)
-            meta = self._meta(name, size, rows, file_table, level, file_source, first_sequence)
-            return replace(meta, embedded_index=embedded, extra_files=extra)
+            meta = described.result() if described is not None else describe()
+            return replace(meta, file_size=size, embedded_index=embedded, extra_files=extra)
         except Exception:
             for p in written:
                 self.file_io.delete(p)
