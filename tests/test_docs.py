@@ -119,6 +119,17 @@ def test_architecture_lists_every_module():
     assert undocumented_modules("`scan/reader.py`, `lsm/*`", DOCS.parent / "tarn")[:1] == ["append_compaction.py"]
 
 
+def test_docs_send_readers_only_to_files_in_the_repository():
+    """No guide points at the project's private fact sheet or at machine paths: format facts
+    live in docs/format-notes.md (which alone names FORMAT.md, to explain code comments)."""
+    for guide in guides():
+        text = guide.read_text()
+        for outside in ("/work/", "shared/seeds", "shared/javaref"):
+            assert outside not in text, f"{guide.name} points at {outside}"
+        if guide.name != "format-notes.md":
+            assert "FORMAT.md" not in text, f"{guide.name} cites FORMAT.md: link format-notes.md instead"
+
+
 def test_not_tested_marker_is_rare():
     for guide in guides():
         blocks = python_blocks(guide.read_text())
