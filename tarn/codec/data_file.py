@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import fastavro
 import numpy as np
@@ -509,10 +509,46 @@ _STATS_ROOTS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "VARC
 RowGroupTest = Callable[[dict, int], bool]  # ({column: (min, max, null count)}, rows) -> may match
 
 
-def read_parquet_row_groups(file_io, path: str, fields: list[DataField],
-                            may_match: RowGroupTest) -> tuple[pa.Table, np.ndarray]:
-    """The row groups of a parquet data file whose statistics `may_match`, typed like
-    `read_data_file`, and the file row position of every row read (for deletion vectors)."""
+@dataclass(frozen=True)
+class RowGroup:
+    """One row group of a parquet file: its index and the file positions of its rows."""
+
+    index: int
+    start: int
+    rows: int
+
+
+def parquet_row_groups(file_io, path: str, fields: list[DataField],
+                       may_match: RowGroupTest | None = None) -> tuple[pq.FileMetaData, list[RowGroup]]:
+    """The footer of a parquet data file and its row groups whose statistics `may_match`
+    (every row group without a test)."""
+    footer = _parquet_footer(file_io, path)
+    _check_columns([f.name for f in fields], footer.schema.to_arrow_schema().names, path)
+    tested = {f.name: f for f in fields if f.type.root in _STATS_ROOTS}
+    index = {footer.schema.column(i).path: i for i in range(footer.num_columns)} if may_match else {}
+    groups, start = [], 0
+    for at in range(footer.num_row_groups):
+        group = footer.row_group(at)
+        if may_match is None or may_match(_group_stats(group, tested, index), group.num_rows):
+            groups.append(RowGroup(at, start, group.num_rows))
+        start += group.num_rows
+    return footer, groups
+
+
+def _parquet_footer(file_io, path: str) -> pq.FileMetaData:
+    try:
+        with file_io.open_input_file(path) as source:
+            return pq.read_metadata(source)
+    except FileNotFoundError as exc:
+        raise FileMissing(f"data file not found: {path}") from exc
+    except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
+        raise CorruptFile(f"cannot read parquet data file {path}: {exc}") from exc
+
+
+def read_parquet_groups(file_io, path: str, fields: list[DataField], groups: list[int],
+                        footer: pq.FileMetaData | None = None, use_threads: bool = True) -> pa.Table:
+    """Row groups `groups` of a parquet data file (`footer`: its metadata, if already read),
+    typed like `read_data_file`; `use_threads=False` decodes them on the calling thread."""
     columns = [f.name for f in fields]
     try:
         source = file_io.open_input_file(path)
@@ -520,26 +556,16 @@ def read_parquet_row_groups(file_io, path: str, fields: list[DataField],
         raise FileMissing(f"data file not found: {path}") from exc
     try:
         with source:
-            parquet_file = pq.ParquetFile(source, coerce_int96_timestamp_unit="ns", pre_buffer=True)
+            parquet_file = pq.ParquetFile(source, metadata=footer, coerce_int96_timestamp_unit="ns",
+                                          pre_buffer=True)
             _check_columns(columns, parquet_file.schema_arrow.names, path)
-            meta = parquet_file.metadata
-            tested = {f.name: f for f in fields if f.type.root in _STATS_ROOTS}
-            index = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
-            kept, positions, start = [], [], 0
-            for group in range(meta.num_row_groups):
-                rows = meta.row_group(group).num_rows
-                if may_match(_group_stats(meta.row_group(group), tested, index), rows):
-                    kept.append(group)
-                    positions.append(np.arange(start, start + rows, dtype=np.int64))
-                start += rows
-            table = parquet_file.read_row_groups(kept, columns=columns) if kept else \
-                parquet_file.schema_arrow.empty_table().select(columns)
+            table = parquet_file.read_row_groups(groups, columns=columns, use_threads=use_threads) \
+                if groups else parquet_file.schema_arrow.empty_table().select(columns)
     except TarnError:
         raise
     except (pa.ArrowException, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
         raise CorruptFile(f"cannot read parquet data file {path}: {exc}") from exc
-    found = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
-    return _to_logical(table.select(columns), fields, path), found
+    return _to_logical(table.select(columns), fields, path)
 
 
 def _group_stats(group, tested: dict, index: dict) -> dict:

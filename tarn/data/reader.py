@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 
-from tarn.codec.data_file import iter_data_file, read_data_file, read_parquet_row_groups
+from tarn.codec.data_file import (RowGroup, iter_data_file, parquet_row_groups, read_data_file,
+                                  read_parquet_groups)
 from tarn.data.evolution import adapt_table
 from tarn.data.layout import SYSTEM_FIELDS
 from tarn.fs import FileIO, join
@@ -20,6 +22,22 @@ from tarn.types import DataField
 SchemaLookup = Callable[[int], TableSchema]
 Deletions = Callable[[str], "np.ndarray | None"]  # data file name -> deleted row positions
 BATCH_ROWS = 262144
+PIECE_ROWS = 500_000  # consecutive parquet row groups are read together up to about this many rows
+
+
+@dataclass(frozen=True)
+class FilePiece:
+    """A part of one data file that can be read on its own: consecutive parquet row groups
+    (`footer` is the file's parquet metadata), or the whole file (`groups` None: orc, avro)."""
+
+    bucket_path: str
+    meta: DataFileMeta
+    groups: tuple[RowGroup, ...] | None = None
+    footer: object = None
+
+    @property
+    def rows(self) -> int:
+        return self.meta.row_count if self.groups is None else sum(g.rows for g in self.groups)
 
 
 class FileReader:
@@ -51,27 +69,42 @@ class FileReader:
             yield self._drop_deleted(self._shape(raw, file_fields, fields, system), meta, offset)
             offset += raw.num_rows
 
+    def pieces(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField],
+               may_match: Callable[[dict, int], bool] | None = None) -> list[FilePiece]:
+        """The file cut into pieces to read in parallel (consecutive parquet row groups of about
+        `PIECE_ROWS` rows; other formats whole). With `may_match({column: (min, max, null
+        count)}, rows)` (current column names; only columns whose type kept its kind), parquet
+        row groups whose statistics cannot match are left out."""
+        if self.format_of(meta) != "parquet":
+            return [FilePiece(bucket_path, meta)]
+        file_fields, _, path = self._plan(bucket_path, meta, fields, False)
+        test = None if may_match is None else _renamed_test(may_match, file_fields, fields)
+        footer, groups = parquet_row_groups(self.file_io, path, file_fields, test)
+        return [FilePiece(bucket_path, meta, run, footer) for run in _consecutive_runs(groups)]
+
+    def read_piece(self, piece: FilePiece, fields: list[DataField], use_threads: bool = True) -> pa.Table:
+        """A piece's rows without system columns, minus its deleted rows; `use_threads=False`
+        decodes on the calling thread (when pieces are already read in parallel)."""
+        if piece.groups is None:
+            return self.read(piece.bucket_path, piece.meta, fields, with_system=False)
+        file_fields, _, path = self._plan(piece.bucket_path, piece.meta, fields, False)
+        raw = read_parquet_groups(self.file_io, path, file_fields, [g.index for g in piece.groups],
+                                  piece.footer, use_threads)
+        shaped = self._shape(raw, file_fields, fields, [])
+        deleted = self.deleted_rows(piece.meta)
+        if deleted is None:
+            return shaped
+        keep = [keep_mask(deleted, g.start, g.rows) for g in piece.groups]
+        return shaped.filter(pa.array(keep[0] if len(keep) == 1 else np.concatenate(keep)))
+
     def read_pruned(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField],
                     may_match: Callable[[dict, int], bool]) -> pa.Table:
         """`read` without system columns, skipping the parquet row groups whose statistics
-        cannot match: `may_match({column: (min, max, null count)}, rows)` with current column
-        names (only columns whose type kept its kind). Other formats are read whole."""
-        if self.format_of(meta) != "parquet":
-            return self.read(bucket_path, meta, fields, with_system=False)
-        file_fields, _, path = self._plan(bucket_path, meta, fields, False)
-        current = {f.id: f for f in fields}
-        names = {ff.name: current[ff.id].name for ff in file_fields if ff.type.root == current[ff.id].type.root}
-
-        def test(stats: dict, rows: int) -> bool:
-            return may_match({names[n]: v for n, v in stats.items() if n in names}, rows)
-
-        raw, positions = read_parquet_row_groups(self.file_io, path, file_fields, test)
-        shaped = self._shape(raw, file_fields, fields, [])
-        deleted = self.deleted_rows(meta)
-        if deleted is None:
-            return shaped
-        at = np.minimum(np.searchsorted(deleted, positions), len(deleted) - 1)
-        return shaped.filter(pa.array(deleted[at] != positions))
+        cannot match (see `pieces`). Other formats are read whole."""
+        tables = [self.read_piece(p, fields) for p in self.pieces(bucket_path, meta, fields, may_match)]
+        if not tables:
+            return self.read_piece(FilePiece(bucket_path, meta, ()), fields)
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def with_deletions(self, deletions: Deletions | None) -> "FileReader":
         """This reader with other deletion vectors."""
@@ -116,6 +149,26 @@ class FileReader:
         for meta in run_files:
             for chunk in self.iter(bucket_path, meta, fields, with_system=True):
                 yield with_level_column(chunk, meta.level) if with_level else chunk
+
+
+def _renamed_test(may_match, file_fields: list[DataField], fields: list[DataField]):
+    """`may_match` over current column names, for statistics named as in the file."""
+    current = {f.id: f for f in fields}
+    names = {ff.name: current[ff.id].name for ff in file_fields if ff.type.root == current[ff.id].type.root}
+    return lambda stats, rows: may_match({names[n]: v for n, v in stats.items() if n in names}, rows)
+
+
+def _consecutive_runs(groups: list[RowGroup]) -> list[tuple[RowGroup, ...]]:
+    """Row groups packed into runs of consecutive groups of about `PIECE_ROWS` rows."""
+    runs: list[list[RowGroup]] = []
+    for group in groups:
+        last = runs[-1] if runs else None
+        if last and last[-1].index + 1 == group.index and sum(g.rows for g in last) < PIECE_ROWS \
+                and sum(g.rows for g in last) + group.rows <= 2 * PIECE_ROWS:
+            last.append(group)
+        else:
+            runs.append([group])
+    return [tuple(run) for run in runs]
 
 
 def keep_mask(deleted: np.ndarray, offset: int, count: int) -> np.ndarray:

@@ -63,7 +63,7 @@ class SplitReader:
     def _merged(self, split: Split) -> Iterator[pa.Table]:
         files = self._files_of(split)
         if split.raw_convertible:
-            yield from parallel_map(lambda meta: self._read_raw(files, split, meta), split.files)
+            yield from self._read_raw(files, split)
             return
         if newest_wins_applies(self.merge_spec) and _disjoint(split.files):
             data = self._read_newest_wins(files, split)
@@ -73,17 +73,23 @@ class SplitReader:
         for data in self._read_sections(files, split):
             yield data.drop_columns([SEQUENCE, VALUE_KIND])
 
-    def _read_raw(self, files: FileReader, split: Split, meta: DataFileMeta) -> pa.Table:
-        """One file read alone; with a filter, parquet row groups its statistics rule out are
-        skipped (rows are still filtered exactly afterwards)."""
-        if self.predicate is None:
-            return files.read(split.bucket_path, meta, self.value_fields, with_system=False)
-        predicate = self.predicate
+    def _read_raw(self, files: FileReader, split: Split) -> list[pa.Table]:
+        """Each file read alone, cut into pieces of row groups that are decoded and stripped of
+        their deleted rows in parallel; with a filter, parquet row groups its statistics rule
+        out are skipped (rows are still filtered exactly afterwards)."""
+        may_match = None
+        if self.predicate is not None:
+            predicate = self.predicate
 
-        def may_match(stats: dict, rows: int) -> bool:
-            return may_match_stats(predicate, {n: ColumnStats(*v) for n, v in stats.items()}, rows)
+            def may_match(stats: dict, rows: int) -> bool:
+                return may_match_stats(predicate, {n: ColumnStats(*v) for n, v in stats.items()}, rows)
 
-        return files.read_pruned(split.bucket_path, meta, self.value_fields, may_match)
+        planned = parallel_map(lambda meta: files.pieces(split.bucket_path, meta, self.value_fields, may_match),
+                               split.files)
+        pieces = [piece for file_pieces in planned for piece in file_pieces]
+        # one piece: let Arrow decode its columns in parallel; several: one thread per piece
+        alone = len(pieces) == 1
+        return parallel_map(lambda piece: files.read_piece(piece, self.value_fields, use_threads=alone), pieces)
 
     def _files_of(self, split: Split) -> FileReader:
         """The file reader of a split: with the split's deletion vectors, if it has any."""
