@@ -188,8 +188,7 @@ class KeyLookup:
         def load() -> FileKeys:
             keys = self.codec.encode(self.reader.read(self.bucket_path, meta, list(self.codec.fields),
                                                       with_system=False, skip_deleted=False))
-            order = np.argsort(keys, kind="stable")
-            return FileKeys(np.ascontiguousarray(keys[order]), order.astype(np.int64))
+            return sorted_keys(keys)
 
         return KEY_CACHE.get(path, load, self.memory_limit, self.disk_limit)
 
@@ -221,9 +220,28 @@ class KeyLookup:
         return found
 
 
+def sorted_keys(keys: np.ndarray) -> FileKeys:
+    """A file's keys sorted, with the row position of each. A primary-key data file holds its
+    keys in key order, which is numeric order on the integer path: then no sort is needed."""
+    if keys.dtype.kind == "i" and (len(keys) < 2 or bool(np.all(keys[1:] >= keys[:-1]))):
+        return FileKeys(keys, np.arange(len(keys), dtype=np.int64))
+    order = np.argsort(keys, kind="stable")
+    return FileKeys(np.ascontiguousarray(keys[order]), order.astype(np.int64))
+
+
 def sorted_unique(values: np.ndarray) -> np.ndarray:
     """The distinct values, sorted (a sort and a neighbour test; numpy's unique hashes)."""
-    ordered = np.sort(values)
+    return _distinct(np.sort(values))
+
+
+def merge_sorted_unique(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """The distinct values of `old` (sorted) and `new`. Numpy's stable sort (timsort for
+    64-bit values) merges the two sorted runs in linear time."""
+    return _distinct(np.sort(np.concatenate([old, np.sort(new)]), kind="stable"))
+
+
+def _distinct(ordered: np.ndarray) -> np.ndarray:
+    """`ordered` (sorted) without repeated values."""
     if len(ordered) < 2:
         return ordered
     keep = np.empty(len(ordered), dtype=bool)

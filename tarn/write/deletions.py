@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from tarn.data.lookup import sorted_unique
+from tarn.data.lookup import merge_sorted_unique, sorted_unique
 from tarn.meta.manifest import DELETE, IndexManifestEntry
 from tarn.store.deletion_vectors import DeletionVectorFiles
 
@@ -47,7 +47,7 @@ class BucketVectors:
             return
         old = self.vectors.get(file_name)
         positions = np.asarray(positions, dtype=np.int64)
-        self.vectors[file_name] = sorted_unique(positions if old is None else np.concatenate([old, positions]))
+        self.vectors[file_name] = sorted_unique(positions) if old is None else merge_sorted_unique(old, positions)
         self.changed = True
 
     def drop(self, file_names: Iterable[str]) -> None:
