@@ -36,6 +36,9 @@ class Catalog:
         self.file_io, self.warehouse = file_io_for(warehouse, storage_options, filesystem, lock)
         self.file_io.mkdirs(self.warehouse)
 
+    def __repr__(self) -> str:
+        return f"Catalog({self.warehouse!r})"
+
     # ------------------------------------------------------------------ identifiers
 
     @staticmethod

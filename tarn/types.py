@@ -39,6 +39,9 @@ class DataType:
     def __str__(self) -> str:
         return type_to_sql(self)
 
+    def __repr__(self) -> str:
+        return f"DataType({type_to_sql(self)})"
+
 
 @dataclass(frozen=True)
 class DataField:
@@ -49,6 +52,11 @@ class DataField:
     type: DataType
     description: str | None = None
     default_value: str | None = None
+
+    def __repr__(self) -> str:
+        extras = "".join(f", {k}={v!r}" for k, v in (("description", self.description),
+                                                     ("default_value", self.default_value)) if v is not None)
+        return f"DataField({self.id}, {self.name!r}, {type_to_sql(self.type)}{extras})"
 
 
 # ---------------------------------------------------------------------------------------------

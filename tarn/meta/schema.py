@@ -35,6 +35,14 @@ NULL_TO_NOT_NULL_DISABLED_OPTION = "alter-column-null-to-not-null.disabled"
 ADD_COLUMN_BEFORE_PARTITION_OPTION = "add-column-before-partition"
 
 
+_REPR_COLUMNS, _REPR_OPTIONS = 12, 8  # what a schema's repr lists before "... N more"
+
+
+def _first(items: list[str], limit: int) -> list[str]:
+    """`items`, or its first `limit` and a count of the rest."""
+    return items if len(items) <= limit else items[:limit] + [f"... {len(items) - limit} more"]
+
+
 @dataclass(frozen=True)
 class TableSchema:
     """One version of a table's schema, as stored in `schema/schema-<id>`."""
@@ -56,6 +64,16 @@ class TableSchema:
         object.__setattr__(self, "options", dict(self.options))
         self.trimmed_primary_keys  # validates like Java's constructor
         self.bucket_keys
+
+    def __repr__(self) -> str:
+        """A few lines: id, keys, the first columns with their types, the first options."""
+        columns = _first([f"{f.name} {type_to_sql(f.type)}" for f in self.fields], _REPR_COLUMNS)
+        options = _first([f"{k!r}: {v!r}" for k, v in sorted(self.options.items())], _REPR_OPTIONS)
+        keys = "".join(f", {name}={list(value)!r}" for name, value in
+                       (("primary_keys", self.primary_keys), ("partition_keys", self.partition_keys)) if value)
+        return (f"TableSchema(id={self.id}{keys},\n"
+                f"  columns=[{', '.join(columns)}],\n"
+                f"  options={{{', '.join(options)}}})")
 
     # --- names ---------------------------------------------------------------------------
 

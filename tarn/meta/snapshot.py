@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import json
 from dataclasses import dataclass, field
 
@@ -73,6 +74,17 @@ class Snapshot:
     operation: str | None = None
     # Extra keys a tag file carries (tagCreateTime, tagTimeRetained) or that newer writers add.
     extra: dict = field(default_factory=dict, compare=False)
+
+    def __repr__(self) -> str:
+        """One line a notebook can show: id, kind, schema, time and record counts (not the file names)."""
+        when = _dt.datetime.fromtimestamp(self.time_millis / 1000, _dt.timezone.utc)
+        parts = [f"id={self.id}", self.commit_kind, f"schema_id={self.schema_id}",
+                 when.strftime("%Y-%m-%d %H:%M:%S UTC")]
+        if self.delta_record_count is not None:
+            parts.append(f"delta_records={self.delta_record_count}")
+        if self.total_record_count is not None:
+            parts.append(f"total_records={self.total_record_count}")
+        return f"Snapshot({', '.join(parts)})"
 
     def to_dict(self) -> dict:
         """The JSON object with Paimon's key names (`schemaId`, `commitKind`, ...)."""
