@@ -3,7 +3,8 @@
 Everything that can be wrong is checked on the driver before a task starts: options, the
 DataFrame schema against the table (the same `conform` the tasks run, on zero rows), key
 columns, overwrite specs. A missing table is created from the DataFrame schema with the
-`primary-key`, `partition` and table options given. If the job fails, `abort` deletes every
+`primary-key`, `partition` and table options given, or, with option `like` (a table path),
+with that table's columns, primary key, partition keys and options. If the job fails, `abort` deletes every
 file the finished tasks wrote (a failing task deletes its own; files of tasks Spark killed are
 found by the job's file-name prefix), and a table this write created is removed again, so
 nothing is left behind.
@@ -91,18 +92,52 @@ def create_table(path: str, data_schema: pa.Schema, primary_key: list[str], part
     return tarn.load_table(path, storage)
 
 
+def create_table_like(path: str, like: str, options: dict[str, str] | None = None, storage: dict | None = None,
+                      primary_key: list[str] | None = None, partition: list[str] | None = None) -> tarn.Table:
+    """Create the table at `path` like the table at `like` and return it: its columns (types,
+    NOT NULL, comments), primary key, partition keys and options (`options` laid over them;
+    `storage`: storage options of both). What a write with option `like` does to a missing
+    table; call it first for a dynamic-bucket source, whose rows need `by_bucket(df, path)`.
+    A given `primary_key` or `partition` must be the source's."""
+    source = load(like, storage).schema()
+    for given, actual, what in ((primary_key, source.primary_keys, "primary-key"),
+                                (partition, source.partition_keys, "partition")):
+        if given and list(given) != list(actual):
+            raise InvalidOption(f"table {path}: option '{what}'={list(given)} differs from {list(actual)} of the "
+                                f"table it is created like ({like})")
+    file_io, root = file_io_for(path, storage)
+    create_table_at(file_io, root, path, list(source.fields), list(source.primary_keys),
+                    list(source.partition_keys), {**source.options, **(options or {})}, source.comment)
+    return tarn.load_table(path, storage)
+
+
+def _check_like(table: tarn.Table, source: tarn.Table) -> None:
+    """An existing target of a write with option `like` must have the source's keys."""
+    mine, theirs = table.schema(), source.schema()
+    for what in ("primary_keys", "partition_keys"):
+        if list(getattr(mine, what)) != list(getattr(theirs, what)):
+            raise InvalidOption(f"table {table.name} exists with {what.replace('_', ' ')} "
+                                f"{list(getattr(mine, what))}, but option 'like' names table {source.name} with "
+                                f"{list(getattr(theirs, what))}")
+
+
 def find_or_create(path: str, data_schema: pa.Schema, options: dict[str, str]) -> tuple[tarn.Table, bool, dict]:
     """(table, created, per-write option overrides) for a write of `data_schema` to `path`."""
     columns = list(data_schema.names)
     table_options = _restore_case(check_options(options, WRITE_OPTIONS, f"table {path}"), columns)
     primary_key = _names(options.get("primary-key"), columns)
     partition = _names(options.get("partition"), columns)
+    like = options.get("like")
     try:
         table = load(path, storage_of(options))
     except TableNotFound:
+        if like:
+            return create_table_like(path, like, table_options, storage_of(options), primary_key, partition), True, {}
         return create_table(path, data_schema, primary_key, partition, table_options,
                             storage_of(options)), True, {}
     schema = table.schema()
+    if like:
+        _check_like(table, load(like, storage_of(options)))
     for given, actual, what in ((primary_key, schema.primary_keys, "primary-key"),
                                 (partition, schema.partition_keys, "partition")):
         if given and list(given) != list(actual):
@@ -322,7 +357,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     try:
         check_fits(table, data_schema)
         spec = overwrite_spec(options, table.schema(), overwrite)
-        _check_bucket_column(table, given)
+        _check_bucket_column(table, given, created and bool(options.get("like")))
     except BaseException:
         if created:
             table.file_io.delete_dir(table.root)
@@ -332,11 +367,13 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
                      commit_user=str(uuid.uuid4()), storage=storage_of(options), given_buckets=given)
 
 
-def _check_bucket_column(table: tarn.Table, given: bool) -> None:
+def _check_bucket_column(table: tarn.Table, given: bool, created_like: bool = False) -> None:
     schema = table.schema()
     dynamic = bool(schema.primary_keys) and schema.options.get("bucket", "-1").strip() == "-1"
     if dynamic and not given:
-        raise InvalidOption(f"table {table.name} has dynamic buckets (bucket=-1): write it with "
+        first = ("create it first with tarn.spark.create_table_like(path, like_path), then "
+                 if created_like else "")
+        raise InvalidOption(f"table {table.name} has dynamic buckets (bucket=-1): {first}write it with "
                             "tarn.spark.write(df, path), or tarn.spark.by_bucket(df, path) before "
                             "df.write / df.writeStream, so buckets are assigned on executors (or create "
                             "it with a fixed 'bucket' > 0)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
+from tarn.spark import errors
 from tarn.spark.maintenance import CompactSource
 from tarn.spark.source import TarnDataSource, TarnDataSourceWithoutPushdown
 
@@ -36,7 +37,10 @@ def register(spark) -> None:
     """Register the "tarn" format (and the internal compaction writer) with a session.
 
     Filter pushdown is switched on (and used by tarn) only where Spark runs it correctly;
-    see `pushdown_is_safe`."""
+    see `pushdown_is_safe`. tarn errors raised in Spark's Python workers reach the caller
+    with tarn's message first (`tarn.spark.errors`): catch them as the tarn error class or
+    as Spark's."""
+    errors.install()
     safe = pushdown_is_safe(spark)
     spark.dataSource.register(TarnDataSource if safe else TarnDataSourceWithoutPushdown)
     spark.dataSource.register(CompactSource)

@@ -35,7 +35,7 @@ READ_OPTIONS = {
 } | STORAGE_OPTIONS
 WRITE_OPTIONS = {
     "path", "primary-key", "partition", "partitionoverwritemode", "overwrite-partition",
-    "commit-user", "checkpointlocation", "write.bucket-owned",
+    "commit-user", "checkpointlocation", "write.bucket-owned", "like",
 } | STORAGE_OPTIONS
 TRAVEL_OPTIONS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "versionasof", "timestampasof")
 

@@ -1,0 +1,251 @@
+"""DELETE and MERGE INTO on Spark, as helpers: Spark SQL's `DELETE FROM`, `UPDATE` and
+`MERGE INTO` need a DSv2 table that supports row-level operations, which a Python data source
+cannot declare, so Spark refuses them on "tarn" before tarn sees them.
+
+Both run the same way: Spark reads the table at one snapshot and computes the changed rows
+(each with its row kind: '+I' inserted, '+U' updated, '-D' deleted), shuffles them so that
+every (partition, bucket) reaches one task (`by_bucket`; dynamic buckets assigned on
+executors, where a known key keeps its bucket), the tasks write them as tarn does, and the
+driver commits every task's files in one snapshot; if the job fails, their files are deleted.
+Only primary-key tables take row kinds; `delete` on an append table runs `Table.delete` on the
+driver (its condition must then be SQL-like text tarn parses: copy-on-write or deletion vectors).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from functools import partial
+
+import pyarrow as pa
+
+import tarn
+from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
+from tarn.meta.snapshot import Snapshot
+from tarn.options import Options
+from tarn.s3 import check_options as check_storage
+from tarn.spark.batch_write import given_buckets, job_prefixes, new_job_token, sweep
+from tarn.spark.dataframe import by_bucket
+from tarn.spark.session import register
+from tarn.spark.types import spark_schema
+from tarn.write.writer import abort
+
+KIND_COLUMN = "__tarn_row_kind"
+SOURCE, TARGET = "source", "target"  # the aliases merge_into's expressions use
+_MATCHED = "__tarn_matched"
+_UPDATABLE_ENGINES = ("deduplicate", "partial-update")
+
+
+def delete(spark, path: str, condition, storage_options: dict | None = None) -> Snapshot | None:
+    """Delete the rows of the table at `path` matching `condition` (a Spark SQL string such as
+    "dt = '2026-11-20' and amount < 0", or a Column), in one commit; None if nothing matched.
+
+    Primary-key tables: Spark reads the latest snapshot, keeps the matching rows and writes
+    them as -D rows, one task per bucket, committed once on the driver. Append tables: the
+    condition must be a string tarn's filter parser reads, and `Table.delete(filter=...)` runs
+    on the driver (deletion vectors, or a copy-on-write rewrite of the files holding matches)."""
+    register(spark)
+    path = _absolute(path)
+    table = tarn.load_table(path, storage_options)
+    if not table.primary_keys:
+        return _delete_append(table, condition)
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return None
+    rows = _read(spark, path, snapshot, storage_options).filter(_column(condition))
+    from pyspark.sql import functions as F
+    return commit_rows(spark, table, rows.withColumn(KIND_COLUMN, F.lit("-D")), storage_options)
+
+
+def _delete_append(table: tarn.Table, condition) -> Snapshot | None:
+    if not isinstance(condition, str):
+        raise InvalidArgument(f"table {table.name}: tarn.spark.delete on an append table takes the condition "
+                              "as SQL-like text tarn parses (the files are rewritten on the driver by "
+                              "Table.delete), not a Column")
+    try:
+        return table.delete(filter=condition)
+    except InvalidFilter as e:
+        raise InvalidFilter(f"{e} (tarn.spark.delete on an append table reads the condition with tarn's "
+                            "filter parser: comparisons, IN, BETWEEN, LIKE, IS NULL, AND/OR/NOT)") from None
+
+
+def merge_into(spark, path: str, source, on=None, when_matched_update=None, when_matched_delete=None,
+               when_not_matched_insert="*", storage_options: dict | None = None) -> Snapshot | None:
+    """MERGE INTO the primary-key table at `path` from the DataFrame `source`, in one commit
+    (None: no row changed).
+
+    `on`: the key columns that match a source row with a table row; they must be the table's
+    primary key (the default), so each source row matches at most one row. A key may appear
+    only once in `source` (InvalidArgument otherwise, as Spark's MERGE refuses it).
+    `when_matched_delete`: True, or a condition (SQL string or Column over `source.<col>` and
+    `target.<col>`): matched rows it selects are deleted. `when_matched_update`: for the other
+    matched rows, "*" (every column from the source row) or {column: SQL string or Column} over
+    `source.<col>` and `target.<col>` (columns not named keep the table's value); None leaves
+    them. `when_not_matched_insert`: "*" (the source row, default), {column: expression over
+    `source.<col>`} (others NULL), or None to insert nothing.
+
+    The table is read at its latest snapshot; the changed rows are written as an upsert plus -D
+    rows (merge engines deduplicate and partial-update), so a row another writer changes
+    meanwhile takes the merge's value (last writer wins)."""
+    from pyspark.sql import functions as F
+
+    register(spark)
+    path = _absolute(path)
+    table = tarn.load_table(path, storage_options)
+    schema = table.schema()
+    keys = _merge_keys(table, on)
+    _check_merge_engine(table, when_matched_update, when_matched_delete)
+    _check_unique(source, keys, table.name)
+    snapshot = table.latest_snapshot()
+    target = (_read(spark, path, snapshot, storage_options) if snapshot is not None
+              else spark.createDataFrame([], spark_schema(list(schema.fields))))
+    target = target.withColumn(_MATCHED, F.lit(True))
+    joined = source.alias(SOURCE).join(target.alias(TARGET),
+                                       [F.col(f"{SOURCE}.{k}") == F.col(f"{TARGET}.{k}") for k in keys], "left")
+    matched = F.col(f"{TARGET}.{_MATCHED}").isNotNull()
+    deleted = matched & _condition(when_matched_delete)
+    updated = matched & ~deleted if when_matched_update is not None else F.lit(False)
+    inserted = ~matched if when_not_matched_insert is not None else F.lit(False)
+    kind = (F.when(deleted, F.lit("-D")).when(updated, F.lit("+U")).when(inserted, F.lit("+I")))
+    columns = []
+    for f in schema.fields:
+        column = F.col(f"{TARGET}.{f.name}")
+        if when_matched_update is not None:
+            column = F.when(updated, _value(when_matched_update, f.name, source, table.name, keep=column)).otherwise(column)
+        if when_not_matched_insert is not None:
+            column = F.when(inserted, _value(when_not_matched_insert, f.name, source, table.name,
+                                             keep=F.lit(None))).otherwise(column)
+        columns.append(column.cast(spark_schema([f])[0].dataType).alias(f.name))
+    rows = joined.select(*columns, kind.alias(KIND_COLUMN)).filter(F.col(KIND_COLUMN).isNotNull())
+    return commit_rows(spark, table, rows, storage_options)
+
+
+def _merge_keys(table: tarn.Table, on) -> list[str]:
+    keys = list(table.primary_keys)
+    if not keys:
+        raise InvalidArgument(f"table {table.name}: merge_into needs a primary-key table (rows are matched by "
+                              "key and written as upserts); append to an append table with df.write instead")
+    given = [on] if isinstance(on, str) else list(on) if on is not None else keys
+    if sorted(given) != sorted(keys):
+        raise InvalidArgument(f"table {table.name}: merge_into matches rows on the primary key {keys}, "
+                              f"got on={given}")
+    return keys
+
+
+def _check_merge_engine(table: tarn.Table, update, delete_when) -> None:
+    engine = Options(table.schema().options).get("merge-engine") or "deduplicate"
+    if engine not in _UPDATABLE_ENGINES and (update is not None or delete_when is not None):
+        raise InvalidArgument(f"table {table.name}: merge_into updates or deletes only with merge-engine "
+                              f"{list(_UPDATABLE_ENGINES)}, the table has '{engine}' (a written-back row would "
+                              "be merged with itself)")
+
+
+def _check_unique(source, keys: list[str], table_name: str) -> None:
+    from pyspark.sql import functions as F
+
+    twice = source.groupBy(*keys).count().filter(F.col("count") > 1).limit(1).collect()
+    if twice:
+        key = {k: twice[0][k] for k in keys}
+        raise InvalidArgument(f"table {table_name}: merge_into source holds key {key} {twice[0]['count']} "
+                              "times; a key may match one source row only")
+
+
+def _value(action, name: str, source, table_name: str, keep):
+    """The new value of column `name` for an update or insert action."""
+    from pyspark.sql import functions as F
+
+    if action == "*":
+        if name not in source.columns:
+            raise SchemaMismatch(f"table {table_name}: merge_into with '*' needs column '{name}' in the source "
+                                 f"(source columns: {source.columns})")
+        return F.col(f"{SOURCE}.{name}")
+    if not isinstance(action, dict):
+        raise InvalidArgument(f"table {table_name}: merge_into actions are '*' or {{column: expression}}, "
+                              f"got {action!r}")
+    return _column(action[name]) if name in action else keep
+
+
+def _condition(condition):
+    from pyspark.sql import functions as F
+
+    if condition is None or condition is False:
+        return F.lit(False)
+    if condition is True:
+        return F.lit(True)
+    return _column(condition)
+
+
+def _column(expression):
+    """A Column from a Column or a Spark SQL expression string."""
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    if isinstance(expression, Column):
+        return expression
+    if isinstance(expression, str):
+        return F.expr(expression)
+    return F.lit(expression)
+
+
+def _absolute(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
+
+
+def _read(spark, path: str, snapshot: Snapshot, storage_options: dict | None):
+    reader = spark.read.format("tarn").option("scan.snapshot-id", str(snapshot.id))
+    for key, value in check_storage(storage_options).items():
+        reader = reader.option(key, value)
+    return reader.load(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# rows with row kinds, written by one task per bucket, committed once
+
+
+def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = None) -> Snapshot | None:
+    """Write `rows` (the table's columns plus KIND_COLUMN) to the primary-key `table` in one
+    commit: one task per (partition, bucket), the messages committed on the driver; every file
+    of the job is deleted if it fails. None if there were no rows."""
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    shuffled = by_bucket(rows, table.root, storage_options)
+    token = new_job_token()
+    task = partial(_write_task, table.root, storage_options, token)
+    try:
+        results = shuffled.mapInArrow(task, StructType([StructField("messages", BinaryType(), False)])).collect()
+        messages = [m for row in results for m in pickle.loads(row["messages"])]
+    except BaseException:
+        if sweep(table, token):
+            time.sleep(3)  # a killed task may still be finishing a file
+            sweep(table, token)
+        raise
+    if not any(m.new_files for m in messages):
+        abort(table.file_io, table.root, table.schema(), messages)
+        return None
+    return table.commit(messages)
+
+
+def _write_task(path: str, storage: dict | None, token: str, batches):
+    from tarn.spark.batch_write import BUCKET_COLUMN
+
+    table = tarn.load_table(path, storage)
+    assigned: dict = {}
+    writer = table.new_writer(options=job_prefixes(table.schema().options, token),
+                              index_snapshot=lambda: assigned.get("snapshot"))
+    try:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            data = pa.Table.from_batches([batch])
+            kinds = data.column(KIND_COLUMN).combine_chunks()
+            data = data.drop_columns([KIND_COLUMN])
+            buckets = None
+            if BUCKET_COLUMN in data.column_names:
+                data, buckets = given_buckets(data, assigned)
+            writer.write(data, row_kind=kinds, buckets=buckets)
+        messages = writer.prepare_commit()
+    except BaseException:
+        abort(table.file_io, table.root, table.schema(), writer.messages())
+        raise
+    yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(messages)], pa.binary())], names=["messages"])
