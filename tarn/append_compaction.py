@@ -48,6 +48,7 @@ index files changed since the plan, so rows deleted meanwhile are never written 
 from __future__ import annotations
 
 import heapq
+import logging
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -65,6 +66,8 @@ from tarn.options import Options
 from tarn.store.deletion_vectors import DeletionVectorFiles, deletion_vectors_by_file, live_index_entries
 from tarn.write.message import CommitMessage
 from tarn.write.writer import abort
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from tarn.meta.schema import TableSchema
@@ -470,6 +473,8 @@ def compact(table: "Table", full: bool = False, partitions_filter: list[dict] | 
     groups = plan(table, full, partitions_filter)
     if not groups:
         return None
+    log.debug("table %s: compacting %d files in %d groups%s", table.name, sum(len(g.files) for g in groups),
+              len(groups), " (full)" if full else "")
     messages: list[CommitMessage] = []
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(len(groups), os.cpu_count() or 2))) as pool:

@@ -68,3 +68,72 @@ def test_field_and_type_reprs_use_sql_types():
         "DataField(3, 'name', STRING NOT NULL, description='who')"
     assert repr(BIGINT()) == "DataType(BIGINT)"
     assert repr(new_schema([DataField(0, "a", BIGINT())]).fields) == "(DataField(0, 'a', BIGINT),)"
+
+
+# ---------------------------------------------------------------------------------------- logging
+
+
+def messages(caplog, logger: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.startswith(logger) and r.levelno == logging.DEBUG]
+
+
+def test_commit_logs_snapshot_kind_and_files(orders, caplog):
+    caplog.set_level(logging.DEBUG, logger="tarn")
+    orders.write(pa.table({"dt": ["2026-11-20", "2026-11-21"], "id": [4, 5], "v": ["d", "e"]}, schema=SCHEMA))
+    assert messages(caplog, "tarn.commit") == [
+        "table db.orders: committed snapshot 2 (APPEND): 2 files added, 0 deleted, 0 changelog files, 2 records"]
+
+
+def test_compaction_logs_the_files_it_merged(orders, caplog):
+    orders.write(pa.table({"dt": ["2026-11-20"], "id": [1], "v": ["a2"]}, schema=SCHEMA))
+    caplog.set_level(logging.DEBUG, logger="tarn")
+    orders.compact(full=True)
+    compacted = messages(caplog, "tarn.write.compact")
+    assert compacted and all("compacted" in m and "into level 5" in m for m in compacted)
+    assert sum(int(m.split("compacted ")[1].split(" files")[0]) for m in compacted) == 4  # 2 + 1 + 1 files
+    committed = messages(caplog, "tarn.commit")
+    assert len(committed) == 1 and "(COMPACT)" in committed[0] and "4 deleted" in committed[0]
+
+
+def test_append_compaction_logs_its_plan(catalog, caplog):
+    table = catalog.create_table("db.log", schema=pa.schema([("x", pa.int64())]))
+    for i in range(3):
+        table.write(pa.table({"x": [i]}))
+    caplog.set_level(logging.DEBUG, logger="tarn")
+    table.compact(full=True)
+    assert messages(caplog, "tarn.append_compaction") == ["table db.log: compacting 3 files in 1 groups (full)"]
+
+
+def test_expiry_logs_the_snapshots_and_files_removed(catalog, caplog):
+    table = catalog.create_table("db.exp", schema=SCHEMA, primary_key=["dt", "id"],
+                                 options={"bucket": "1", "snapshot.num-retained.min": "1",
+                                          "snapshot.num-retained.max": "100", "write-only": "true"})
+    for i in range(4):
+        table.write(pa.table({"dt": ["d"], "id": [i], "v": ["x"]}, schema=SCHEMA))
+    caplog.set_level(logging.DEBUG, logger="tarn")
+    assert table.expire_snapshots(retain_max=2) == 2
+    expired = messages(caplog, "tarn.maintenance.expire")
+    assert len(expired) == 1 and expired[0].startswith("table db.exp: expired snapshots 1..2: ")
+
+
+def test_lost_race_is_logged_before_the_retry(orders, caplog, monkeypatch):
+    from tarn.commit.committer import Committer
+
+    publish, calls = Committer._publish, []
+
+    def lose_first(self, snapshot, base, messages):
+        calls.append(snapshot.id)
+        return False if len(calls) == 1 else publish(self, snapshot, base, messages)
+
+    monkeypatch.setattr(Committer, "_publish", lose_first)
+    caplog.set_level(logging.DEBUG, logger="tarn")
+    orders.write(pa.table({"dt": ["2026-11-20"], "id": [9], "v": ["z"]}, schema=SCHEMA))
+    assert messages(caplog, "tarn.commit") == [
+        "table db.orders: commit attempt 1 lost the race on top of snapshot 1; retrying",
+        "table db.orders: committed snapshot 2 (APPEND): 1 files added, 0 deleted, 0 changelog files, 1 records"]
+
+
+def test_nothing_is_logged_above_debug_by_a_plain_write(orders, caplog):
+    caplog.set_level(logging.INFO, logger="tarn")
+    orders.write(pa.table({"dt": ["2026-11-20"], "id": [9], "v": ["z"]}, schema=SCHEMA))
+    assert [r for r in caplog.records if r.name.startswith("tarn")] == []

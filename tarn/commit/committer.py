@@ -135,6 +135,8 @@ class Committer:
                 result = None
             if result is not None:
                 return result
+            log.debug("table %s: commit attempt %d lost the race on top of snapshot %s; retrying",
+                      self.table_name, attempt + 1, latest.id if latest else None)
             time.sleep(min(0.01 * 2 ** attempt, 10) * (1 + random.random() * 0.2))
         raise CommitConflict(f"table {self.table_name}: commit failed after {retries + 1} attempts "
                              "because other writers kept committing first")
@@ -160,6 +162,7 @@ class Committer:
             index_manifest = self._index_manifest(latest, messages, delta, request.overwrite, written)
             new_snapshot = self._write_snapshot(latest, delta, kind, request, written, changelog, index_manifest)
             if self._publish(new_snapshot, latest, messages):
+                _log_commit(self.table_name, new_snapshot, delta, changelog)
                 return new_snapshot
         except BaseException:
             if not self.outcome_unknown:
@@ -494,6 +497,15 @@ class Committer:
                 return s
             sid -= 1
         return None
+
+
+def _log_commit(table_name: str, snapshot: Snapshot, delta: list[ManifestEntry], changelog: list) -> None:
+    """The debug record of a landed commit: snapshot id, kind, files added and deleted."""
+    if log.isEnabledFor(logging.DEBUG):
+        deleted = sum(e.kind == DELETE for e in delta)
+        log.debug("table %s: committed snapshot %d (%s): %d files added, %d deleted, %d changelog files, "
+                  "%s records", table_name, snapshot.id, snapshot.commit_kind, len(delta) - deleted, deleted,
+                  len(changelog), snapshot.delta_record_count)
 
 
 def _added_names(messages: list[CommitMessage]) -> set[str]:

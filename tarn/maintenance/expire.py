@@ -23,6 +23,7 @@ snapshot is deleted only after every older one, and after the hint names a later
 from __future__ import annotations
 
 import bisect
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ from tarn.options import Options
 
 if TYPE_CHECKING:
     from tarn.table import Table
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,15 @@ def execute_expire(table: "Table", plan: ExpirePlan, delete: Deleter | None = No
         delete(list(plan.data_paths))
         if plan.clean_empty_dirs:
             delete_empty_dirs(table.file_io, table.root, plan.data_paths)
+    _log_expiry(table.name, plan)
     return len(plan.snapshot_ids)
+
+
+def _log_expiry(table_name: str, plan: ExpirePlan) -> None:
+    if plan.snapshot_ids:
+        log.debug("table %s: expired snapshots %d..%d: %d data, %d index and %d metadata files deleted",
+                  table_name, min(plan.snapshot_ids), max(plan.snapshot_ids), len(plan.data_paths),
+                  len(plan.index_paths), len(plan.metadata_paths))
 
 
 def _tagged_since_planned(table: "Table", plan: ExpirePlan) -> bool:

@@ -21,6 +21,7 @@ consumes level-0 files (then the levels above the output are read too, for the k
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -36,6 +37,8 @@ from tarn.lsm.merge import MergeSpec, lookup_merge_applies, newest_wins_applies
 from tarn.lsm.policy import CompactUnit
 from tarn.lsm.stream_merge import merge_streams
 from tarn.meta.manifest import APPEND_SOURCE, COMPACT_SOURCE, DataFileMeta
+
+log = logging.getLogger(__name__)
 
 FULL_COMPACTION, LOOKUP = "full-compaction", "lookup"  # changelog producers that compaction serves
 
@@ -97,6 +100,7 @@ class BucketCompactor:
                 for name in (meta.file_name, *meta.extra_files):  # a data file and its .index file
                     self.writer.file_io.delete(join(self.bucket_path, name))
             raise
+        _log_compaction(self.bucket_path, unit, result)
         return result
 
     def _compact(self, unit: CompactUnit, drop_deletes: bool, result: CompactResult) -> None:
@@ -242,3 +246,13 @@ class BucketCompactor:
                 runs.append((level, sorted(hits, key=lambda m: order(m.min_key))))
         return runs
 
+
+def _log_compaction(bucket_path: str, unit: CompactUnit, result: CompactResult) -> None:
+    """The debug record of one compaction: files in (by level), files written and moved up a level."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    written = len(result.written()) - len(result.changelog)
+    levels = sorted({m.level for m in unit.files})
+    log.debug("%s: compacted %d files of levels %s into level %d: %d files written, %d moved up, "
+              "%d changelog files", bucket_path, len(unit.files), levels, unit.output_level, written,
+              len(result.after) - written, len(result.changelog))
