@@ -26,10 +26,9 @@ import fastavro
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
-import tarn.codec.avro as avro_container  # installs the `zstandard` Avro codec
+import tarn.codec.avro as avro_container
 from tarn.errors import CorruptFile, FileMissing, InvalidOption, SchemaMismatch, TarnError
 from tarn.types import FIELD_ID_KEY, DataField, DataType, INT, to_arrow_type
 
@@ -292,6 +291,8 @@ def _dictionary_columns(table: pa.Table) -> list[str]:
 
 
 def _write_orc(out, data: pa.Table, fields: list[DataField], options: dict[str, str]) -> None:
+    import pyarrow.orc as orc  # imported here: only ORC tables need it
+
     schema = pa.schema([pa.field(f.name, _orc_type(f.type), f.type.nullable) for f in fields])
     table = _conform(data, fields, schema)
     orc.write_table(table, out, compression=_orc_codec(_compression(options)))
@@ -594,6 +595,8 @@ def _read_parquet(source, path: str, fields, columns: list[str] | None) -> pa.Ta
 
 
 def _read_orc(source, path: str, fields, columns: list[str] | None) -> pa.Table:
+    import pyarrow.orc as orc  # imported here: only ORC tables need it
+
     orc_file = orc.ORCFile(source)
     _check_columns(columns, orc_file.schema.names, path)
     return orc_file.read(columns=columns)
