@@ -145,7 +145,10 @@ class Table(TableContext):
         except BaseException:  # a flush failed: delete the files earlier flushes wrote
             abort(self.file_io, self.root, writer.schema, writer.messages())
             raise
-        return self.commit(writer.prepare_commit())
+        commit_user = str(uuid.uuid4())
+        snapshot = self.commit(writer.prepare_commit(), commit_user=commit_user)
+        writer.keep_key_index(self, commit_user)  # cross-partition tables: the next writer continues it
+        return snapshot
 
     def compact(self, full: bool = False, partitions: list[dict] | None = None) -> Snapshot | None:
         """Compact the table in one COMPACT snapshot (None: nothing was due). `partitions`

@@ -104,8 +104,10 @@ class Oracle:
         return {**row, **dict(zip(self.config.partition_names, part))}
 
     def new_writer(self) -> None:
-        """A writer bootstraps its index from the live rows: keys only retracted are unknown."""
-        self.home = {key: self.part(row) for key, row in self.rows.items()}
+        """A writer starts from the live rows (bootstrap) or continues the previous writer's
+        index: they agree except on deleted keys, which only deduplicate has (and ignores)."""
+        self.home = {key: self.part(row) for key, row in self.rows.items()} | {
+            k: v for k, v in self.home.items() if k not in self.rows}
 
     def write(self, rows: list[dict], kinds: list[str]) -> None:
         for row, kind in zip(rows, kinds):
@@ -118,9 +120,10 @@ class Oracle:
             self.home[key] = self.part(row)
         else:
             self.rows.pop(key, None)
-            self.home.setdefault(key, self.part(row))
 
     def _partial_update(self, row: dict, add: bool) -> None:
+        if not add:  # ignore-delete; a retraction never makes a key known
+            return
         key = self.key(row)
         part = self.home.setdefault(key, self.part(row))
         if add:
@@ -130,6 +133,8 @@ class Oracle:
                 self.rows[key].setdefault(column, None)
 
     def _aggregation(self, row: dict, add: bool) -> None:
+        if not add:
+            return
         key = self.key(row)
         part = self.home.setdefault(key, self.part(row))
         if add:
@@ -141,9 +146,11 @@ class Oracle:
             self.rows[key] = new
 
     def _first_row(self, row: dict, add: bool) -> None:
+        if not add:
+            return
         key = self.key(row)
         part = self.home.setdefault(key, self.part(row))
-        if add and key not in self.rows and self.part(row) == part:
+        if key not in self.rows and self.part(row) == part:
             self.rows[key] = dict(row)
 
 
@@ -321,3 +328,28 @@ def test_bad_options_and_overwrite_are_refused(catalog):
     with pytest.raises(TarnError, match="OVERWRITE"):
         table.overwrite(pa.Table.from_pylist([{"p": "y", "k": 1, "a": 1, "b": None}], schema=SCHEMA))
     assert table.scan().to_arrow().column("p").to_pylist() == ["x"]
+
+
+def test_the_next_writer_continues_the_key_index_unless_another_commit_came_between(catalog):
+    from tarn.write.cross_partition import KEPT_ASSIGNERS, CrossPartitionAssigner
+
+    reads = []
+    original = CrossPartitionAssigner._live_keys
+    table = Config("deduplicate", False, 1000, False).create(catalog)
+    try:
+        CrossPartitionAssigner._live_keys = lambda self, bucket: reads.append(bucket) or original(self, bucket)
+        table.write(pa.Table.from_pylist([{"p": "x", "k": k, "a": k, "b": None} for k in range(3)], schema=SCHEMA))
+        kept = KEPT_ASSIGNERS._kept[table.root][1]
+        writer = table.new_writer()
+        writer.write(pa.Table.from_pylist([{"p": "y", "k": 1, "a": 9, "b": None}], schema=SCHEMA))
+        assert writer._router is kept and reads == []  # continued: no file read
+        table.commit(writer.prepare_commit())  # a commit that keeps no index
+        table.write(pa.Table.from_pylist([{"p": "z", "k": 2, "a": 9, "b": None}], schema=SCHEMA))
+        assert len(reads) == 2  # bootstrapped again: buckets x/0 and y/0
+        table.compact(full=True)  # another commit: the kept index no longer matches the table
+        table.write(pa.Table.from_pylist([{"p": "x", "k": 1, "a": 7, "b": None}], schema=SCHEMA))
+        assert len(reads) > 2
+    finally:
+        CrossPartitionAssigner._live_keys = original
+    got = {r["k"]: (r["p"], r["a"]) for r in table.scan().to_arrow().to_pylist()}
+    assert got == {0: ("x", 0), 1: ("x", 7), 2: ("z", 9)}

@@ -24,7 +24,9 @@ Paimon's GlobalIndexAssigner, on Arrow tables:
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -207,16 +209,17 @@ class CrossPartitionAssigner:
         inverse = inverse.ravel()
         kinds = data.column(VALUE_KIND).to_numpy()
         adds = (kinds == INSERT) | (kinds == UPDATE_AFTER)
-        first_row, last_add = _first_and_last_add(inverse, adds, len(distinct))
+        first_row, last_add = _first_and_last_add(inverse, adds, len(distinct))  # first_row: first +I/+U row
         found, old_part, old_bucket = self.index.get(distinct, now)
         trigger = np.where(found, _move_rows(inverse, adds & (row_part != old_part[inverse]), len(distinct),
                                              first_row), first_row)
         target, bucket, moved = self._targets(row_part, first_row, last_add, trigger, found, old_part, old_bucket)
-        placed = ~found | moved  # new keys and moved keys: where they live from now on
+        unknown = ~found & (last_add < 0)  # only retractions of a key living nowhere: nothing to do
+        placed = (~found & ~unknown) | moved  # new keys and moved keys: where they live from now on
         self.index.put(distinct[placed], target[placed], bucket[placed], now)
-        keep = np.ones(n, dtype=bool)
+        keep = ~unknown[inverse]
         if self.engine == FIRST_ROW:  # rows of a key in another partition than where it lives
-            keep = ~adds | (row_part == target[inverse])
+            keep &= ~adds | (row_part == target[inverse])
         retract = self._retractions(data, last_add, moved, old_part, old_bucket)
         rows = self._in_partitions(data, row_part, target[inverse])
         buckets = bucket[inverse]
@@ -241,7 +244,7 @@ class CrossPartitionAssigner:
         """Per distinct key: target partition id, bucket, and whether it moves (deduplicate)."""
         has_add = last_add >= 0
         if self.engine == DEDUPLICATE:
-            wanted = np.where(has_add, row_part[np.maximum(last_add, 0)], row_part[first_row])
+            wanted = row_part[np.maximum(last_add, 0)]
             moved = found & has_add & (wanted != old_part)
             stays = found & ~moved
         else:
@@ -250,7 +253,7 @@ class CrossPartitionAssigner:
             stays = found
         target = np.where(stays, old_part, wanted).astype(np.int32)
         bucket = np.where(stays, old_bucket, 0).astype(np.int32)
-        fresh = np.flatnonzero(~stays)  # new keys and moved keys get a bucket in their target partition
+        fresh = np.flatnonzero(~stays & has_add)  # new and moved keys: a bucket in their target partition
         self._fill(target, bucket, fresh, np.flatnonzero(moved), old_part, old_bucket, trigger)
         return target, bucket, moved
 
@@ -306,10 +309,13 @@ class CrossPartitionAssigner:
 
 
 def _first_and_last_add(inverse: np.ndarray, adds: np.ndarray, keys: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per distinct key: its first row, and its last +I/+U row (-1: none)."""
+    """Per distinct key: its first +I/+U row (else its first row), and its last (-1: none)."""
     rows = np.arange(len(inverse))
     first = np.full(keys, len(inverse), dtype=np.int64)
-    np.minimum.at(first, inverse, rows)
+    np.minimum.at(first, inverse[adds], rows[adds])
+    missing = first == len(inverse)
+    if missing.any():
+        np.minimum.at(first, inverse[~adds], np.where(missing[inverse[~adds]], rows[~adds], len(inverse)))
     last_add = np.full(keys, -1, dtype=np.int64)
     np.maximum.at(last_add, inverse[adds], rows[adds])
     return first, last_add
@@ -332,6 +338,48 @@ def _key_sequence_order(keys: np.ndarray, sequence: np.ndarray) -> np.ndarray:
     """Rows ordered by key, then sequence (bytes keys)."""
     by_sequence = np.argsort(sequence, kind="stable")
     return by_sequence[np.argsort(keys[by_sequence], kind="stable")]
+
+
+class KeptAssigners:
+    """Process-wide: assigners whose writer's commit landed, each with the snapshot its index
+    matches, so the next writer of that table continues the index instead of reading the table
+    again. A writer takes an assigner only when the table is still at that snapshot (no other
+    commit since) with the same schema and options; at most `limit` tables are kept."""
+
+    def __init__(self, limit: int = 4):
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[str, tuple[tuple, CrossPartitionAssigner]] = OrderedDict()
+
+    def put(self, root: str, state: tuple, assigner: CrossPartitionAssigner) -> None:
+        with self._lock:
+            old = self._kept.pop(root, None)
+            self._kept[root] = (state, assigner)
+            evicted = [old[1]] if old is not None and old[1] is not assigner else []
+            while len(self._kept) > self.limit:
+                evicted.append(self._kept.popitem(last=False)[1][1])
+        for gone in evicted:
+            gone.close()
+
+    def take(self, root: str, state: tuple) -> CrossPartitionAssigner | None:
+        """The kept assigner of the table if it matches `state` (snapshot id, schema id, options)."""
+        with self._lock:
+            found = self._kept.pop(root, None)
+        if found is None:
+            return None
+        if found[0] != state:
+            found[1].close()
+            return None
+        return found[1]
+
+    def clear(self) -> None:
+        with self._lock:
+            kept, self._kept = list(self._kept.values()), OrderedDict()
+        for _, assigner in kept:
+            assigner.close()
+
+
+KEPT_ASSIGNERS = KeptAssigners()
 
 
 def check_cross_partition(schema: TableSchema, options: Options, identifier: str) -> None:

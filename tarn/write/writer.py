@@ -35,7 +35,7 @@ from tarn.options import Options
 from tarn.write.assign import AssignerSpec, BucketHashes, HashAssigner, HashIndexFiles, as_delete, assign_rows
 from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.write.conform import conform, to_arrow_table
-from tarn.write.cross_partition import BucketFiles, CrossPartitionAssigner, is_cross_partition
+from tarn.write.cross_partition import KEPT_ASSIGNERS, BucketFiles, CrossPartitionAssigner, is_cross_partition
 from tarn.write.grouping import Group, group_rows, key_order, partition_codes
 from tarn.write.message import CommitMessage
 
@@ -52,6 +52,7 @@ class Restored:
     total_buckets: dict = field(default_factory=dict)  # partition bytes -> {totalBuckets}
     vectors: dict = field(default_factory=dict)  # (partition bytes, bucket) -> DV IndexManifestEntry
     hash_index: dict = field(default_factory=dict)  # (partition bytes, bucket) -> HASH IndexManifestEntry
+    snapshot_id: int = 0  # the snapshot the files are from (0: none)
     _by_partition: dict | None = field(default=None, repr=False)
 
     def hash_entries(self, partition_bytes: bytes) -> list[IndexManifestEntry]:
@@ -80,6 +81,7 @@ def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot
             try:
                 snapshot = context.latest_snapshot()
                 restored = _restored_of(context.live_entries(snapshot, schema))
+                restored.snapshot_id = snapshot.id if snapshot is not None else 0
                 manifests = context.manifests(schema)
                 if snapshot is not None and snapshot.index_manifest:
                     for entry in manifests.read_index_manifest(snapshot.index_manifest):
@@ -203,6 +205,7 @@ class TableWriter:
         self.hash_files = HashIndexFiles(file_io, root)
         self.assigner_spec = AssignerSpec.of(options) if self.dynamic else None
         self._assigner: HashAssigner | None = None
+        self._assigner_ids: tuple[int, ...] | None = None  # None: every assigner task (one process)
         self._given_buckets: bool | None = None  # write(buckets=...) or not: one way per writer
         self._hash_committed = False
 
@@ -259,9 +262,29 @@ class TableWriter:
             raise TarnError(f"table {self.name}: INSERT OVERWRITE of a cross-partition upsert table (primary key "
                             "without every partition key) is not supported: keys in other partitions would stay")
         if self._router is None:
+            self._router = KEPT_ASSIGNERS.take(self.root, self._router_state(self._restored_state().snapshot_id))
+        if self._router is None:
             reader = FileReader(self.file_io, self.schema, self.schemas, self.options)
             self._router = CrossPartitionAssigner(self.schema, self.options, reader, self._restored_buckets)
         return self._router.route(rows)
+
+    def _router_state(self, snapshot_id: int) -> tuple:
+        return snapshot_id, self.schema.id, tuple(sorted(self.options.raw.items()))
+
+    def keep_key_index(self, context, commit_user: str) -> None:
+        """After this writer's commit landed: keep its key index for the table's next writer in
+        this process, if every snapshot since the one it started from is this commit's."""
+        router, self._router = self._router, None
+        if router is None:
+            return
+        latest = context.latest_snapshot()
+        base = self._restored_state().snapshot_id
+        ours = latest is not None and latest.id > base and all(
+            context.snapshot(i).commit_user == commit_user for i in range(base + 1, latest.id + 1))
+        if ours:
+            KEPT_ASSIGNERS.put(self.root, self._router_state(latest.id), router)
+        else:
+            router.close()
 
     def _restored_buckets(self) -> list[BucketFiles]:
         """The buckets of the restored snapshot with their files and deletion vectors."""
@@ -531,8 +554,18 @@ class TableWriter:
         """Dynamic buckets for the rows, partition by partition, in arrival order."""
         if self._assigner is None:
             restored = self._restored_state()
-            self._assigner = HashAssigner(self.hash_files, self.assigner_spec, restored.hash_entries)
+            self._assigner = HashAssigner(self.hash_files, self.assigner_spec, restored.hash_entries,
+                                          ids=self._assigner_ids)
         return assign_rows(self._assigner, data, self.schema, hashes, self._check_bucket_count)
+
+    def assign_as(self, assigner: int, channels: int) -> None:
+        """Assign buckets as assigner task `assigner` of `channels` (a distributed write whose
+        rows were routed by key hash, `tarn.bucket.assigner_channels`): new buckets are only
+        those this task owns, and a row of another task's hash range is refused."""
+        spec, ids = AssignerSpec.of(self.options, channels), (assigner,)
+        if self._assigner is not None and (spec, ids) != (self.assigner_spec, self._assigner_ids):
+            raise TarnError(f"table {self.name}: this writer already assigns as another assigner task")
+        self.assigner_spec, self._assigner_ids = spec, ids
 
     def _flush_group(self, group: Group, state: BucketState) -> None:
         writer = FileWriter(self.file_io, state.path, self.schema, self.options)
