@@ -123,3 +123,10 @@ def test_twin_tables_place_every_key_alike(tmp_path, javaref):  # noqa: F811
     java_table = tarn.load_table(java_root)
     assert by_key(java_table.scan().to_arrow().to_pylist()) == oracle == by_key(twin.scan().to_arrow().to_pylist())
     assert placement(java_table) == placement(twin)
+
+    # tarn continues the table Java created and wrote; Java reads the result
+    step = rows_of("d", [5, 1, 60], "t-") + deletes("q", [42])
+    tarn_write(java_table, step)
+    apply(oracle, step)
+    read, = javaref.run_many([["read", java_root]])
+    assert by_key(read["rows"]) == oracle == by_key(java_table.scan().to_arrow().to_pylist())
