@@ -46,6 +46,26 @@ class Table(TableContext):
         if self.schema() is None:
             raise TableNotFound(f"no Paimon table at {self.root} (no schema/schema-N file)")
 
+    def __repr__(self) -> str:
+        """`Table('db.t', primary_key=[...], partition_keys=[...], bucket=N, snapshot=N)`, read from
+        the latest schema and snapshot (just the name if they cannot be read)."""
+        try:
+            return f"Table({', '.join(self._repr_parts())})"
+        except Exception:  # a repr never raises: an unreadable table still shows its name
+            return f"Table({self.name!r})"
+
+    def _repr_parts(self) -> list[str]:
+        schema, latest = self.schema(), self.snapshot_store.latest_id()
+        bucket = schema.options.get("bucket", "-1")
+        parts = [repr(self.name)]
+        parts += [f"{key}={list(value)!r}" for key, value in
+                  (("primary_key", schema.primary_keys), ("partition_keys", schema.partition_keys)) if value]
+        if bucket != "-1":
+            parts.append(f"bucket={bucket}")
+        elif schema.primary_keys:
+            parts.append("bucket=dynamic")
+        return parts + [f"snapshot={latest}"]
+
     # ------------------------------------------------------------------ metadata
 
     @property

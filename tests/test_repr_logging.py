@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 
 import pyarrow as pa
 import pytest
@@ -137,3 +138,24 @@ def test_nothing_is_logged_above_debug_by_a_plain_write(orders, caplog):
     caplog.set_level(logging.INFO, logger="tarn")
     orders.write(pa.table({"dt": ["2026-11-20"], "id": [9], "v": ["z"]}, schema=SCHEMA))
     assert [r for r in caplog.records if r.name.startswith("tarn")] == []
+
+
+def test_table_repr_names_keys_bucket_and_snapshot(orders, catalog):
+    assert repr(orders) == "Table('db.orders', primary_key=['dt', 'id'], partition_keys=['dt'], bucket=4, snapshot=1)"
+    logs = catalog.create_table("db.logs", schema=pa.schema([("x", pa.int64())]))
+    assert repr(logs) == "Table('db.logs', snapshot=None)"
+    dynamic = catalog.create_table("db.dyn", schema=SCHEMA, primary_key=["id"])
+    assert repr(dynamic) == "Table('db.dyn', primary_key=['id'], bucket=dynamic, snapshot=None)"
+
+
+def test_table_repr_survives_an_unreadable_table(orders, tmp_path):
+    shutil.rmtree(tmp_path / "wh" / "db.db" / "orders" / "schema")
+    assert repr(orders) == "Table('db.orders')"
+
+
+def test_scan_repr_names_table_snapshot_filter_and_columns(orders):
+    scan = orders.scan(filter=tarn.col("id") > 1, columns=["id"], limit=5)
+    text = repr(scan)
+    one_or_few_lines(text, max_lines=1)
+    assert text.startswith("Scan(table=db.orders, snapshot=1, filter=") and "columns=['id']" in text
+    assert "limit=5" in text
