@@ -1,4 +1,4 @@
-"""tarn on Spark through PySpark's Python Data Source API (`pip install tarn[spark]`).
+"""tarn on Spark through PySpark's Python Data Source API (`pip install 'tarn-lake[spark]'`).
 
     spark = tarn.spark.session()                      # or tarn.spark.register(existing_session)
     spark.read.format("tarn").load(path)
@@ -26,7 +26,7 @@ from __future__ import annotations
 try:
     import pyspark  # noqa: F401  (fail early, with the install hint)
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("tarn.spark needs pyspark 4: pip install 'tarn[spark]'") from exc
+    raise ImportError("tarn.spark needs pyspark 4: pip install 'tarn-lake[spark]'") from exc
 
 from tarn.spark.batch_write import create_table_like
 from tarn.spark.dataframe import by_bucket, rescale, write

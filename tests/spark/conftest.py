@@ -9,7 +9,7 @@ import sys
 import pytest
 
 SPARK_AVAILABLE = importlib.util.find_spec("pyspark") is not None and shutil.which("java") is not None
-if not SPARK_AVAILABLE:  # pyspark (pip install 'tarn[spark]') and Java 17+ are needed
+if not SPARK_AVAILABLE:  # pyspark (pip install 'tarn-lake[spark]') and Java 17+ are needed
     collect_ignore_glob = ["test_*.py"]
 
 
