@@ -73,9 +73,21 @@ class BucketCounts:
     def remove(self, partition_ids: np.ndarray, buckets: np.ndarray) -> None:
         if not len(partition_ids):
             return
-        pairs, counts = np.unique(np.stack([partition_ids, buckets]), axis=1, return_counts=True)
-        for (part, bucket), n in zip(pairs.T.tolist(), counts.tolist()):
-            self.add(part, bucket, -n)
+        packed = (np.asarray(partition_ids, np.int64) << 16) | np.asarray(buckets, np.int64)
+        pairs, counts = np.unique(packed, return_counts=True)
+        for pair, n in zip(pairs.tolist(), counts.tolist()):
+            self.add(pair >> 16, pair & 0xFFFF, -n)
+
+    def order_matters(self, partition_id: int, n: int, leaving: np.ndarray) -> bool:
+        """Whether keys leaving buckets `leaving` of the partition could change where `n` new
+        keys go: not when its lowest bucket with room takes all of them and none leaves a
+        bucket below it."""
+        buckets = self.counts.get(partition_id, {})
+        open_ = [b for b in sorted(buckets) if buckets[b] < self.target]
+        if not open_:
+            return len(leaving) > 0 and n > 0
+        lowest = open_[0]
+        return n > self.target - buckets[lowest] or (len(leaving) > 0 and int(leaving.min()) < lowest)
 
     def assign(self, partition_id: int, n: int) -> np.ndarray:
         """Buckets for `n` new keys: the lowest bucket under the target first, then new ids."""
@@ -258,11 +270,25 @@ class CrossPartitionAssigner:
         return target, bucket, moved
 
     def _fill(self, target, bucket, fresh, moved, old_part, old_bucket, trigger) -> None:
-        """Buckets for the `fresh` keys, counts decremented for the `moved` ones, in the order
-        of the rows that triggered each (Paimon handles rows one by one: a key moving out
-        frees room for the keys after it). Runs of one kind are handled at once."""
+        """Buckets for the `fresh` keys, counts decremented for the `moved` ones, partition by
+        partition, as if in the order of the rows that triggered each (Paimon handles rows one
+        by one: a key moving out frees room for the keys after it). When the order cannot
+        change the outcome (the lowest open bucket takes every new key and no key leaves a
+        lower bucket) a partition is filled at once; otherwise runs of one kind at a time."""
         if not len(fresh):
             return
+        fresh = fresh[np.argsort(trigger[fresh], kind="stable")]  # new keys take buckets in arrival order
+        leaving, arriving = old_part[moved], target[fresh]
+        for part in np.unique(np.concatenate([leaving, arriving])).tolist():
+            out, into = moved[leaving == part], fresh[arriving == part]
+            if len(into) and not self.counts.order_matters(part, len(into), old_bucket[out]):
+                bucket[into] = self.counts.assign(part, len(into))
+                self.counts.remove(old_part[out], old_bucket[out])
+            else:
+                self._fill_in_order(target, bucket, into, out, old_part, old_bucket, trigger)
+
+    def _fill_in_order(self, target, bucket, fresh, moved, old_part, old_bucket, trigger) -> None:
+        """One partition's events in trigger order, runs of one kind at once."""
         times = np.concatenate([trigger[moved], trigger[fresh]])
         kinds = np.concatenate([np.zeros(len(moved), np.int8), np.ones(len(fresh), np.int8)])
         keys = np.concatenate([moved, fresh])
@@ -273,11 +299,8 @@ class CrossPartitionAssigner:
             run = keys[lo:hi]
             if kinds[lo] == 0:
                 self.counts.remove(old_part[run], old_bucket[run])
-                continue
-            parts = target[run]
-            for part in np.unique(parts).tolist():
-                picked = run[parts == part]
-                bucket[picked] = self.counts.assign(part, len(picked))
+            else:
+                bucket[run] = self.counts.assign(int(target[run[0]]), len(run))
 
     def _retractions(self, data, last_add, moved, old_part, old_bucket):
         """Deduplicate moves: the key's last +I/+U row as -D with the old partition's values."""
