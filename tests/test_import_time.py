@@ -32,6 +32,12 @@ def test_import_tarn_loads_nothing_heavy():
     assert loaded_after("import tarn", ["tarn", "tarn.errors"]) == ["tarn", "tarn.errors"]
 
 
+def test_the_public_classes_load_no_optional_or_slow_module():
+    """pyarrow.dataset imports pandas (~0.5 s) when it is installed: modules import it where used."""
+    code = "import tarn; [getattr(tarn, name) for name in tarn.__all__]"
+    assert loaded_after(code, ONLY_SOME_TABLES + ["pyarrow.dataset", "pandas"]) == []
+
+
 def test_a_first_parquet_table_loads_only_what_it_uses(tmp_path):
     code = f"""
 import pyarrow as pa, tarn
