@@ -5,6 +5,8 @@ fresh writers, several writes of one writer, the index TTL, bucket fill, bad opt
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -353,3 +355,62 @@ def test_the_next_writer_continues_the_key_index_unless_another_commit_came_betw
         CrossPartitionAssigner._live_keys = original
     got = {r["k"]: (r["p"], r["a"]) for r in table.scan().to_arrow().to_pylist()}
     assert got == {0: ("x", 0), 1: ("x", 7), 2: ("z", 9)}
+
+
+class JavaAssigner:
+    """Paimon's GlobalIndexAssigner.processInput with DeleteExistingProcessor and
+    crosspartition.BucketAssigner, row by row (one assigner): the placement oracle."""
+
+    def __init__(self, target: int):
+        self.target = target
+        self.index: dict[int, tuple[str, int]] = {}
+        self.counts: dict[str, dict[int, int]] = {}
+
+    def assign(self, part: str) -> int:
+        buckets = self.counts.setdefault(part, {})
+        for bucket in sorted(buckets):
+            if buckets[bucket] < self.target:
+                buckets[bucket] += 1
+                return bucket
+        bucket = 0
+        while bucket in buckets:
+            bucket += 1
+        buckets[bucket] = 1
+        return bucket
+
+    def process(self, part: str, key: int) -> None:
+        where = self.index.get(key)
+        if where is not None and where[0] == part:
+            return
+        if where is not None:
+            self.counts[where[0]][where[1]] -= 1
+        self.index[key] = (part, self.assign(part))
+
+
+@settings(max_examples=int(os.environ.get("TARN_CROSS_EXAMPLES", "60")), deadline=None)
+@given(target=st.integers(1, 4), writes=st.lists(st.lists(st.tuples(st.sampled_from("xyz"), st.integers(0, 15)),
+                                                          min_size=1, max_size=12), min_size=1, max_size=5))
+def test_buckets_fill_exactly_as_paimon_row_by_row(target, writes):
+    warehouse = tempfile.mkdtemp()
+    table = tarn.Catalog(warehouse).create_table("db.t", schema=SCHEMA, primary_key=["k"], partition_keys=["p"],
+                                                 options={"dynamic-bucket.target-row-num": str(target)})
+    writer = table.new_writer()  # routes every write against the index of the writes before
+    java = JavaAssigner(target)
+    placed: dict[int, tuple[str, int]] = {}
+    for write in writes:
+        seen, rows = set(), []
+        for part, key in write:  # one row per key in a write: Paimon's row-by-row order is then ours
+            if key not in seen:
+                seen.add(key)
+                rows.append({"p": part, "k": key, "a": None, "b": None})
+                java.process(part, key)
+        data = pa.Table.from_pylist(rows, schema=SCHEMA).append_column("_VALUE_KIND", pa.array([0] * len(rows), pa.int8()))
+        out, buckets = writer._route(data)
+        kinds = out.column("_VALUE_KIND").to_pylist()
+        for row, kind, bucket in zip(out.to_pylist(), kinds, buckets.tolist()):
+            if kind == 3:
+                assert placed[row["k"]] == (row["p"], bucket)  # the -D goes where the key lived
+            else:
+                placed[row["k"]] = (row["p"], bucket)
+        assert placed == java.index
+    shutil.rmtree(warehouse, ignore_errors=True)
