@@ -414,3 +414,15 @@ def test_buckets_fill_exactly_as_paimon_row_by_row(target, writes):
                 placed[row["k"]] = (row["p"], bucket)
         assert placed == java.index
     shutil.rmtree(warehouse, ignore_errors=True)
+
+
+def test_a_move_reaches_the_changelog_as_a_delete_and_an_insert(catalog):
+    table = catalog.create_table("db.t", schema=SCHEMA, primary_key=["k"], partition_keys=["p"],
+                                 options={"changelog-producer": "input"})
+    table.write(pa.Table.from_pylist([{"p": "x", "k": 1, "a": 1, "b": "u"}], schema=SCHEMA))
+    moved = table.write(pa.Table.from_pylist([{"p": "y", "k": 1, "a": 2, "b": "v"}], schema=SCHEMA))
+    changes = table.changes(moved.id).to_pylist()
+    assert sorted(changes, key=lambda r: r["_ROW_KIND"]) == [
+        {"_ROW_KIND": "+I", "p": "y", "k": 1, "a": 2, "b": "v"},
+        {"_ROW_KIND": "-D", "p": "x", "k": 1, "a": 2, "b": "v"},  # Paimon retracts with the new row's values
+    ]

@@ -16,10 +16,14 @@ Paimon's GlobalIndexAssigner, on Arrow tables:
   deduplicate moves it: a -D of the row with the old partition's values into the old bucket
   (its count decremented), the rows into the new partition; partial-update and aggregation
   write the rows into the old partition and bucket; first-row drops them.
-  Retractions (-D, -U) go to where the key lives.
+  Retractions (-D, -U) go to where the key lives; those of a key living nowhere are dropped
+  (Paimon would place them as a new key: nothing to retract, and no key is made known by them).
 - Several rows of one key in one write move as a whole: deduplicate takes the partition of the
-  key's last +I/+U row, the others that of its first row (the key's partition once the first
-  row made it known); every kept row of the key is written into that partition.
+  key's last +I/+U row, the others that of its first (the key's partition once that row made
+  it known); every kept row of the key is written into that partition. Buckets are handed out
+  and freed in the order of the rows that trigger them, as Paimon's row-by-row processing does.
+- `KEPT_ASSIGNERS`: after a `Table.write` landed, its assigner is kept for the table's next
+  writer in the process, which continues the index when nothing else committed in between.
 """
 
 from __future__ import annotations
