@@ -199,8 +199,10 @@ class CrossPartitionAssigner:
         kinds = rows.column(VALUE_KIND).to_numpy()
         adds = (kinds == INSERT) | (kinds == UPDATE_AFTER)
         keys = self.codec.encode(rows)
-        if self.engine == FIRST_ROW or self.ignore_delete or (self.engine == "aggregation" and not self.remove_on_delete):
-            return _distinct(keys[adds] if (self.engine == FIRST_ROW or self.ignore_delete) else keys)
+        if self.engine == FIRST_ROW or self.ignore_delete:  # retractions never remove a key
+            return np.unique(keys[adds])
+        if self.engine == "aggregation" and not self.remove_on_delete:  # they retract values; the row stays
+            return np.unique(keys)
         sequence = rows.column(SEQUENCE).to_numpy()
         order = _key_sequence_order(keys, sequence)
         keys, adds = keys[order], adds[order]
@@ -355,10 +357,6 @@ def _move_rows(inverse: np.ndarray, away: np.ndarray, keys: int, first_row: np.n
     out = np.full(keys, len(inverse), dtype=np.int64)
     np.minimum.at(out, inverse[away], rows[away])
     return np.where(out < len(inverse), out, first_row)
-
-
-def _distinct(keys: np.ndarray) -> np.ndarray:
-    return np.unique(keys)
 
 
 def _key_sequence_order(keys: np.ndarray, sequence: np.ndarray) -> np.ndarray:

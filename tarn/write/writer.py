@@ -244,6 +244,9 @@ class TableWriter:
         elif kinds is not None and pc.any(pc.not_equal(kinds, INSERT)).as_py():
             raise SchemaMismatch(f"table {self.name}: append tables accept only +I rows; "
                                  "updates and deletes need a primary-key table")
+        if self.cross and buckets is not None:
+            raise SchemaMismatch(f"table {self.name}: a cross-partition upsert table places rows by its key "
+                                 "index; buckets cannot be given")
         given = self._given_bucket_column(buckets, conformed.num_rows)
         if self.cross:
             conformed, routed = self._route(conformed)
