@@ -159,3 +159,17 @@ def test_scan_repr_names_table_snapshot_filter_and_columns(orders):
     one_or_few_lines(text, max_lines=1)
     assert text.startswith("Scan(table=db.orders, snapshot=1, filter=") and "columns=['id']" in text
     assert "limit=5" in text
+
+
+def test_filter_reprs_read_as_the_code_that_built_them():
+    col = tarn.col
+    assert repr(col("id") > 1) == "col('id') > 1"
+    assert repr((col("a") == "x") & ~col("b").is_null()) == "(col('a') == 'x') & (~(col('b').is_null()))"
+    assert repr(col("s").startswith("ab") | col("x").not_in([1, 2])) == \
+        "(col('s').startswith('ab')) | (col('x').not_in([1, 2]))"
+    assert repr(col("id").isin(range(10_000))) == "col('id').isin([0, 1, 2, 3, 4, 5, 6, 7, ... 9992 more])"
+
+
+def test_scan_with_a_large_isin_filter_stays_short(orders):
+    scan = orders.scan(filter=tarn.col("id").isin(range(100_000)))
+    one_or_few_lines(repr(scan), max_chars=150, max_lines=1)

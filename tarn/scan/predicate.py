@@ -25,6 +25,7 @@ from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
 from tarn.types import DataField, type_to_sql
 
 _COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+_REPR_VALUES = 8  # values an isin/not_in repr shows before "... N more"
 
 
 class Predicate:
@@ -59,6 +60,9 @@ class Compare(Predicate):
     op: str
     value: Any
 
+    def __repr__(self) -> str:
+        return f"col({self.column!r}) {self.op} {self.value!r}"
+
 
 @dataclass(frozen=True)
 class In(Predicate):
@@ -68,6 +72,12 @@ class In(Predicate):
     values: tuple
     negated: bool = False
 
+    def __repr__(self) -> str:
+        shown = ", ".join(repr(v) for v in self.values[:_REPR_VALUES])
+        if len(self.values) > _REPR_VALUES:
+            shown += f", ... {len(self.values) - _REPR_VALUES} more"
+        return f"col({self.column!r}).{'not_in' if self.negated else 'isin'}([{shown}])"
+
 
 @dataclass(frozen=True)
 class IsNull(Predicate):
@@ -75,6 +85,9 @@ class IsNull(Predicate):
 
     column: str
     negated: bool = False
+
+    def __repr__(self) -> str:
+        return f"col({self.column!r}).{'is_not_null' if self.negated else 'is_null'}()"
 
 
 @dataclass(frozen=True)
@@ -84,12 +97,18 @@ class StartsWith(Predicate):
     column: str
     prefix: str
 
+    def __repr__(self) -> str:
+        return f"col({self.column!r}).startswith({self.prefix!r})"
+
 
 @dataclass(frozen=True)
 class And(Predicate):
     """`p & q & ...`: every child matches."""
 
     children: tuple
+
+    def __repr__(self) -> str:
+        return " & ".join(f"({c!r})" for c in self.children)
 
 
 @dataclass(frozen=True)
@@ -98,12 +117,18 @@ class Or(Predicate):
 
     children: tuple
 
+    def __repr__(self) -> str:
+        return " | ".join(f"({c!r})" for c in self.children)
+
 
 @dataclass(frozen=True)
 class Not(Predicate):
     """`~p`: the child does not match."""
 
     child: Predicate
+
+    def __repr__(self) -> str:
+        return f"~({self.child!r})"
 
 
 @dataclass(frozen=True)
