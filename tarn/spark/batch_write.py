@@ -45,7 +45,7 @@ from tarn.spark.target import WRITE_OPTIONS, check_options, load, storage_of, ta
 from tarn.spark.types import arrow_of
 from tarn.write.conform import check_static_partition, conform
 from tarn.write.message import CommitMessage
-from tarn.write.assign import unpack_buckets
+from tarn.write.assign import unpack_buckets, unpack_route
 from tarn.write.writer import TableWriter, abort
 
 BUCKET_COLUMN = "__tarn_bucket"  # dynamic buckets assigned on executors (tarn.spark.dataframe)
@@ -249,6 +249,8 @@ class WritePlan:
                         check_static_partition(data, static, table.name)
                     if self.given_buckets:
                         data, buckets = given_buckets(data, assigned)
+                        if buckets is None:  # routed to this task as an assigner (first write of a table)
+                            writer.assign_as(*assigned["route"])
                         writer.write(data, buckets=buckets)
                     else:
                         writer.write(data)
@@ -304,11 +306,19 @@ class WritePlan:
             table.file_io.delete_dir(table.root)
 
 
-def given_buckets(data: pa.Table, assigned: dict) -> tuple[pa.Table, pa.Array]:
+def given_buckets(data: pa.Table, assigned: dict) -> tuple[pa.Table, pa.Array | None]:
     """The rows without BUCKET_COLUMN, and their buckets; every row of a task must have been
-    assigned against the same snapshot (recorded in `assigned`)."""
+    assigned against the same snapshot (recorded in `assigned`). Rows routed to this task as
+    an assigner (`tarn.write.assign.route_base`: an empty table's first write) give None and
+    record (assigner task, channels) as `assigned["route"]`, against no snapshot."""
     index = next(i for i, name in enumerate(data.column_names) if name.lower() == BUCKET_COLUMN)
     packed = data.column(index).to_numpy()
+    route = unpack_route(packed)
+    if route is not None or "route" in assigned:
+        if route is None or assigned.setdefault("route", route) != route or assigned.setdefault("snapshot", 0):
+            raise TarnError("dynamic bucket assignment: a task received rows routed to different assigner tasks "
+                            "or assigned against a snapshot; nothing was committed, write again")
+        return data.remove_column(index), None
     snapshot, buckets = unpack_buckets(packed)
     if assigned.setdefault("snapshot", snapshot) != snapshot:
         raise TarnError("dynamic bucket assignment: rows were assigned against different snapshots (another "

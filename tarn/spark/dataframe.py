@@ -32,7 +32,7 @@ from tarn.spark.session import register
 from tarn.spark.target import storage_of
 from tarn.spark.types import arrow_of
 from tarn.write.assign import (AssignerSpec, HashAssigner, HashIndexFiles, assign_rows, channels_of_rows,
-                               pack_bucket)
+                               pack_bucket, route_base)
 from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
 from tarn.write.conform import conform
 from tarn.write.cross_partition import is_cross_partition
@@ -115,6 +115,43 @@ def _as_table_columns(batch: pa.RecordBatch, columns: list[str], fields: list) -
     return conform(data, fields, "dynamic bucket assignment")
 
 
+def _routed(df, table, parallelism: int | None = None):
+    """(`df` with the column CHANNEL_COLUMN, each row's assigner task, repartitioned so that
+    Spark partition i holds the rows of assigner task i; the AssignerSpec)."""
+    from pyspark.sql import functions as F
+
+    schema = table.schema()
+    spark = df.sparkSession
+    if parallelism is None:
+        parallelism = max(spark.sparkContext.defaultParallelism,
+                          int(spark.conf.get("spark.sql.shuffle.partitions")))
+    spec = AssignerSpec.of(Options(schema.options), parallelism)
+    fields = [schema.field(k) for k in schema.trimmed_primary_keys] + [schema.field(k) for k in schema.partition_keys]
+    columns = _keyed_columns(df, schema, [f.name for f in fields])
+    name = table.name
+
+    @F.arrow_udf("int")
+    def channel_of(*arrays: pa.Array) -> pa.Array:
+        data = conform(pa.Table.from_arrays(list(arrays), names=[f.name for f in fields]), fields, name)
+        return pa.array(channels_of_rows(data, schema, spec))
+
+    routed = df.withColumn(CHANNEL_COLUMN, channel_of(*[F.col(c) for c in columns]))
+    return routed.repartitionById(spec.channels, F.col(CHANNEL_COLUMN)), spec
+
+
+def route_dynamic(df, table_path: str, storage_options: dict | None = None, parallelism: int | None = None):
+    """An empty dynamic-bucket table's first write, as Paimon's Spark writer does it: `df`
+    shuffled once by key hash to the assigner tasks, each writer task assigning the buckets of
+    its own rows (it creates only buckets it owns, so no bucket gets rows from two tasks and
+    the second shuffle of `assign_dynamic` is not needed). The column `__tarn_bucket` carries
+    the route (`tarn.write.assign.route_base`) to the writer."""
+    from pyspark.sql import functions as F
+
+    routed, spec = _routed(df, tarn.load_table(_absolute(table_path), storage_options), parallelism)
+    route = F.lit(route_base(spec.channels)) - F.col(CHANNEL_COLUMN).cast("bigint")
+    return routed.withColumn(BUCKET_COLUMN, route).drop(CHANNEL_COLUMN)
+
+
 def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fresh: bool = False,
                    snapshot_id: int | None = None, parallelism: int | None = None):
     """`df` with the column `__tarn_bucket` (packed snapshot and bucket, `pack_bucket`) for a
@@ -131,23 +168,11 @@ def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fre
     table = tarn.load_table(path, storage_options)
     schema = table.schema()
     spark = df.sparkSession
-    if parallelism is None:
-        parallelism = max(spark.sparkContext.defaultParallelism,
-                          int(spark.conf.get("spark.sql.shuffle.partitions")))
-    spec = AssignerSpec.of(Options(schema.options), parallelism)
+    routed, spec = _routed(df, table, parallelism)
+    routed = routed.drop(CHANNEL_COLUMN)
     key_fields = [schema.field(k) for k in schema.trimmed_primary_keys]
-    part_fields = [schema.field(k) for k in schema.partition_keys]
-    fields = key_fields + part_fields
+    fields = key_fields + [schema.field(k) for k in schema.partition_keys]
     columns = _keyed_columns(df, schema, [f.name for f in fields])
-    name = table.name
-
-    @F.arrow_udf("int")
-    def channel_of(*arrays: pa.Array) -> pa.Array:
-        data = conform(pa.Table.from_arrays(list(arrays), names=[f.name for f in fields]), fields, name)
-        return pa.array(channels_of_rows(data, schema, spec))
-
-    routed = df.withColumn(CHANNEL_COLUMN, channel_of(*[F.col(c) for c in columns]))
-    routed = routed.repartitionById(spec.channels, F.col(CHANNEL_COLUMN)).drop(CHANNEL_COLUMN)
     out_schema = StructType(list(routed.schema.fields) + [StructField(BUCKET_COLUMN, LongType(), False)])
 
     def assign_task(batches):
@@ -194,7 +219,8 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
     repartitioned by (partition, tarn bucket) (`by_bucket`): each bucket gets one writer, one
     level-0 run per commit, and compacts as its options say. Dynamic-bucket tables (`bucket`
     -1 with a primary key, Paimon's default) get their buckets on executors first
-    (`assign_dynamic`). `options` are the writer's (`primary-key`, `partition`, table options,
+    (`assign_dynamic`); the first write of one without a snapshot is shuffled once, to writer
+    tasks that assign as they write (`route_dynamic`, Paimon's topology for it). `options` are the writer's (`primary-key`, `partition`, table options,
     ...); the table is created from the DataFrame schema when missing."""
     if mode not in ("append", "overwrite"):
         raise InvalidOption(f"mode '{mode}' is not supported (append, overwrite)")
@@ -210,8 +236,11 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
             return
         if schema.primary_keys and Options(schema.options).int("bucket") == -1:
             latest = table.latest_snapshot()
-            df = assign_dynamic(df, path, storage_of(text_options), fresh=mode == "overwrite",
-                                snapshot_id=latest.id if latest is not None else 0)
+            if latest is None:  # no index yet: one shuffle, buckets assigned by the writer tasks
+                df = route_dynamic(df, path, storage_of(text_options))
+            else:
+                df = assign_dynamic(df, path, storage_of(text_options), fresh=mode == "overwrite",
+                                    snapshot_id=latest.id)
         else:
             df = by_bucket(df, path, storage_of(text_options))
         if table.primary_keys:

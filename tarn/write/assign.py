@@ -458,6 +458,30 @@ def pack_bucket(snapshot_id: int, buckets: np.ndarray) -> np.ndarray:
     return np.int64(snapshot_id) * BUCKET_SPAN + np.asarray(buckets, dtype=np.int64)
 
 
+ROUTE_SPAN = 1 << 20  # > every assigner channel
+
+
+def route_base(channels: int) -> int:
+    """The bucket-column value of a row routed to assigner task 0 of `channels`: rows of an
+    empty table's first write carry `route_base(channels) - channel` (always < 0) instead of
+    an assigned bucket, and the writer task assigns them itself (`unpack_route`)."""
+    return -1 - channels * ROUTE_SPAN
+
+
+def unpack_route(packed: np.ndarray) -> tuple[int, int] | None:
+    """(assigner task, channels) when every row was routed to one assigner task for it to
+    assign (negative values, `route_base`); None when the rows carry assigned buckets."""
+    packed = np.asarray(packed, dtype=np.int64)
+    if not len(packed) or packed[0] >= 0:
+        return None
+    first = int(packed[0])
+    if (packed != first).any():
+        raise TarnError("dynamic bucket assignment: a task received rows routed to different assigner tasks "
+                        "(or mixed with assigned buckets); write again")
+    code = -1 - first
+    return code % ROUTE_SPAN, code // ROUTE_SPAN
+
+
 def unpack_buckets(packed: np.ndarray) -> tuple[int | None, np.ndarray]:
     """(the one snapshot id of the rows, their buckets); raises if the rows were assigned
     against different snapshots (a commit landed while the assigner tasks ran)."""

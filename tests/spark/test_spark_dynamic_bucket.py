@@ -137,3 +137,52 @@ def test_rescale_on_spark(spark, path, catalog):
     check_index(d)
     assert not [f for _, _, fs in os.walk(d.root) for f in fs if "spark-" in f and f.startswith("data-")
                 and f not in {e.file.file_name for e in d.live_entries(d.latest_snapshot())}]
+
+
+def test_first_write_routes_rows_to_writer_tasks_that_assign(spark, path):
+    """An empty table's first write: one shuffle to the assigner tasks, each writer task assigns
+    and creates only the buckets it owns; the table equals a local write of the same rows."""
+    from tarn.spark.dataframe import route_dynamic
+
+    options = {"primary-key": "dt,k", "partition": "dt", "dynamic-bucket.target-row-num": "7"}
+    rows = frame(spark, [("a", range(90)), ("b", range(15))], "x")
+    tarn.spark.write(rows.limit(0), path, **options)  # creates the table, no snapshot
+    assert tarn.load_table(path).latest_snapshot() is None
+    routed = route_dynamic(rows, path)
+    routes = {r[0] for r in routed.selectExpr("__tarn_bucket").distinct().collect()}
+    assert all(v < 0 for v in routes)  # routes, not assigned buckets
+    tarn.spark.write(rows, path)
+    table = tarn.load_table(path)
+    assert content(table) == {("a", k): f"x{k}" for k in range(90)} | {("b", k): f"x{k}" for k in range(15)}
+    check_index(table)
+    channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    schema = table.schema()
+    for (values, key), bucket in buckets_of(table).items():
+        part = tarn.partition.to_bytes(schema, values)
+        h = row_hashes(pa.table({"k": pa.array([key], pa.int64())}), [schema.field("k")])
+        assert bucket % channels == assigner_channels(partition_hash(part), h, channels, channels)[0]
+    assert max(e.row_count for e in live_index_entries(table.manifests(), table.latest_snapshot())) <= 7
+
+
+def test_routed_rows_must_reach_their_own_assigner_task(tmp_path):
+    from tarn.spark.batch_write import given_buckets
+    from tarn.write.assign import route_base
+    from tarn.errors import TarnError
+
+    data = pa.table({"k": pa.array([1, 2], pa.int64()), "__tarn_bucket": pa.array([route_base(8) - 3] * 2)})
+    assigned: dict = {}
+    rows, buckets = given_buckets(data, assigned)
+    assert buckets is None and rows.column_names == ["k"] and assigned == {"route": (3, 8), "snapshot": 0}
+    other = data.set_column(1, "__tarn_bucket", pa.array([route_base(8) - 4] * 2))
+    with pytest.raises(TarnError, match="different assigner tasks"):
+        given_buckets(other, assigned)
+    with pytest.raises(TarnError, match="different assigner tasks"):
+        given_buckets(data.set_column(1, "__tarn_bucket", pa.array([5, 5], pa.int64())), assigned)
+    # a writer playing assigner task 3 of 8 refuses keys of another task's hash range
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", schema=pa.schema([("k", pa.int64())]),
+                                                     primary_key=["k"])
+    writer = table.new_writer()
+    writer.assign_as(3, 8)
+    writer.write(pa.table({"k": pa.array(range(100), pa.int64())}))
+    with pytest.raises(TarnError, match="does not own its hash range"):
+        writer.prepare_commit()
