@@ -243,6 +243,8 @@ def _write_task(path: str, storage: dict | None, token: str, batches):
             buckets = None
             if BUCKET_COLUMN in data.column_names:
                 data, buckets = given_buckets(data, assigned)
+                if buckets is None:  # routed to this task as an assigner (as WritePlan.write_task)
+                    writer.assign_as(*assigned["route"])
             writer.write(data, row_kind=kinds, buckets=buckets)
         messages = writer.prepare_commit()
     except BaseException:

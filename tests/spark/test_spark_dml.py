@@ -113,8 +113,9 @@ def test_merge_into_star_and_no_insert(spark, path):
     assert _content(table) == canonical_rows(_rows(expected))
 
 
-def test_merge_into_an_empty_table_inserts(spark, path):
-    table = _table(path)
+@pytest.mark.parametrize("bucket", ["2", "-1"])
+def test_merge_into_an_empty_table_inserts(spark, path, bucket):
+    table = _table(path, bucket)
     tarn.spark.merge_into(spark, table.root, spark.createDataFrame(START, DDL))
     assert _content(table) == canonical_rows(_rows(START))
 
