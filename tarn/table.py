@@ -378,6 +378,11 @@ class SystemTable:
 
     rows: pa.Table
 
+    def __repr__(self) -> str:
+        names = self.rows.column_names
+        shown = ", ".join(names[:8]) + (f", ... {len(names) - 8} more" if len(names) > 8 else "")
+        return f"SystemTable({self.rows.num_rows} rows; columns {shown})"
+
     def to_arrow(self) -> pa.Table:
         return self.rows
 

@@ -173,3 +173,15 @@ def test_filter_reprs_read_as_the_code_that_built_them():
 def test_scan_with_a_large_isin_filter_stays_short(orders):
     scan = orders.scan(filter=tarn.col("id").isin(range(100_000)))
     one_or_few_lines(repr(scan), max_chars=150, max_lines=1)
+
+
+def test_plan_and_system_table_reprs_are_summaries(orders):
+    splits = orders.scan().plan()
+    assert repr(splits[0]) == "Split(partition=('2026-11-20',), bucket=%d, files=1, rows=%d)" % (
+        splits[0].bucket, splits[0].row_count)
+    meta = splits[0].files[0]
+    assert repr(meta) == (f"DataFileMeta({meta.file_name!r}, level=0, rows={meta.row_count}, size={meta.file_size}, "
+                          f"seq={meta.min_sequence_number}..{meta.max_sequence_number}, schema_id=0)")
+    text = repr(orders.system_table("snapshots"))
+    assert text.startswith("SystemTable(1 rows; columns snapshot_id, schema_id, ") and text.endswith(" more)")
+    one_or_few_lines(text, max_lines=1)

@@ -178,6 +178,12 @@ class DataFileMeta:
     write_cols: tuple[str, ...] | None = None
     write_cols_sequences: tuple[int, ...] | None = None
 
+    def __repr__(self) -> str:
+        deleted = f", delete_rows={self.delete_row_count}" if self.delete_row_count else ""
+        return (f"DataFileMeta({self.file_name!r}, level={self.level}, rows={self.row_count}{deleted}, "
+                f"size={self.file_size}, seq={self.min_sequence_number}..{self.max_sequence_number}, "
+                f"schema_id={self.schema_id})")
+
     def to_avro(self) -> dict:
         return {
             "_FILE_NAME": self.file_name,

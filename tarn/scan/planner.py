@@ -43,6 +43,10 @@ class Split:
     def __post_init__(self):
         self.row_count = sum(f.row_count for f in self.files)
 
+    def __repr__(self) -> str:
+        return (f"Split(partition={self.partition_values!r}, bucket={self.bucket}, files={len(self.files)}, "
+                f"rows={self.row_count}{', deletion_vectors' if self.deletion_vectors else ''})")
+
     @property
     def raw_convertible(self) -> bool:
         """Readable without merging: append files; with deletion vectors, primary-key files
