@@ -426,3 +426,19 @@ def test_a_move_reaches_the_changelog_as_a_delete_and_an_insert(catalog):
         {"_ROW_KIND": "+I", "p": "y", "k": 1, "a": 2, "b": "v"},
         {"_ROW_KIND": "-D", "p": "x", "k": 1, "a": 2, "b": "v"},  # Paimon retracts with the new row's values
     ]
+
+
+def test_moves_out_of_a_big_file_are_marked_by_deletion_vectors(catalog):
+    table = catalog.create_table("db.t", schema=SCHEMA, primary_key=["k"], partition_keys=["p"],
+                                 options={"deletion-vectors.enabled": "true"})
+    oracle = {k: ("x", k) for k in range(3000)}
+    table.write(pa.Table.from_pylist([{"p": "x", "k": k, "a": k, "b": None} for k in range(3000)], schema=SCHEMA))
+    for step, (part, keys) in enumerate([("y", [1, 2, 3]), ("x", [2, 10]), ("z", [10, 2999])]):
+        table.write(pa.Table.from_pylist([{"p": part, "k": k, "a": -step, "b": None} for k in keys], schema=SCHEMA))
+        oracle.update({k: (part, -step) for k in keys})
+    table.delete(pa.table({"k": pa.array([3, 4], pa.int64())}))
+    del oracle[3], oracle[4]
+    kinds = table.system_table("table_indexes").to_arrow().column("index_type").to_pylist()
+    assert kinds and set(kinds) == {"DELETION_VECTORS"}
+    got = table.scan().to_arrow().to_pylist()
+    assert len(got) == len(oracle) and {r["k"]: (r["p"], r["a"]) for r in got} == oracle
