@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import pickle
 import time
+from dataclasses import dataclass
 from functools import partial
 
 import pyarrow as pa
@@ -88,40 +89,54 @@ def merge_into(spark, path: str, source, on=None, when_matched_update=None, when
     The table is read at its latest snapshot; the changed rows are written as an upsert plus -D
     rows (merge engines deduplicate and partial-update), so a row another writer changes
     meanwhile takes the merge's value (last writer wins)."""
-    from pyspark.sql import functions as F
-
     register(spark)
     path = _absolute(path)
     table = tarn.load_table(path, storage_options)
     schema = table.schema()
-    keys = _merge_keys(table, on)
+    keys = _merge_keys(table, on, source)
     _check_merge_engine(table, when_matched_update, when_matched_delete)
+    _check_insert(table, when_not_matched_insert)
     _check_unique(source, keys, table.name)
     snapshot = table.latest_snapshot()
     target = (_read(spark, path, snapshot, storage_options) if snapshot is not None
               else spark.createDataFrame([], spark_schema(list(schema.fields))))
+    actions = _Actions(when_matched_update, when_matched_delete, when_not_matched_insert)
+    return commit_rows(spark, table, _merged_rows(source, target, table, keys, actions), storage_options)
+
+
+@dataclass(frozen=True)
+class _Actions:
+    update: object
+    delete: object
+    insert: object
+
+
+def _merged_rows(source, target, table: tarn.Table, keys: list[str], actions: _Actions):
+    """The rows a merge changes, the table's columns plus KIND_COLUMN ('+U', '+I', '-D')."""
+    from pyspark.sql import functions as F
+
     target = target.withColumn(_MATCHED, F.lit(True))
     joined = source.alias(SOURCE).join(target.alias(TARGET),
                                        [F.col(f"{SOURCE}.{k}") == F.col(f"{TARGET}.{k}") for k in keys], "left")
     matched = F.col(f"{TARGET}.{_MATCHED}").isNotNull()
-    deleted = matched & _condition(when_matched_delete)
-    updated = matched & ~deleted if when_matched_update is not None else F.lit(False)
-    inserted = ~matched if when_not_matched_insert is not None else F.lit(False)
-    kind = (F.when(deleted, F.lit("-D")).when(updated, F.lit("+U")).when(inserted, F.lit("+I")))
+    deleted = matched & F.coalesce(_condition(actions.delete), F.lit(False))
+    updated = matched & ~deleted if actions.update is not None else F.lit(False)
+    inserted = ~matched if actions.insert is not None else F.lit(False)
+    kind = F.when(deleted, F.lit("-D")).when(updated, F.lit("+U")).when(inserted, F.lit("+I"))
     columns = []
-    for f in schema.fields:
+    for f in table.schema().fields:
         column = F.col(f"{TARGET}.{f.name}")
-        if when_matched_update is not None:
-            column = F.when(updated, _value(when_matched_update, f.name, source, table.name, keep=column)).otherwise(column)
-        if when_not_matched_insert is not None:
-            column = F.when(inserted, _value(when_not_matched_insert, f.name, source, table.name,
-                                             keep=F.lit(None))).otherwise(column)
+        if actions.update is not None:
+            new = _value(actions.update, f.name, source, table.name, keep=column)
+            column = F.when(updated, new).otherwise(column)
+        if actions.insert is not None:
+            new = _value(actions.insert, f.name, source, table.name, keep=F.lit(None))
+            column = F.when(inserted, new).otherwise(column)
         columns.append(column.cast(spark_schema([f])[0].dataType).alias(f.name))
-    rows = joined.select(*columns, kind.alias(KIND_COLUMN)).filter(F.col(KIND_COLUMN).isNotNull())
-    return commit_rows(spark, table, rows, storage_options)
+    return joined.select(*columns, kind.alias(KIND_COLUMN)).filter(F.col(KIND_COLUMN).isNotNull())
 
 
-def _merge_keys(table: tarn.Table, on) -> list[str]:
+def _merge_keys(table: tarn.Table, on, source) -> list[str]:
     keys = list(table.primary_keys)
     if not keys:
         raise InvalidArgument(f"table {table.name}: merge_into needs a primary-key table (rows are matched by "
@@ -130,7 +145,19 @@ def _merge_keys(table: tarn.Table, on) -> list[str]:
     if sorted(given) != sorted(keys):
         raise InvalidArgument(f"table {table.name}: merge_into matches rows on the primary key {keys}, "
                               f"got on={given}")
+    missing = [k for k in keys if k not in source.columns]
+    if missing:
+        raise SchemaMismatch(f"table {table.name}: the merge_into source lacks the key column(s) {missing} "
+                             f"(source columns: {source.columns})")
     return keys
+
+
+def _check_insert(table: tarn.Table, insert) -> None:
+    if isinstance(insert, dict):
+        missing = [k for k in table.primary_keys if k not in insert]
+        if missing:
+            raise InvalidArgument(f"table {table.name}: when_not_matched_insert must set the primary key "
+                                  f"column(s) {missing}")
 
 
 def _check_merge_engine(table: tarn.Table, update, delete_when) -> None:

@@ -133,6 +133,27 @@ def test_merge_into_refusals(spark, path, kwargs, error, words):
     assert table.latest_snapshot().id == 1
 
 
+def test_merge_into_null_delete_condition_updates_and_insert_dict(spark, path):
+    table = _table(path)
+    table.write(_rows(START))
+    source = spark.createDataFrame([("a", 1, "X", None), ("c", 9, "new", 9)], DDL)
+    tarn.spark.merge_into(spark, table.root, source, when_matched_update={"v": "source.v"},
+                          when_matched_delete="source.n < 0",  # NULL for (a, 1): not deleted, updated
+                          when_not_matched_insert={"dt": "source.dt", "id": "source.id", "n": "source.n * 2"})
+    expected = [("a", 1, "X", 1)] + START[1:] + [("c", 9, None, 18)]
+    assert _content(table) == canonical_rows(_rows(expected))
+
+
+def test_merge_into_refuses_inserts_without_keys_and_sources_without_keys(spark, path):
+    table = _table(path)
+    with pytest.raises(tarn.InvalidArgument, match=r"must set the primary key column\(s\) \['id'\]"):
+        tarn.spark.merge_into(spark, table.root, spark.createDataFrame(START, DDL),
+                              when_not_matched_insert={"dt": "source.dt"})
+    with pytest.raises(tarn.SchemaMismatch, match=r"lacks the key column\(s\) \['id'\]"):
+        tarn.spark.merge_into(spark, table.root, spark.createDataFrame([("a", "x")], "dt string, v string"))
+    assert table.latest_snapshot() is None
+
+
 def test_merge_into_refuses_append_tables(spark, tmp_path):
     table = tarn.Catalog(str(tmp_path)).create_table("db.a", schema=SCHEMA)
     with pytest.raises(tarn.InvalidArgument, match="needs a primary-key table"):
