@@ -39,6 +39,7 @@ from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.scan.predicate import coerce_literal
 from tarn.types import DataField, arrow_schema, type_to_sql
+from tarn.write.writer import abort
 
 if TYPE_CHECKING:
     from tarn.meta.snapshot import Snapshot
@@ -93,10 +94,20 @@ def update_where(table: "Table", assignments: dict, filter) -> "Snapshot | None"
 
 
 def _upsert(table: "Table", parsed: Assignments, filter) -> "Snapshot | None":
-    rows = table.scan(filter=filter).to_arrow()
-    if rows.num_rows == 0:
-        return None
-    return table.write(parsed.apply(rows))
+    """The matched rows read split by split, updated and buffered by one writer (memory bounded
+    by its buffer, not by the number of matches), committed once."""
+    writer = table.new_writer()
+    matched = 0
+    try:
+        for batch in table.scan(filter=filter).to_batches():
+            if batch.num_rows:
+                matched += batch.num_rows
+                writer.write(parsed.apply(pa.Table.from_batches([batch])))
+        messages = writer.prepare_commit()
+    except BaseException:
+        abort(table.file_io, table.root, writer.schema, writer.messages())
+        raise
+    return table.commit(messages) if matched else None
 
 
 def _updated(parsed: Assignments, rows: pa.Table, matched: pa.Array) -> pa.Table:

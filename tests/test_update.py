@@ -230,3 +230,42 @@ def test_append_table_with_deletion_vectors_is_refused(tmp_path):
     with pytest.raises(tarn.InvalidArgument, match="deletion vectors"):
         table.update(set={"v": "y"})
     assert table.scan().to_arrow().column("v").to_pylist() == ["x"]
+
+
+def _data_files(table) -> set[str]:
+    import os
+    found = set()
+    for root, _, names in os.walk(table.root):
+        found |= {os.path.join(root, n) for n in names if n.startswith("data-")}
+    return found
+
+
+def test_large_update_reads_split_by_split(tmp_path):
+    import numpy as np
+
+    table = _pk_table(tarn.Catalog(str(tmp_path)), **{"bucket": "4", "write-buffer-size": "1 mb"})
+    n = 200_000
+    ids = np.arange(n, dtype=np.int64)
+    table.write(pa.table({"dt": pa.array(["a"] * n), "id": ids, "v": pa.nulls(n, pa.string()),
+                          "n": pa.array((ids % 1000).astype(np.int32))}, schema=SCHEMA))
+    table.update(set={"n": pc.field("n") + 1}, filter="id >= 1000")
+    result = table.scan(columns=["id", "n"]).to_arrow().sort_by("id")
+    expected = (ids % 1000 + (ids >= 1000)).astype(np.int32)
+    assert result.num_rows == n and np.array_equal(result.column("n").to_numpy(), expected)
+
+
+def test_failed_update_commits_nothing_and_leaves_no_files(tmp_path):
+    import numpy as np
+
+    table = _pk_table(tarn.Catalog(str(tmp_path)), **{"bucket": "4", "write-buffer-size": "1 mb"})
+    n = 150_000
+    ids = np.arange(n, dtype=np.int64)
+    big = ids >= n - 10  # ten rows of partition 'b' overflow INT when 10^9 is added; the rest fits
+    table.write(pa.table({"dt": pa.array(np.where(big, "b", "a")), "id": ids, "v": pa.nulls(n, pa.string()),
+                          "n": pa.array(np.where(big, 2_000_000_000, 1).astype(np.int32))}, schema=SCHEMA))
+    before = _data_files(table)
+    with pytest.raises(tarn.InvalidArgument, match="overflow|does not fit"):
+        table.update(set={"n": pc.field("n") + pa.scalar(1_000_000_000, pa.int64())})
+    assert table.latest_snapshot().id == 1 and _data_files(table) == before
+    assert pc.sum(table.scan(columns=["n"]).to_arrow().column("n").cast(pa.int64())).as_py() == \
+        (n - 10) + 10 * 2_000_000_000
