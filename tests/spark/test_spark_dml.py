@@ -202,6 +202,20 @@ def test_bad_write_option_and_task_failure_raise_tarn_error_first(spark, path):
     assert table.latest_snapshot().id == 1
 
 
+def test_streaming_batch_failure_raises_tarn_error_first(spark, tmp_path):
+    from pyspark.errors import StreamingQueryException
+
+    source = tarn.Catalog(str(tmp_path / "wh")).create_table("db.raw", schema=SCHEMA)
+    source.write(_rows([("a", None, "x", 1)]))  # a null key: refused by the sink's write task
+    target = _table(str(tmp_path / "wh" / "keyed"), "1")
+    query = (spark.readStream.format("tarn").load(source.root).writeStream.format("tarn")
+             .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start(target.root))
+    with pytest.raises(tarn.SchemaMismatch) as raised:
+        query.awaitTermination()
+    assert isinstance(raised.value, StreamingQueryException)
+    assert _first_line(raised.value) == f"table {target.root}: primary key column 'id' has 1 null value(s)"
+
+
 def test_spark_errors_without_tarn_inside_are_untouched(spark):
     with pytest.raises(AnalysisException) as raised:
         spark.sql("select nope_column from range(1)").collect()
