@@ -442,3 +442,25 @@ def test_moves_out_of_a_big_file_are_marked_by_deletion_vectors(catalog):
     assert kinds and set(kinds) == {"DELETION_VECTORS"}
     got = table.scan().to_arrow().to_pylist()
     assert len(got) == len(oracle) and {r["k"]: (r["p"], r["a"]) for r in got} == oracle
+
+
+@settings(max_examples=int(os.environ.get("TARN_CROSS_EXAMPLES", "60")), deadline=None)
+@given(puts=st.lists(st.tuples(st.lists(st.integers(0, 3000), min_size=1, max_size=400), st.booleans(),
+                               st.one_of(st.none(), st.integers(0, 3))), min_size=1, max_size=12),
+       text=st.booleans())
+def test_key_index_answers_as_a_dict(puts, text):
+    index = KeyIndex(memory_limit=0)  # the floor (1 MB) is reached by no test: spill forced below
+    index.memory_limit = 4000
+    model: dict = {}
+    for step, (keys, as_sorted, _) in enumerate(puts):
+        keys = np.unique(keys) if as_sorted else np.asarray(keys)
+        encoded = np.array([b"k%d" % k for k in keys], dtype="S") if text else keys.astype(np.int64)
+        index.put(encoded, keys % 5, np.full(len(keys), step), now_ms=step)
+        for k in keys.tolist():
+            model[k] = (k % 5, step)
+    probes = np.arange(0, 3001, 7)
+    encoded = np.array([b"k%d" % k for k in probes], dtype="S") if text else probes
+    found, parts, buckets = index.get(encoded, now_ms=len(puts))
+    got = {int(k): (int(p), int(b)) for k, f, p, b in zip(probes, found, parts, buckets) if f}
+    assert got == {k: v for k, v in model.items() if k % 7 == 0}
+    index.close()

@@ -142,6 +142,39 @@ class BucketFiles:
     deleted_rows: Callable[[str], np.ndarray | None] | None = None
 
 
+@dataclass(frozen=True)
+class KeyGroups:
+    """The rows of a write grouped by key: one sort, then per-key reductions over row numbers."""
+
+    order: np.ndarray  # rows sorted by key, arrival order within a key
+    starts: np.ndarray  # where each key's rows begin in `order`
+    distinct: np.ndarray  # the keys, sorted
+    inverse: np.ndarray  # each row's key number
+
+    @classmethod
+    def of(cls, keys: np.ndarray) -> "KeyGroups":
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        new = np.ones(len(keys), dtype=bool)
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
+        inverse = np.empty(len(keys), dtype=np.int64)
+        inverse[order] = np.cumsum(new) - 1
+        return cls(order, starts, ordered[starts], inverse)
+
+    def first(self, mask: np.ndarray | None = None) -> np.ndarray:
+        """Per key: its first row (among `mask`; the row count where none)."""
+        rows = self.order if mask is None else np.where(mask[self.order], self.order, len(self.order))
+        return np.minimum.reduceat(rows, self.starts)
+
+    def last(self, mask: np.ndarray) -> np.ndarray:
+        """Per key: its last row among `mask` (-1 where none)."""
+        return np.maximum.reduceat(np.where(mask[self.order], self.order, -1), self.starts)
+
+    def any(self, mask: np.ndarray) -> np.ndarray:
+        return np.logical_or.reduceat(mask[self.order], self.starts)
+
+
 class CrossPartitionAssigner:
     """Routes the rows of a cross-partition table (module docstring). `buckets()` lists the
     buckets of the snapshot the writer starts from; it is read on the first `route`."""
@@ -223,14 +256,15 @@ class CrossPartitionAssigner:
         now = self.clock()
         row_part = self._row_partitions(data)
         keys = self.codec.encode(data)
-        distinct, inverse = np.unique(keys, return_inverse=True)
-        inverse = inverse.ravel()
+        groups = KeyGroups.of(keys)
+        distinct, inverse = groups.distinct, groups.inverse
         kinds = data.column(VALUE_KIND).to_numpy()
         adds = (kinds == INSERT) | (kinds == UPDATE_AFTER)
-        first_row, last_add = _first_and_last_add(inverse, adds, len(distinct))  # first_row: first +I/+U row
+        first_row = np.where(groups.any(adds), groups.first(adds), groups.first())  # first +I/+U row
+        last_add = groups.last(adds)
         found, old_part, old_bucket = self.index.get(distinct, now)
-        trigger = np.where(found, _move_rows(inverse, adds & (row_part != old_part[inverse]), len(distinct),
-                                             first_row), first_row)
+        away = groups.first(adds & (row_part != old_part[inverse]))  # the row that moves a key, for Paimon
+        trigger = np.where(found & (away < n), away, first_row)
         target, bucket, moved = self._targets(row_part, first_row, last_add, trigger, found, old_part, old_bucket)
         unknown = ~found & (last_add < 0)  # only retractions of a key living nowhere: nothing to do
         placed = (~found & ~unknown) | moved  # new keys and moved keys: where they live from now on
@@ -283,7 +317,7 @@ class CrossPartitionAssigner:
         lower bucket) a partition is filled at once; otherwise runs of one kind at a time."""
         if not len(fresh):
             return
-        fresh = fresh[np.argsort(trigger[fresh], kind="stable")]  # new keys take buckets in arrival order
+        fresh = _by_row(fresh, trigger[fresh])  # new keys take buckets in arrival order
         leaving, arriving = old_part[moved], target[fresh]
         for part in np.unique(np.concatenate([leaving, arriving])).tolist():
             out, into = moved[leaving == part], fresh[arriving == part]
@@ -337,26 +371,11 @@ class CrossPartitionAssigner:
         self.index.close()
 
 
-def _first_and_last_add(inverse: np.ndarray, adds: np.ndarray, keys: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per distinct key: its first +I/+U row (else its first row), and its last (-1: none)."""
-    rows = np.arange(len(inverse))
-    first = np.full(keys, len(inverse), dtype=np.int64)
-    np.minimum.at(first, inverse[adds], rows[adds])
-    missing = first == len(inverse)
-    if missing.any():
-        np.minimum.at(first, inverse[~adds], np.where(missing[inverse[~adds]], rows[~adds], len(inverse)))
-    last_add = np.full(keys, -1, dtype=np.int64)
-    np.maximum.at(last_add, inverse[adds], rows[adds])
-    return first, last_add
-
-
-def _move_rows(inverse: np.ndarray, away: np.ndarray, keys: int, first_row: np.ndarray) -> np.ndarray:
-    """Per distinct key: its first +I/+U row outside the key's partition (the row that moves it,
-    for Paimon), else its first row."""
-    rows = np.arange(len(inverse))
-    out = np.full(keys, len(inverse), dtype=np.int64)
-    np.minimum.at(out, inverse[away], rows[away])
-    return np.where(out < len(inverse), out, first_row)
+def _by_row(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`keys` ordered by their (distinct) row numbers, without a sort."""
+    slots = np.full(int(rows.max()) + 1, -1, dtype=np.int64)
+    slots[rows] = keys
+    return slots[slots >= 0]
 
 
 def _key_sequence_order(keys: np.ndarray, sequence: np.ndarray) -> np.ndarray:

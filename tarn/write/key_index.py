@@ -64,6 +64,31 @@ def _newest_per_key(keys: np.ndarray, values: np.ndarray, stamps: np.ndarray) ->
     return IndexRun(keys[last], values[last], stamps[last])
 
 
+def _strictly_sorted(keys: np.ndarray) -> bool:
+    return len(keys) < 2 or bool((keys[1:] > keys[:-1]).all())
+
+
+def _merge_sorted(old: IndexRun, new: IndexRun) -> IndexRun:
+    """Two runs of sorted distinct keys as one (the newer run's entry wins), without a sort."""
+    if not len(new.keys):
+        return old
+    new_keys, _ = _same_width(new.keys, old.keys)
+    hit, _ = IndexRun(new_keys, new.values, new.stamps).find(old.keys)
+    kept = IndexRun(old.keys[~hit], old.values[~hit], old.stamps[~hit])
+    keys_old, keys_new = _same_width(kept.keys, new.keys)
+    at = np.searchsorted(keys_old, keys_new) + np.arange(len(keys_new))
+    total = len(keys_old) + len(keys_new)
+    from_new = np.zeros(total, dtype=bool)
+    from_new[at] = True
+    out = []
+    for mine, theirs in ((keys_old, keys_new), (kept.values, new.values), (kept.stamps, new.stamps)):
+        merged = np.empty(total, dtype=mine.dtype)
+        merged[from_new] = theirs
+        merged[~from_new] = mine
+        out.append(merged)
+    return IndexRun(*out)
+
+
 class KeyIndex:
     """key -> (partition id, bucket), bounded memory, spilled to local disk (module docstring)."""
 
@@ -119,9 +144,13 @@ class KeyIndex:
             parts = ([(self.memory.keys, self.memory.values, self.memory.stamps)] if self.memory is not None
                      else []) + self._pending
             self._pending, self._pending_bytes = [], 0
-            keys = _concat_keys([p[0] for p in parts])
-            self.memory = _newest_per_key(keys, np.concatenate([p[1] for p in parts]),
-                                          np.concatenate([p[2] for p in parts]))
+            if len(parts) <= 2 and all(_strictly_sorted(p[0]) for p in parts):
+                self.memory = _merge_sorted(IndexRun(*parts[0]), IndexRun(*parts[-1])) if len(parts) == 2 \
+                    else IndexRun(*parts[0])
+            else:
+                keys = _concat_keys([p[0] for p in parts])
+                self.memory = _newest_per_key(keys, np.concatenate([p[1] for p in parts]),
+                                              np.concatenate([p[2] for p in parts]))
         if self.memory is not None and self.memory.nbytes >= self.memory_limit:
             self.runs.append(self._spill(self.memory))
             self.memory = None
