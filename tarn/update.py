@@ -127,8 +127,7 @@ def parse_assignments(assignments, schema: TableSchema, table_name: str) -> Assi
     if not isinstance(assignments, dict) or not assignments:
         raise InvalidArgument(f"table {table_name}: update needs set={{column: value, ...}} with at least one "
                               f"column, got {assignments!r}")
-    _check_columns(list(assignments), schema, table_name)
-    _check_engine(schema, assignments, table_name)
+    check_settable(assignments, schema, table_name)
     literals, expressions = {}, {}
     for name, value in assignments.items():
         f = schema.field(name)
@@ -139,6 +138,13 @@ def parse_assignments(assignments, schema: TableSchema, table_name: str) -> Assi
     parsed = Assignments(literals, expressions, tuple(schema.fields), table_name)
     _check_expressions(parsed, table_name)
     return parsed
+
+
+def check_settable(assignments: dict, schema: TableSchema, table_name: str) -> None:
+    """Can an update set these columns (known, neither key nor partition columns) on this
+    table's merge engine? (The values are checked separately.)"""
+    _check_columns(list(assignments), schema, table_name)
+    _check_engine(schema, assignments, table_name)
 
 
 def _check_columns(names: list, schema: TableSchema, table_name: str) -> None:

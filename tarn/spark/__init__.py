@@ -13,6 +13,7 @@
     tarn.spark.analyze(spark, path)                   # table statistics gathered on executors
     tarn.spark.statistics(spark, path)                # ... shown as a DataFrame
     tarn.spark.delete(spark, path, "amount < 0")      # DELETE (Spark SQL's cannot reach a Python source)
+    tarn.spark.update(spark, path, {"status": "'paid'"}, "id = 1")          # UPDATE
     tarn.spark.merge_into(spark, path, updates_df, when_matched_update="*")   # MERGE INTO
     df.writeStream.format("tarn").option("like", src_path)...   # a new table with src's keys and options
 
@@ -30,7 +31,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from tarn.spark.batch_write import create_table_like
 from tarn.spark.dataframe import by_bucket, rescale, write
-from tarn.spark.dml import delete, merge_into
+from tarn.spark.dml import delete, merge_into, update
 from tarn.spark.maintenance import (compact, create_tag, delete_on_executors, delete_tag, expire_snapshots,
                                     list_tags, remove_orphan_files, rollback_to)
 from tarn.spark.native_read import read
@@ -41,4 +42,4 @@ from tarn.spark.target import FORMAT
 
 __all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "read", "write", "by_bucket", "rescale", "compact", "expire_snapshots",
            "create_tag", "delete_tag", "list_tags", "rollback_to", "remove_orphan_files", "delete_on_executors",
-           "analyze", "statistics", "count", "delete", "merge_into", "create_table_like"]
+           "analyze", "statistics", "count", "delete", "update", "merge_into", "create_table_like"]

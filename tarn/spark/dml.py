@@ -1,4 +1,4 @@
-"""DELETE and MERGE INTO on Spark, as helpers: Spark SQL's `DELETE FROM`, `UPDATE` and
+"""DELETE, UPDATE and MERGE INTO on Spark, as helpers: Spark SQL's `DELETE FROM`, `UPDATE` and
 `MERGE INTO` need a DSv2 table that supports row-level operations, which a Python data source
 cannot declare, so Spark refuses them on "tarn" before tarn sees them.
 
@@ -30,6 +30,7 @@ from tarn.spark.batch_write import given_buckets, job_prefixes, new_job_token, s
 from tarn.spark.dataframe import by_bucket
 from tarn.spark.session import register
 from tarn.spark.types import spark_schema
+from tarn.update import check_settable
 from tarn.write.writer import abort
 
 KIND_COLUMN = "__tarn_row_kind"
@@ -69,6 +70,37 @@ def _delete_append(table: tarn.Table, condition) -> Snapshot | None:
     except InvalidFilter as e:
         raise InvalidFilter(f"{e} (tarn.spark.delete on an append table reads the condition with tarn's "
                             "filter parser: comparisons, IN, BETWEEN, LIKE, IS NULL, AND/OR/NOT)") from None
+
+
+def update(spark, path: str, set: dict, condition=None, storage_options: dict | None = None) -> Snapshot | None:
+    """UPDATE the primary-key table at `path`: on every row matching `condition` (a Spark SQL
+    string or a Column; None: every row) set the columns of `set` ({column: SQL expression
+    string, Column, or a non-string Python literal}, evaluated over the row's current values;
+    a string is SQL, so a text value is quoted: "'paid'"), in one commit; None if nothing
+    matched. Spark reads the latest snapshot, computes the new rows and writes them as an
+    upsert, one task per bucket. Key and partition columns cannot be set, as in
+    `Table.update`; append tables are refused (use `Table.update`, a copy-on-write rewrite)."""
+    from pyspark.sql import functions as F
+
+    register(spark)
+    path = _absolute(path)
+    table = tarn.load_table(path, storage_options)
+    if not table.primary_keys:
+        raise InvalidArgument(f"table {table.name}: tarn.spark.update needs a primary-key table; update an "
+                              "append table with Table.update (a copy-on-write rewrite on the driver)")
+    if not isinstance(set, dict) or not set:
+        raise InvalidArgument(f"table {table.name}: update needs set={{column: expression, ...}}, got {set!r}")
+    check_settable(set, table.schema(), table.name)
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return None
+    rows = _read(spark, path, snapshot, storage_options)
+    if condition is not None:
+        rows = rows.filter(_column(condition))
+    fields = {f.name: f for f in table.schema().fields}
+    new = {name: _column(value).cast(spark_schema([fields[name]])[0].dataType) for name, value in set.items()}
+    rows = rows.withColumns(new).withColumn(KIND_COLUMN, F.lit("+U"))
+    return commit_rows(spark, table, rows, storage_options)
 
 
 def merge_into(spark, path: str, source, on=None, when_matched_update=None, when_matched_delete=None,

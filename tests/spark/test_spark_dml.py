@@ -71,6 +71,36 @@ def test_delete_on_append_table_rewrites_on_the_driver(spark, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+# update
+
+
+@pytest.mark.parametrize("bucket", ["2", "-1"])
+def test_update_sets_expressions_on_matching_rows_in_one_commit(spark, path, bucket):
+    from pyspark.sql import functions as F
+
+    table = _table(path, bucket)
+    table.write(_rows(START))
+    snapshot = tarn.spark.update(spark, table.root, {"v": "upper(v) || '!'", "n": F.col("n") * 10}, "n >= 3")
+    assert snapshot.id == 2 and table.latest_snapshot().id == 2
+    expected = START[:2] + [("b", 3, "Z!", 30), ("b", 4, "W!", 40)]
+    assert _content(table) == canonical_rows(_rows(expected))
+    assert tarn.spark.update(spark, table.root, {"n": 0}, "id > 100") is None
+
+
+def test_update_refusals(spark, path, tmp_path):
+    table = _table(path)
+    table.write(_rows(START))
+    with pytest.raises(tarn.InvalidArgument, match=r"cannot set primary-key column\(s\) \['id'\]"):
+        tarn.spark.update(spark, table.root, {"id": "id + 1"})
+    with pytest.raises(tarn.SchemaMismatch, match=r"unknown column\(s\) \['zz'\]"):
+        tarn.spark.update(spark, table.root, {"zz": 1})
+    appendable = tarn.Catalog(str(tmp_path / "other")).create_table("db.a", schema=SCHEMA)
+    with pytest.raises(tarn.InvalidArgument, match="needs a primary-key table"):
+        tarn.spark.update(spark, appendable.root, {"v": "'x'"})
+    assert table.latest_snapshot().id == 1
+
+
+# ---------------------------------------------------------------------------------------------
 # merge_into
 
 
