@@ -24,7 +24,7 @@ import pyarrow as pa
 import tarn
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.options import Options
-from tarn.spark import bucket_expr
+from tarn.spark import bucket_expr, cross_partition
 from tarn import partition as partitions
 from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import BUCKET_COLUMN, check_fits, find_or_create, given_buckets, job_prefixes, new_job_token, sweep
@@ -76,7 +76,7 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buck
     if is_cross_partition(schema, num_buckets):
         raise InvalidOption(f"table {table.name} is a cross-partition upsert table (primary key without every "
                             "partition key, bucket=-1): write it with tarn.spark.write(df, path) (keys are "
-                            "placed on the driver); streaming writes into it are not supported")
+                            "placed by assigner tasks); streaming writes into it are not supported")
     if num_buckets == -1 and schema.primary_keys:
         return assign_dynamic(df, table_path, storage_options)
     if num_buckets <= 0:
@@ -232,7 +232,7 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
         check_fits(table, arrow_of(df.schema))
         schema = table.schema()
         if is_cross_partition(schema, Options(schema.options).int("bucket")):
-            _write_cross_partition(df, table, mode)
+            _write_cross_partition(df, table, mode, storage_of(text_options))
             return
         if schema.primary_keys and Options(schema.options).int("bucket") == -1:
             latest = table.latest_snapshot()
@@ -255,14 +255,13 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
         raise
 
 
-def _write_cross_partition(df, table, mode: str) -> None:
-    """Cross-partition upsert tables: the rows are collected to the driver as Arrow and written
-    there in one commit (one key index places every key; the retractions of moved keys are
-    rows the Spark data source could not carry)."""
+def _write_cross_partition(df, table, mode: str, storage: dict | None) -> None:
+    """Cross-partition upsert tables: keys placed by assigner tasks, one commit
+    (tarn/spark/cross_partition.py)."""
     if mode == "overwrite":
         raise InvalidOption(f"table {table.name}: INSERT OVERWRITE of a cross-partition upsert table is not "
                             "supported: keys in other partitions would stay")
-    table.write(df.toArrow())
+    cross_partition.write(df, table, storage)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import partition as partitions
+from tarn.bucket import row_hashes
 from tarn.data.lookup import KeyCodec
 from tarn.data.reader import FileReader
 from tarn.errors import TarnError
@@ -69,6 +70,11 @@ class BucketCounts:
 
     target: int
     counts: dict[int, dict[int, int]] = field(default_factory=dict)  # partition id -> bucket -> keys
+    assigner: int = 0  # this assigner task owns the buckets b with b % assigners == assigner
+    assigners: int = 1
+
+    def owns(self, bucket: int) -> bool:
+        return bucket % self.assigners == self.assigner
 
     def add(self, partition_id: int, bucket: int, keys: int) -> None:
         buckets = self.counts.setdefault(partition_id, {})
@@ -87,7 +93,7 @@ class BucketCounts:
         keys go: not when its lowest bucket with room takes all of them and none leaves a
         bucket below it."""
         buckets = self.counts.get(partition_id, {})
-        open_ = [b for b in sorted(buckets) if buckets[b] < self.target]
+        open_ = [b for b in sorted(buckets) if buckets[b] < self.target and self.owns(b)]
         if not open_:
             return len(leaving) > 0 and n > 0
         lowest = open_[0]
@@ -100,15 +106,15 @@ class BucketCounts:
         done = 0
         for bucket in sorted(buckets):
             room = self.target - buckets[bucket]
-            if room > 0 and done < n:
+            if room > 0 and done < n and self.owns(bucket):
                 take = min(room, n - done)
                 out[done:done + take] = bucket
                 buckets[bucket] += take
                 done += take
-        candidate = 0
+        candidate = self.assigner  # the smallest owned id not in use
         while done < n:
             while candidate in buckets:
-                candidate += 1
+                candidate += self.assigners
             take = min(self.target, n - done)
             out[done:done + take] = candidate
             buckets[candidate] = take
@@ -180,7 +186,8 @@ class CrossPartitionAssigner:
     buckets of the snapshot the writer starts from; it is read on the first `route`."""
 
     def __init__(self, schema: TableSchema, options: Options, reader: FileReader,
-                 buckets: Callable[[], Iterable[BucketFiles]], clock: Callable[[], int] = now_millis):
+                 buckets: Callable[[], Iterable[BucketFiles]], clock: Callable[[], int] = now_millis,
+                 channel: tuple[int, int] = (0, 1)):
         self.schema = schema
         self.engine = options.get("merge-engine") or DEDUPLICATE
         self.ignore_delete = bool(options.bool("ignore-delete"))
@@ -193,7 +200,11 @@ class CrossPartitionAssigner:
         self.ttl_ms = options.duration_ms("cross-partition-upsert.index-ttl")
         self.parallelism = options.int("cross-partition-upsert.bootstrap-parallelism") or 1
         self.index = KeyIndex(options.memory_bytes("lookup.cache-max-memory-size"), self.ttl_ms)
-        self.counts = BucketCounts(options.int("dynamic-bucket.target-row-num"))
+        # one of several assigner tasks (Spark): it holds the keys of its hash range (`key_channels`)
+        # and creates buckets b with b % tasks == its id, as Paimon's assigners do
+        self.channel = channel
+        self.counts = BucketCounts(options.int("dynamic-bucket.target-row-num"), assigner=channel[0],
+                                   assigners=channel[1])
         self.partitions = PartitionIds()
         self._bootstrapped = False
 
@@ -229,6 +240,8 @@ class CrossPartitionAssigner:
         rows = pa.concat_tables(chunks) if chunks else None
         if rows is None or rows.num_rows == 0:
             return np.zeros(0, dtype=np.int64)
+        if self.channel[1] > 1:
+            rows = rows.filter(pa.array(key_channels(rows, self.schema, self.channel[1]) == self.channel[0]))
         kinds = rows.column(VALUE_KIND).to_numpy()
         adds = (kinds == INSERT) | (kinds == UPDATE_AFTER)
         keys = self.codec.encode(rows)
@@ -369,6 +382,12 @@ class CrossPartitionAssigner:
 
     def close(self) -> None:
         self.index.close()
+
+
+def key_channels(rows: pa.Table, schema: TableSchema, channels: int) -> np.ndarray:
+    """The assigner task of each row's primary key (a hash of the key's BinaryRow)."""
+    hashes = row_hashes(rows, [schema.field(k) for k in schema.primary_keys]).astype(np.int64)
+    return np.abs(hashes) % channels
 
 
 def _by_row(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -69,17 +69,18 @@ log = logging.getLogger(__name__)
 Restore = Callable[[], "Restored | dict"]  # a bare dict: files only
 
 
-def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot=None) -> Restore:
+def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot=None,
+                 snapshot_id: int | None = None) -> Restore:
     """A restore reading the live files of the context's latest snapshot when first needed;
     when expiry removes that snapshot's manifests meanwhile, it reads the new latest one.
     `index_snapshot` (an id, or a function giving it when the restore runs): take the HASH
     index (dynamic buckets) from that snapshot instead, 0 for none (the snapshot a distributed
-    write assigned its buckets against)."""
+    write assigned its buckets against). `snapshot_id`: restore that snapshot, not the latest."""
     def restore() -> Restored:
         pinned_id = index_snapshot() if callable(index_snapshot) else index_snapshot
         for attempt in range(attempts):
             try:
-                snapshot = context.latest_snapshot()
+                snapshot = context.snapshot(snapshot_id) if snapshot_id else context.latest_snapshot()
                 restored = _restored_of(context.live_entries(snapshot, schema))
                 restored.snapshot_id = snapshot.id if snapshot is not None else 0
                 manifests = context.manifests(schema)
@@ -244,11 +245,8 @@ class TableWriter:
         elif kinds is not None and pc.any(pc.not_equal(kinds, INSERT)).as_py():
             raise SchemaMismatch(f"table {self.name}: append tables accept only +I rows; "
                                  "updates and deletes need a primary-key table")
-        if self.cross and buckets is not None:
-            raise SchemaMismatch(f"table {self.name}: a cross-partition upsert table places rows by its key "
-                                 "index; buckets cannot be given")
         given = self._given_bucket_column(buckets, conformed.num_rows)
-        if self.cross:
+        if self.cross and given is None:  # else placed by assigner tasks (tarn/spark/cross_partition.py)
             conformed, routed = self._route(conformed)
             given = pa.array(routed)
         if given is not None:
@@ -290,17 +288,7 @@ class TableWriter:
             router.close()
 
     def _restored_buckets(self) -> list[BucketFiles]:
-        """The buckets of the restored snapshot with their files and deletion vectors."""
-        restored = self._restored_state()
-        default_name = self.options.get("partition.default-name")
-        out = []
-        for (part, bucket), files in restored.files.items():
-            values = partition.from_bytes(self.schema, part)
-            path = partition.bucket_path(self.root, self.schema, default_name, values, bucket)
-            entry = restored.vectors.get((part, bucket))
-            deleted = BucketVectors(self.vector_files, part, bucket, entry).of if entry is not None else None
-            out.append(BucketFiles(part, bucket, path, tuple(files), deleted))
-        return out
+        return restored_buckets(self._restored_state(), self.vector_files, self.root, self.schema, self.options)
 
     def _given_bucket_column(self, buckets, rows: int) -> pa.Array | None:
         """Checked `write(buckets=...)`; every write of one writer gives buckets or none does."""
@@ -311,7 +299,7 @@ class TableWriter:
             raise SchemaMismatch(f"table {self.name}: one writer takes buckets with every write or with none")
         if not given:
             return None
-        if not self.dynamic:
+        if not self.dynamic and not self.cross:
             raise SchemaMismatch(f"table {self.name}: buckets are given only to dynamic-bucket tables "
                                  f"(bucket=-1 with a primary key), this one has bucket={self.num_buckets}")
         values = buckets.combine_chunks() if isinstance(buckets, pa.ChunkedArray) else pa.array(buckets)
@@ -748,6 +736,21 @@ def _groups_in_order(data: pa.Table, partition_keys: list[str], buckets: np.ndar
         values = tuple(data.column(k)[first].as_py() for k in partition_keys)
         groups.append(Group(values, int(buckets[first]), data, indices, 0, hi - lo, []))
     return groups
+
+
+def restored_buckets(restored: Restored, vector_files: DeletionVectorFiles, root: str, schema: TableSchema,
+                     options: Options) -> list[BucketFiles]:
+    """The buckets of a restored snapshot with their files and deletion vectors (what a
+    cross-partition key index is bootstrapped from)."""
+    default_name = options.get("partition.default-name")
+    out = []
+    for (part, bucket), files in restored.files.items():
+        values = partition.from_bytes(schema, part)
+        path = partition.bucket_path(root, schema, default_name, values, bucket)
+        entry = restored.vectors.get((part, bucket))
+        deleted = BucketVectors(vector_files, part, bucket, entry).of if entry is not None else None
+        out.append(BucketFiles(part, bucket, path, tuple(files), deleted))
+    return out
 
 
 def bucket_mode_problem(schema: TableSchema, bucket: int) -> str | None:

@@ -36,3 +36,21 @@ def test_streaming_and_overwrite_are_refused(spark, path):
     with pytest.raises(InvalidOption, match="OVERWRITE"):
         tarn.spark.write(frame(spark, [("b", 1, "y")]), path, mode="overwrite")
     assert tarn.load_table(path).scan().to_arrow().to_pylist() == [{"dt": "a", "k": 1, "v": "x"}]
+
+
+def test_assigner_tasks_place_many_keys_like_a_local_writer(spark, path, tmp_path):
+    # rows of 600 keys over 3 partitions, then half of them moved and new ones added: assigner
+    # tasks each own a key range and their own buckets; the result equals a local writer's
+    first = [(["a", "b", "c"][k % 3], k, f"x{k}") for k in range(600)]
+    second = [(["b", "c", "d"][k % 3], k, f"y{k}") for k in range(0, 900, 2)]
+    tarn.spark.write(frame(spark, first), path, **{**OPTIONS, "dynamic-bucket.target-row-num": "50"})
+    tarn.spark.write(frame(spark, second).repartition(3), path)
+    table = tarn.load_table(path)
+    oracle = {k: (dt, v) for dt, k, v in first} | {k: (dt, v) for dt, k, v in second}
+    got = table.scan().to_arrow().to_pylist()
+    assert len(got) == len(oracle) and {r["k"]: (r["dt"], r["v"]) for r in got} == oracle
+    channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    files = table.live_entries(table.latest_snapshot(), table.schema())
+    in_a = {e.bucket for e in files if e.partition == tarn.partition.to_bytes(table.schema(), ["a"])}
+    assert in_a == set(range(channels))  # each assigner task opened its own bucket (id = task) in partition a
+    assert len(table.snapshots()) <= 4  # one commit per write (APPEND, and COMPACT when compacted)
