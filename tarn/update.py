@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -111,10 +112,13 @@ def _upsert(table: "Table", parsed: Assignments, filter) -> "Snapshot | None":
 
 
 def _updated(parsed: Assignments, rows: pa.Table, matched: pa.Array) -> pa.Table:
-    """All of a file's rows, those `matched` marks updated, in their order."""
-    new = parsed.apply(rows)
-    return pa.table({name: pc.if_else(matched, new.column(name), rows.column(name))
-                     for name in rows.column_names}, schema=rows.schema)
+    """All of a file's rows in their order, those `matched` marks updated (the assignments
+    see only the matched rows: a value unmatched rows would not fit cannot fail the update)."""
+    mask = matched.to_numpy(zero_copy_only=False)
+    new = parsed.apply(rows.filter(matched)).select(rows.column_names).cast(rows.schema)
+    order = np.arange(rows.num_rows, dtype=np.int64)
+    order[mask] = rows.num_rows + np.arange(new.num_rows, dtype=np.int64)
+    return pa.concat_tables([rows, new]).take(pa.array(order))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -269,3 +269,10 @@ def test_failed_update_commits_nothing_and_leaves_no_files(tmp_path):
     assert table.latest_snapshot().id == 1 and _data_files(table) == before
     assert pc.sum(table.scan(columns=["n"]).to_arrow().column("n").cast(pa.int64())).as_py() == \
         (n - 10) + 10 * 2_000_000_000
+
+
+def test_append_update_evaluates_only_the_matched_rows(tmp_path):
+    table = tarn.Catalog(str(tmp_path)).create_table("db.a", schema=SCHEMA)
+    table.write(_rows([{"dt": "a", "id": 1, "v": "x", "n": 2_000_000_000}, {"dt": "a", "id": 2, "v": "y", "n": 5}]))
+    table.update(set={"n": pc.field("n") * 2}, filter="id = 2")  # row 1 would overflow INT
+    assert table.scan().to_arrow().column("n").to_pylist() == [2_000_000_000, 10]
