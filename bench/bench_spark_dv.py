@@ -8,7 +8,8 @@ buckets hold a compacted file with deleted rows and a smaller upper-level file. 
 then written by pyarrow as one zstd parquet file (the baseline, what a plain parquet table of the
 same rows costs Spark). Both are read into Spark on local[2] with every column (the `noop` sink),
 alternating, `--repeat` times; printed: the median of the per-pair ratios (target <= 1.2x), the
-best times, and the tarn source (`spark.read.format("tarn")`, every row through a Python worker)
+best times, the CPU both use (JVM and Python driver: the steadier figure when other processes load
+the machine), and the tarn source (`spark.read.format("tarn")`, every row through a Python worker)
 for reference.
 """
 
@@ -45,6 +46,23 @@ def seconds(fn) -> float:
     return time.perf_counter() - t0
 
 
+def jvm_cpu(spark) -> float:
+    """CPU seconds the driver JVM (local mode: the executors too) has used, from /proc."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(spark, fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the JVM and this Python process) of `fn()`. CPU time is
+    what load from other processes changes least: on a busy machine it is the steadier ratio."""
+    cpu0, py0, t0 = jvm_cpu(spark), time.process_time(), time.perf_counter()
+    fn()
+    wall = time.perf_counter() - t0
+    return wall, jvm_cpu(spark) - cpu0 + time.process_time() - py0
+
+
 def build(warehouse: str, rows: pa.Table, upsert_rows: int, buckets: int):
     table = tarn.Catalog(warehouse).create_table(
         "b.dv", schema=rows.schema, primary_key=["k"],
@@ -77,12 +95,17 @@ def main() -> None:
         stored = sum(files.column("record_count").to_pylist())
         deleted = sum(files.column("deleted_row_count").to_pylist())
         assert tarn.spark.read(spark, table.root).count() == live.num_rows == spark.read.parquet(raw_path).count()
-        native, raw = [], []
+        native, raw, native_cpu, raw_cpu = [], [], [], []
         for _ in range(args.repeat):
-            raw.append(seconds(lambda: read_all(spark.read.parquet(raw_path))))
-            native.append(seconds(lambda: read_all(tarn.spark.read(spark, table.root))))
+            wall, cpu = timed(spark, lambda: read_all(spark.read.parquet(raw_path)))
+            raw.append(wall)
+            raw_cpu.append(cpu)
+            wall, cpu = timed(spark, lambda: read_all(tarn.spark.read(spark, table.root)))
+            native.append(wall)
+            native_cpu.append(cpu)
         source = min(seconds(lambda: read_all(spark.read.format("tarn").load(table.root))) for _ in range(3))
         ratios = [n / r for n, r in zip(native, raw)]
+        cpu_ratios = [n / r for n, r in zip(native_cpu, raw_cpu)]
         plan = tarn.spark.read(spark, table.root)._jdf.queryExecution().executedPlan().toString()
         print(f"rows: {live.num_rows:,} live of {stored:,} stored ({deleted / stored:.1%} deleted by vectors) "
               f"in {len(files)} files, {args.buckets} buckets; local[2]; {args.repeat} alternating pairs")
@@ -91,6 +114,8 @@ def main() -> None:
         ratio = statistics.median(ratios)
         print(f"  ratio: median of pairs {ratio:4.2f}x (best-to-best {min(native) / min(raw):4.2f}x; "
               f"pairs {', '.join(f'{r:.2f}' for r in ratios)}) target <= 1.2x {'ok' if ratio <= 1.2 else 'MISSED'}")
+        print(f"  CPU (JVM + Python driver): raw median {statistics.median(raw_cpu):.2f} s, tarn median "
+              f"{statistics.median(native_cpu):.2f} s: median of pairs {statistics.median(cpu_ratios):4.2f}x")
         print(f"  for reference: spark.read.format('tarn') best {source:6.3f} s = {source / min(raw):4.2f}x")
         print(f"  native plan scans: {plan.count('FileScan parquet')}")
     finally:

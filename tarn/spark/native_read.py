@@ -40,7 +40,7 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from itertools import groupby
 
@@ -113,6 +113,8 @@ def native_files(target: ReadTarget) -> list[NativeFile] | None:
             if masked_rows > MAX_MASK_ROWS:
                 return None
             files.append(NativeFile(path, meta.file_name, meta.row_count, table.file_io.size(path), deleted))
+    if any(f.deleted is not None for f in files):  # any file may join a masked scan: sizes as Spark sees them
+        files = [f if f.deleted is not None else replace(f, size=table.file_io.size(f.path)) for f in files]
     return files or None
 
 
@@ -377,10 +379,27 @@ def read(spark, table_path: str, **options):
     return tarn_source() if frame is None else frame
 
 
+def masked_together(files: list[NativeFile]) -> list[NativeFile]:
+    """`files`, where those without deleted rows join the masked scans (with empty masks) when
+    they hold at most as many rows as the masked files and no file size repeats more: Spark
+    then plans one scan and no union fewer (about 80 ms of its CPU on local[2], a tenth of
+    reading 2M rows) and packs every file into one set of tasks, for the filter's cost on those
+    rows."""
+    masked = [f for f in files if f.deleted is not None]
+    plain = [f for f in files if f.deleted is None]
+    rows = sum(f.rows for f in masked)
+    if not masked or not plain or sum(f.rows for f in plain) > rows or 2 * rows > MAX_MASK_ROWS:
+        return files
+    together = masked + [replace(f, deleted=np.zeros(0, dtype=np.int64)) for f in plain]
+    groups, apart = mask_groups(together), mask_groups(masked)
+    return together if groups is not None and apart is not None and len(groups) <= len(apart) else files
+
+
 def native_frame(spark, files: list[NativeFile], schema):
     """Spark's scans of `files` as columns `schema`, without their deleted rows; None when the
     deleted rows cannot be told apart (too many files of one size)."""
     settings = scan_settings(spark) if len(files) > 1 else None
+    files = masked_together(files)
     masked = []
     for scan in scan_groups([f for f in files if f.deleted is not None], settings):
         groups = mask_groups(scan) if scan else []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import os
+from dataclasses import replace
 from functools import reduce
 
 import numpy as np
@@ -165,9 +166,28 @@ def test_files_split_over_scans_as_spark_would_pack_them(spark, pk_table, monkey
     # an open cost of one byte: splitting the scan always pays, so every kind of file is spread
     monkeypatch.setattr(native_read, "scan_settings", lambda session: (128 << 20, 1, 2, 2))
     frame = tarn.spark.read(spark, pk_table.root)
-    assert plan_text(frame).count("FileScan parquet") >= 3
+    assert plan_text(frame).count("FileScan parquet") >= 2
     assert_native(frame, planned_names(pk_table))
     assert collected(frame) == tuples(pk_table.scan().to_arrow())
+
+
+def test_files_without_deleted_rows_join_the_masked_scan(spark, pk_table):
+    files = native_files(ReadTarget.of({"path": pk_table.root}))
+    plain = [f for f in files if f.deleted is None]
+    assert plain and sum(f.rows for f in plain) <= sum(f.rows for f in files if f.deleted is not None)
+    assert all(f.size == os.path.getsize(f.path) for f in files)
+    together = native_read.masked_together(files)
+    assert {f.name for f in together} == {f.name for f in files}
+    assert all(f.deleted is not None for f in together)
+    assert [f.deleted.tolist() for f in together if f.name in {p.name for p in plain}] == [[]] * len(plain)
+    frame = tarn.spark.read(spark, pk_table.root)
+    assert plan_text(frame).count("FileScan parquet") == 1  # one masked scan, no union
+    assert_native(frame, planned_names(pk_table))
+    assert collected(frame) == tuples(pk_table.scan().to_arrow())
+    # files without deleted rows that hold more rows than the masked ones keep a scan of their own
+    big_plain = [replace(f, rows=10 * sum(g.rows for g in files)) for f in plain]
+    assert native_read.masked_together([f for f in files if f.deleted is not None] + big_plain) == \
+        [f for f in files if f.deleted is not None] + big_plain
 
 
 def test_scan_grouping():
