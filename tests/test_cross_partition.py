@@ -464,3 +464,29 @@ def test_key_index_answers_as_a_dict(puts, text):
     got = {int(k): (int(p), int(b)) for k, f, p, b in zip(probes, found, parts, buckets) if f}
     assert got == {k: v for k, v in model.items() if k % 7 == 0}
     index.close()
+
+
+def test_an_assigner_task_holds_its_key_range_and_creates_only_its_buckets(catalog):
+    from tarn.data.reader import FileReader
+    from tarn.options import Options
+    from tarn.write.cross_partition import CrossPartitionAssigner, key_channels
+
+    table = Config("deduplicate", False, 2, False).create(catalog)
+    table.write(pa.Table.from_pylist([{"p": "x", "k": k, "a": k, "b": None} for k in range(40)], schema=SCHEMA))
+    schema, options = table.schema(), Options(table.schema().options)
+    writer = table.new_writer()
+    task = CrossPartitionAssigner(schema, options, FileReader(table.file_io, schema, table.schema_by_id, options),
+                                  writer._restored_buckets, channel=(1, 3))
+    task.bootstrap()
+    keys = pa.table({"k": pa.array(range(40), pa.int64())})
+    mine = np.flatnonzero(key_channels(keys, schema, 3) == 1)
+    found, parts, _ = task.index.get(np.arange(40, dtype=np.int64), now_ms=0)
+    assert np.flatnonzero(found).tolist() == mine.tolist()  # only the keys of its range
+    new = [k for k in range(100, 400) if key_channels(pa.table({"k": pa.array([k], pa.int64())}), schema, 3)[0] == 1]
+    rows = pa.Table.from_pylist([{"p": "y", "k": k, "a": 0, "b": None} for k in new[:7]]
+                                + [{"p": "y", "k": int(k), "a": 0, "b": None} for k in mine[:2]], schema=SCHEMA)
+    placed, buckets = task.route(rows.append_column("_VALUE_KIND", pa.array([0] * rows.num_rows, pa.int8())))
+    kinds = placed.column("_VALUE_KIND").to_pylist()
+    assert sorted(b for b, kind in zip(buckets.tolist(), kinds) if kind == 0) == [1, 1, 4, 4, 7, 7, 10, 10, 13]
+    assert sum(kind == 3 for kind in kinds) == 2  # the two moved keys retracted in x
+    task.close()
