@@ -123,6 +123,21 @@ def _null_word(columns: list[str], nullable: list[bool], word: int) -> str | Non
 def with_bucket(df, column_names: list[str], key_fields: list[DataField], num_buckets: int, name: str):
     """`df` with an int column `name`: tarn's bucket (of `num_buckets`) of the key columns
     `column_names` read as the table's `key_fields` types. Check `supported(key_fields)` first."""
+    hashed, signed = _hashed(df, column_names, key_fields, name)
+    return hashed.selectExpr(*[_quote(c) for c in df.columns],
+                             f"CAST(abs({signed}) % {_lit(num_buckets)} AS int) AS {_quote(name)}")
+
+
+def with_hash(df, column_names: list[str], key_fields: list[DataField], name: str):
+    """`df` with a bigint column `name`: the signed Murmur3 hash (an int32 value) of the
+    BinaryRow of the columns `column_names` read as `key_fields` types (`tarn.bucket.row_hashes`).
+    Check `supported(key_fields)` first."""
+    hashed, signed = _hashed(df, column_names, key_fields, name)
+    return hashed.selectExpr(*[_quote(c) for c in df.columns], f"{signed} AS {_quote(name)}")
+
+
+def _hashed(df, column_names: list[str], key_fields: list[DataField], name: str):
+    """(`df` with the hash's intermediate columns, the SQL of the signed hash over them)."""
     columns = [_quote(c) for c in column_names]
     nullable = [df.schema[c].nullable for c in column_names]
     header_words = ((len(key_fields) + 63 + 8) // 64) * 2  # 32-bit words of null bits
@@ -150,7 +165,4 @@ def with_bucket(df, column_names: list[str], key_fields: list[DataField], num_bu
     h = layers.one(f"{h} ^ shiftright({h}, 13)")
     h = layers.one(_mul32(h, F2))
     h = layers.one(f"{h} ^ shiftright({h}, 16)")
-    signed = f"CASE WHEN {h} >= {_lit(1 << 31)} THEN {h} - {_lit(1 << 32)} ELSE {h} END"
-    out = layers.df.selectExpr(*[_quote(c) for c in df.columns],
-                               f"CAST(abs({signed}) % {_lit(num_buckets)} AS int) AS {_quote(name)}")
-    return out
+    return layers.df, f"CASE WHEN {h} >= {_lit(1 << 31)} THEN {h} - {_lit(1 << 32)} ELSE {h} END"

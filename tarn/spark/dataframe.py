@@ -34,6 +34,7 @@ from tarn.spark.types import arrow_of
 from tarn.write.assign import (AssignerSpec, HashAssigner, HashIndexFiles, assign_rows, channels_of_rows,
                                pack_bucket, route_base)
 from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
+from tarn.bucket import partition_hash
 from tarn.write.conform import conform
 from tarn.write.cross_partition import is_cross_partition
 from tarn.write.writer import abort
@@ -130,13 +131,35 @@ def _routed(df, table, parallelism: int | None = None):
     columns = _keyed_columns(df, schema, [f.name for f in fields])
     name = table.name
 
-    @F.arrow_udf("int")
-    def channel_of(*arrays: pa.Array) -> pa.Array:
-        data = conform(pa.Table.from_arrays(list(arrays), names=[f.name for f in fields]), fields, name)
-        return pa.array(channels_of_rows(data, schema, spec))
+    if bucket_expr.supported(fields[:len(schema.trimmed_primary_keys)]) and (
+            not schema.partition_keys or bucket_expr.supported(fields[len(schema.trimmed_primary_keys):])):
+        routed = _with_channel(df, schema, columns, fields, spec)  # in generated JVM code
+    else:
+        @F.arrow_udf("int")
+        def channel_of(*arrays: pa.Array) -> pa.Array:
+            data = conform(pa.Table.from_arrays(list(arrays), names=[f.name for f in fields]), fields, name)
+            return pa.array(channels_of_rows(data, schema, spec))
 
-    routed = df.withColumn(CHANNEL_COLUMN, channel_of(*[F.col(c) for c in columns]))
+        routed = df.withColumn(CHANNEL_COLUMN, channel_of(*[F.col(c) for c in columns]))
     return routed.repartitionById(spec.channels, F.col(CHANNEL_COLUMN)), spec
+
+
+def _with_channel(df, schema, columns: list[str], fields: list, spec: AssignerSpec):
+    """`df` with CHANNEL_COLUMN computed as Spark SQL (`tarn.bucket.assigner_channels`:
+    abs(partition hash % channels) + abs(key hash % assigners), mod channels), for keys and
+    partition columns `bucket_expr` can hash."""
+    from pyspark.sql import functions as F
+
+    keys = len(schema.trimmed_primary_keys)
+    out = bucket_expr.with_hash(df, columns[:keys], fields[:keys], "__tarn_key_hash")
+    if schema.partition_keys:
+        out = bucket_expr.with_hash(out, columns[keys:], fields[keys:], "__tarn_part_hash")
+        start = F.abs(F.col("__tarn_part_hash")) % F.lit(spec.channels)
+    else:  # abs(h % n) == abs(h) % n: the one partition's start channel, computed here
+        start = F.lit(abs(partition_hash(partitions.to_bytes(schema, []))) % spec.channels)
+    offset = F.abs(F.col("__tarn_key_hash")) % F.lit(spec.assigners)
+    channel = ((start + offset) % F.lit(spec.channels)).cast("int")
+    return out.withColumn(CHANNEL_COLUMN, channel).drop("__tarn_key_hash", "__tarn_part_hash")
 
 
 def route_dynamic(df, table_path: str, storage_options: dict | None = None, parallelism: int | None = None):

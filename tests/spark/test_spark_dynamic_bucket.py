@@ -186,3 +186,24 @@ def test_routed_rows_must_reach_their_own_assigner_task(tmp_path):
     writer.write(pa.table({"k": pa.array(range(100), pa.int64())}))
     with pytest.raises(TarnError, match="does not own its hash range"):
         writer.prepare_commit()
+
+
+@pytest.mark.parametrize("partition", [None, "p"])
+def test_channels_in_spark_sql_equal_tarns(spark, tmp_path, partition):
+    """Keys and partition columns bucket_expr can hash get their assigner task as Spark SQL;
+    it must be the one tarn.write.assign.channels_of_rows gives."""
+    from tarn.spark.dataframe import CHANNEL_COLUMN, _routed
+    from tarn.write.assign import channels_of_rows
+
+    schema = pa.schema([("p", pa.int32()), ("k", pa.int64()), ("v", pa.string())])
+    keys = ["p", "k"] if partition else ["k"]
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", schema=schema, primary_key=keys,
+                                                     partition_keys=[partition] if partition else [])
+    rows = pa.table({"p": pa.array([i % 5 - 2 for i in range(400)], pa.int32()),
+                     "k": pa.array([i * 7919 - 10**6 for i in range(400)], pa.int64()),
+                     "v": [str(i) for i in range(400)]})
+    routed, spec = _routed(spark.createDataFrame(rows.to_pandas()), table, parallelism=7)
+    got = routed.toArrow().sort_by("k")
+    expected = channels_of_rows(rows.sort_by("k"), table.schema(), spec)
+    assert got.column(CHANNEL_COLUMN).to_pylist() == expected.tolist()
+    assert len(set(expected.tolist())) > 1
