@@ -44,8 +44,13 @@ def delete_where(table: "Table", filter) -> "Snapshot | None":
     string), its literals converted to the columns' types as a scan does."""
     schema = table.schema()
     if schema.primary_keys:
-        keys = table.scan(filter=filter, columns=list(schema.primary_keys)).to_arrow()
-        return table.delete(keys) if keys.num_rows else None
+        # The aggregation engine retracts a -D row's values from the key's aggregates (or drops
+        # the row with aggregation.remove-record-on-delete), so it gets the rows as they are,
+        # as Paimon's DELETE writes them; the other engines only need the keys.
+        aggregation = Options(schema.options).get("merge-engine") == "aggregation"
+        columns = None if aggregation else list(schema.primary_keys)
+        rows = table.scan(filter=filter, columns=columns).to_arrow()
+        return table.delete(rows) if rows.num_rows else None
     scan = table.scan(filter=filter)
     options = Options(schema.options)
     if not options.bool("deletion-vectors.enabled"):

@@ -276,3 +276,18 @@ def test_append_update_evaluates_only_the_matched_rows(tmp_path):
     table.write(_rows([{"dt": "a", "id": 1, "v": "x", "n": 2_000_000_000}, {"dt": "a", "id": 2, "v": "y", "n": 5}]))
     table.update(set={"n": pc.field("n") * 2}, filter="id = 2")  # row 1 would overflow INT
     assert table.scan().to_arrow().column("n").to_pylist() == [2_000_000_000, 10]
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ({}, [{"id": 1, "n": 0}, {"id": 2, "n": 2}]),                                  # sums retracted
+    ({"aggregation.remove-record-on-delete": "true"}, [{"id": 2, "n": 2}]),        # rows removed
+])
+def test_delete_by_filter_on_aggregation_table_retracts_the_rows(tmp_path, extra, expected):
+    schema = pa.schema([("id", pa.int64()), ("n", pa.int64())])
+    table = tarn.Catalog(str(tmp_path)).create_table(
+        "db.agg", schema=schema, primary_key=["id"],
+        options={"bucket": "1", "merge-engine": "aggregation", "fields.n.aggregate-function": "sum", **extra})
+    table.write(pa.table({"id": [1, 2], "n": [1, 2]}, schema=schema))
+    table.write(pa.table({"id": [1], "n": [5]}, schema=schema))
+    table.delete(filter="id = 1")
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == expected
