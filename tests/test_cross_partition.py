@@ -490,3 +490,13 @@ def test_an_assigner_task_holds_its_key_range_and_creates_only_its_buckets(catal
     assert sorted(b for b, kind in zip(buckets.tolist(), kinds) if kind == 0) == [1, 1, 4, 4, 7, 7, 10, 10, 13]
     assert sum(kind == 3 for kind in kinds) == 2  # the two moved keys retracted in x
     task.close()
+
+
+def test_ignore_delete_with_deduplicate_is_refused(catalog):
+    # the -D that removes a moved key's old row would be dropped (Paimon then keeps two rows)
+    with pytest.raises(TarnError, match="ignore-delete"):
+        catalog.create_table("db.t", schema=SCHEMA, primary_key=["k"], partition_keys=["p"],
+                             options={"ignore-delete": "true"})
+    table = catalog.create_table("db.u", schema=SCHEMA, primary_key=["k"], partition_keys=["p"])
+    with pytest.raises(TarnError, match="ignore-delete"):
+        table.alter(tarn.SetOption("ignore-delete", "true"))

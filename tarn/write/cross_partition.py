@@ -403,6 +403,14 @@ def _key_sequence_order(keys: np.ndarray, sequence: np.ndarray) -> np.ndarray:
     return by_sequence[np.argsort(keys[by_sequence], kind="stable")]
 
 
+def ignored_move_problem(options: Options) -> str | None:
+    if (options.get("merge-engine") or DEDUPLICATE) == DEDUPLICATE and options.bool("ignore-delete"):
+        return ("'ignore-delete' cannot be used with the deduplicate engine on a cross-partition upsert table "
+                "(primary key without every partition key): a key moving to another partition leaves its "
+                "old row through a -D row, which ignore-delete would drop (two rows for one key)")
+    return None
+
+
 class KeptAssigners:
     """Process-wide: assigners whose writer's commit landed, each with the snapshot its index
     matches, so the next writer of that table continues the index instead of reading the table
@@ -446,7 +454,12 @@ KEPT_ASSIGNERS = KeptAssigners()
 
 
 def check_cross_partition(schema: TableSchema, options: Options, identifier: str) -> None:
-    """Paimon's rules for KEY_DYNAMIC tables (SchemaValidation): no `sequence.field`."""
+    """Paimon's rules for KEY_DYNAMIC tables (SchemaValidation): no `sequence.field`; and no
+    `ignore-delete` with deduplicate (the -D that removes a moved key's old row would be
+    dropped: Paimon then keeps the key in both partitions)."""
+    problem = ignored_move_problem(options)
+    if problem:
+        raise TarnError(f"table {identifier}: {problem}")
     if options.list("sequence.field"):
         raise TarnError(f"table {identifier}: 'sequence.field' cannot be used with a cross-partition upsert "
                         f"table (primary key {list(schema.primary_keys)} does not hold every partition key "

@@ -35,7 +35,8 @@ from tarn.options import Options
 from tarn.write.assign import AssignerSpec, BucketHashes, HashAssigner, HashIndexFiles, as_delete, assign_rows
 from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.write.conform import conform, to_arrow_table
-from tarn.write.cross_partition import KEPT_ASSIGNERS, BucketFiles, CrossPartitionAssigner, is_cross_partition
+from tarn.write.cross_partition import (KEPT_ASSIGNERS, BucketFiles, CrossPartitionAssigner, ignored_move_problem,
+                                       is_cross_partition)
 from tarn.write.grouping import Group, group_rows, key_order, partition_codes
 from tarn.write.message import CommitMessage
 
@@ -212,6 +213,8 @@ class TableWriter:
 
     def _check_writable(self) -> None:
         problem = bucket_mode_problem(self.schema, self.num_buckets)
+        if problem is None and is_cross_partition(self.schema, self.num_buckets):
+            problem = ignored_move_problem(self.options)
         if problem:
             raise TarnError(f"table {self.name}: {problem}")
 
