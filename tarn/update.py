@@ -8,7 +8,7 @@ as they were before the update (so `{"a": pc.field("b"), "b": pc.field("a")}` sw
 losslessly to the column's type. Expressions run through Arrow's projection (vectorised).
 
 - Primary-key tables: the matching rows are read, the assignments applied, and the rows
-  written back as one upsert. Primary-key and partition columns cannot be set: a row with
+  written back as one upsert of +U rows (what a changelog shows). Primary-key and partition columns cannot be set: a row with
   another key (or partition) is another row, so the old one would stay (delete it and write
   the new row instead). Merge engines: `deduplicate` and `partial-update` (where NULL cannot be
   set: partial-update keeps the previous value for a NULL); `aggregation` and `first-row`
@@ -103,7 +103,7 @@ def _upsert(table: "Table", parsed: Assignments, filter) -> "Snapshot | None":
         for batch in table.scan(filter=filter).to_batches():
             if batch.num_rows:
                 matched += batch.num_rows
-                writer.write(parsed.apply(pa.Table.from_batches([batch])))
+                writer.write(parsed.apply(pa.Table.from_batches([batch])), row_kind="+U")
         messages = writer.prepare_commit()
     except BaseException:
         abort(table.file_io, table.root, writer.schema, writer.messages())

@@ -291,3 +291,11 @@ def test_delete_by_filter_on_aggregation_table_retracts_the_rows(tmp_path, extra
     table.write(pa.table({"id": [1], "n": [5]}, schema=schema))
     table.delete(filter="id = 1")
     assert table.scan().to_arrow().sort_by("id").to_pylist() == expected
+
+
+def test_update_shows_as_update_after_rows_in_the_input_changelog(tmp_path):
+    table = _pk_table(tarn.Catalog(str(tmp_path)), **{"changelog-producer": "input"})
+    table.write(_rows([{"dt": "a", "id": 1, "v": "x", "n": 1}, {"dt": "a", "id": 2, "v": "y", "n": 2}]))
+    snapshot = table.update(set={"v": "z"}, filter="id = 2")
+    changes = table.changes(snapshot.id).to_pylist()
+    assert changes == [{"_ROW_KIND": "+U", "dt": "a", "id": 2, "v": "z", "n": 2}]
