@@ -10,7 +10,7 @@ import copy
 import datetime
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 import pyarrow as pa
@@ -56,10 +56,11 @@ class Config:
     bucket: int  # PK: 1..3; append: -1 (unaware) or 1..3 with bucket-key k
     file_format: str
     ignore_delete: bool
+    cross: bool = False  # PK tables: key without `p`, bucket -1 (cross-partition upsert: rows move)
 
     @property
     def key_names(self) -> list[str]:
-        keys = ["p"] if self.partition else []
+        keys = ["p"] if self.partition and not self.cross else []
         keys.append("k")
         if self.string_key:
             keys.append("ks")
@@ -90,7 +91,7 @@ class Config:
         return [n for n, t in self.columns if pa.types.is_string(t)]
 
     def options(self) -> dict:
-        opts = {"bucket": str(self.bucket), "file.format": self.file_format}
+        opts = {"bucket": str(-1 if self.cross else self.bucket), "file.format": self.file_format}
         if not self.primary_key and self.bucket > 0:
             opts["bucket-key"] = "k"
         if self.ignore_delete:
@@ -112,8 +113,11 @@ def configs(draw) -> Config:
         bucket = draw(st.integers(1, 3))
     else:
         bucket = draw(st.sampled_from([-1, 1, 2, 3]))
-    return Config(primary_key, partition, primary_key and draw(st.booleans()), bucket,
-                  draw(st.sampled_from(FORMATS)), primary_key and draw(st.booleans()))
+    config = Config(primary_key, partition, primary_key and draw(st.booleans()), bucket,
+                    draw(st.sampled_from(FORMATS)), primary_key and draw(st.booleans()),
+                    primary_key and partition is not None and draw(st.booleans()))
+    # cross-partition tables move keys with -D rows: tarn refuses ignore-delete on them
+    return config if not (config.cross and config.ignore_delete) else replace(config, ignore_delete=False)
 
 
 # ------------------------------------------------------------------------------------------
@@ -378,7 +382,8 @@ def run_sequence(data, config: Config) -> None:
         oracle = Oracle(config)
         expected: dict[int, list[dict]] = {}
         seen: dict[str, list] = {}
-        ops = ["write", "write", "overwrite", "scan"] + (["write", "delete"] if config.primary_key else [])
+        ops = ["write", "write", "scan"] + (["write", "delete"] if config.primary_key else [])
+        ops += [] if config.cross else ["overwrite"]  # cross-partition tables refuse INSERT OVERWRITE
         for _ in range(data.draw(st.integers(1, MAX_OPS), label="number of ops")):
             op = data.draw(st.sampled_from(ops), label="op")
             before = table.latest_snapshot()
