@@ -500,3 +500,15 @@ def test_ignore_delete_with_deduplicate_is_refused(catalog):
     table = catalog.create_table("db.u", schema=SCHEMA, primary_key=["k"], partition_keys=["p"])
     with pytest.raises(TarnError, match="ignore-delete"):
         table.alter(tarn.SetOption("ignore-delete", "true"))
+
+
+def test_writes_stay_correct_when_expiry_removes_the_snapshots_just_written(catalog):
+    table = catalog.create_table("db.t", schema=SCHEMA, primary_key=["k"], partition_keys=["p"],
+                                 options={"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1",
+                                          "deletion-vectors.enabled": "true"})  # APPEND then COMPACT
+    for step, part in enumerate(["x", "y", "x", "z"]):
+        table.write(pa.Table.from_pylist([{"p": part, "k": k, "a": step, "b": None} for k in range(5)],
+                                         schema=SCHEMA))
+    assert len(table.snapshots()) == 1
+    assert sorted((r["p"], r["k"], r["a"]) for r in table.scan().to_arrow().to_pylist()) == [
+        ("z", k, 3) for k in range(5)]

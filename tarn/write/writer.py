@@ -281,10 +281,13 @@ class TableWriter:
         router, self._router = self._router, None
         if router is None:
             return
-        latest = context.latest_snapshot()
-        base = self._restored_state().snapshot_id
-        ours = latest is not None and latest.id > base and all(
-            context.snapshot(i).commit_user == commit_user for i in range(base + 1, latest.id + 1))
+        try:  # never an error after a landed commit: an index not kept is bootstrapped again
+            latest = context.latest_snapshot()
+            base = self._restored_state().snapshot_id
+            ours = latest is not None and latest.id > base and all(
+                context.snapshot(i).commit_user == commit_user for i in range(base + 1, latest.id + 1))
+        except (TarnError, OSError):
+            ours = False
         if ours:
             KEPT_ASSIGNERS.put(self.root, self._router_state(latest.id), router)
         else:
