@@ -68,6 +68,10 @@ def test_delete_on_append_table_rewrites_on_the_driver(spark, tmp_path):
     from pyspark.sql import functions as F
     with pytest.raises(tarn.InvalidArgument, match="SQL-like text"):
         tarn.spark.delete(spark, table.root, F.col("id") > 1)
+    with pytest.raises(tarn.InvalidFilter) as raised:  # a bad filter: tarn's error, its message first
+        tarn.spark.delete(spark, table.root, "id = 'three'")
+    assert _first_line(raised.value).startswith(f"table {table.root}: filter value 'three' does not fit column 'id'")
+    assert "tarn's filter parser" in str(raised.value)
 
 
 # ---------------------------------------------------------------------------------------------
