@@ -5,7 +5,8 @@ Entry points:
 - `Catalog(warehouse)` opens a filesystem (or `s3://`) warehouse: `create_table`, `load_table`,
   `list_tables`, `drop_table`.
 - `load_table(path)` opens one table directory without a catalog.
-- `Table.write(data)` / `Table.delete(...)` commit rows; `Table.scan(filter=col("x") > 1, columns=[...])`
+- `Table.write(data)` / `Table.delete(...)` / `Table.update(set={...}, filter=...)` commit rows;
+  `Table.scan(filter=col("x") > 1, columns=[...])`
   returns a `Scan` (`to_arrow`, `to_pandas`, `to_polars`, `to_duckdb`, `to_arrow_batch_reader`);
   `Table.alter(AddColumn(...), ...)` evolves the schema.
 - `col(name)` builds filters; the `TarnError` subclasses below are every error tarn raises.
