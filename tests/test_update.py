@@ -299,3 +299,14 @@ def test_update_shows_as_update_after_rows_in_the_input_changelog(tmp_path):
     snapshot = table.update(set={"v": "z"}, filter="id = 2")
     changes = table.changes(snapshot.id).to_pylist()
     assert changes == [{"_ROW_KIND": "+U", "dt": "a", "id": 2, "v": "z", "n": 2}]
+
+
+@pytest.mark.parametrize("primary_key", [["id"], None])
+def test_nested_columns_take_literals(tmp_path, primary_key):
+    schema = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string())), ("m", pa.map_(pa.string(), pa.int32()))])
+    table = tarn.Catalog(str(tmp_path)).create_table("db.nested", schema=schema, primary_key=primary_key,
+                                                      options={"bucket": "1"} if primary_key else {})
+    table.write(pa.table({"id": [1, 2], "tags": [["a"], ["b"]], "m": [[("k", 1)], None]}, schema=schema))
+    table.update(set={"tags": ["x", "y"], "m": {"z": 3}}, filter="id = 2")
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == [
+        {"id": 1, "tags": ["a"], "m": [("k", 1)]}, {"id": 2, "tags": ["x", "y"], "m": [("z", 3)]}]
