@@ -158,11 +158,28 @@ class KeyIndex:
                 self._merge_runs()
 
     def _merge_runs(self) -> None:
-        """All disk runs into one (oldest first, so newer entries win)."""
-        merged = _newest_per_key(_concat_keys([r.keys for r in self.runs]),
-                                 np.concatenate([r.values for r in self.runs]),
-                                 np.concatenate([r.stamps for r in self.runs]))
-        old, self.runs = self.runs, [self._spill(merged)]
+        """All disk runs into one (newer entries win), a key range at a time: the ranges are
+        cut at every `chunk`-th key of the largest run, so memory holds about one range of
+        each run, and the merged range is appended to the new run's files."""
+        runs = self.runs
+        width = max(r.keys.dtype.itemsize for r in runs) if runs[0].keys.dtype.kind == "S" else None
+        largest = max(runs, key=lambda r: len(r.keys))
+        chunk = max(1, self.memory_limit // (2 * max(largest.nbytes // max(len(largest.keys), 1), 1)) // len(runs))
+        pivots = [largest.keys[i] for i in range(chunk, len(largest.keys), chunk)]
+        stem = os.path.join(self._directory(), uuid.uuid4().hex)
+        count = 0
+        with open(stem + "-k", "wb") as keys_out, open(stem + "-v", "wb") as values_out, \
+                open(stem + "-t", "wb") as stamps_out:
+            for lo, hi in zip([None] + pivots, pivots + [None]):
+                part = _newest_per_key(*_range_of(runs, lo, hi, width))
+                keys_out.write(part.keys.tobytes())
+                values_out.write(part.values.tobytes())
+                stamps_out.write(part.stamps.tobytes())
+                count += len(part.keys)
+        key_type = np.dtype(f"S{width}") if width else runs[0].keys.dtype
+        merged = IndexRun(*(np.memmap(f"{stem}-{suffix}", dtype=dtype, mode="r", shape=(count,))
+                            for suffix, dtype in (("k", key_type), ("v", np.int64), ("t", np.int64))))
+        old, self.runs = runs, [merged]
         for run in old:  # unlinked while mapped: the pages stay readable until released
             for array in (run.keys, run.values, run.stamps):
                 if getattr(array, "filename", None):
@@ -196,6 +213,20 @@ def _concat_keys(parts: list[np.ndarray]) -> np.ndarray:
         width = max(p.dtype.itemsize for p in parts)
         return np.concatenate([p.astype(f"S{width}") for p in parts])
     return np.concatenate(parts)
+
+
+def _range_of(runs: list[IndexRun], lo, hi, width: int | None):
+    """The entries of every run with lo <= key < hi (None: open), oldest run first."""
+    keys, values, stamps = [], [], []
+    for run in runs:
+        run_keys = run.keys
+        start = 0 if lo is None else int(np.searchsorted(run_keys, lo))
+        stop = len(run_keys) if hi is None else int(np.searchsorted(run_keys, hi))
+        piece = np.asarray(run_keys[start:stop])
+        keys.append(piece.astype(f"S{width}") if width else piece)
+        values.append(np.asarray(run.values[start:stop]))
+        stamps.append(np.asarray(run.stamps[start:stop]))
+    return np.concatenate(keys), np.concatenate(values), np.concatenate(stamps)
 
 
 def _remove(path: str) -> None:
