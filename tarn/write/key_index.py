@@ -5,8 +5,9 @@ LSM of sorted numpy runs: keys encoded by `data/lookup.KeyCodec` (int64 for one 
 key, else the keys' BinaryRow bytes), each with its value (`partition id << 16 | bucket`) and
 the time it was written (epoch millis). New entries collect in memory; past `memory_limit`
 bytes they are written as a run of .npy files into a private temporary directory and read back
-memory-mapped, so the index costs disk, not memory. A lookup is a `searchsorted` per run, newest
-first: the newest entry of a key wins. Entries older than `ttl_ms` count as absent
+memory-mapped, so the index costs disk, not memory; past `MAX_RUNS` runs they are merged into
+one, a key range at a time. A lookup is a `searchsorted` per run, newest first: the newest entry
+of a key wins. Entries older than `ttl_ms` count as absent
 (`cross-partition-upsert.index-ttl`: Paimon's state TTL, which forgets keys, and may then
 write a second row for a key that still lives in another partition)."""
 
