@@ -31,6 +31,7 @@ from tarn.spark.dataframe import by_bucket
 from tarn.spark.session import register
 from tarn.spark.types import spark_schema
 from tarn.update import check_settable
+from tarn.write.cross_partition import is_cross_partition
 from tarn.write.writer import abort
 
 KIND_COLUMN = "__tarn_row_kind"
@@ -268,6 +269,11 @@ def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = N
     of the job is deleted if it fails. None if there were no rows."""
     from pyspark.sql.types import BinaryType, StructField, StructType
 
+    schema = table.schema()
+    if is_cross_partition(schema, Options(schema.options).int("bucket")):
+        raise InvalidArgument(f"table {table.name} is a cross-partition upsert table (primary key without every "
+                              "partition key): tarn.spark.delete, update and merge_into do not place its keys; "
+                              "use Table.delete / Table.update on the driver")
     shuffled = by_bucket(rows, table.root, storage_options)
     token = new_job_token()
     task = partial(_write_task, table.root, storage_options, token)

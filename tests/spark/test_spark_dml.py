@@ -295,3 +295,12 @@ def test_without_like_a_new_path_gets_an_append_table(spark, tmp_path):
     target = str(tmp_path / "wh" / "plain")
     spark.read.format("tarn").load(source.root).write.format("tarn").mode("append").save(target)
     assert tarn.load_table(target).primary_keys == ()
+
+
+def test_cross_partition_tables_are_refused_with_the_local_alternative(spark, tmp_path):
+    table = tarn.Catalog(str(tmp_path)).create_table("db.cross", schema=SCHEMA, primary_key=["id"],
+                                                     partition_keys=["dt"])
+    table.write(_rows(START))
+    with pytest.raises(tarn.InvalidArgument, match="cross-partition upsert table .* use Table.delete"):
+        tarn.spark.delete(spark, table.root, "id = 1")
+    assert table.latest_snapshot().id == 1
