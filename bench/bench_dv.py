@@ -175,7 +175,8 @@ def report(results: list[dict]) -> None:
     print(f"DV table files (level, rows): {results[0]['files']}\n")
     print(f"{'operation (medians over runs)':52} {'s':>8} {'ratio':>8}   (CPU ratio)")
     print(f"{'raw pyarrow read of the same rows (zstd)':52} {mid('raw'):8.3f}")
-    print(f"{'DV read (tarn)':52} {mid('dv'):8.3f} {mid('dv_vs_raw'):7.2f}x raw   ({mid('dv_vs_raw_cpu'):.2f}x)  target <= 1.3x")
+    print(f"{'DV read (tarn)':52} {mid('dv'):8.3f} {mid('dv_vs_raw'):7.2f}x raw   "
+          f"({mid('dv_vs_raw_cpu'):.2f}x)  target <= 1.3x")
     print(f"{'merge-read of the 5 runs without vectors (dedup)':52} {mid('merge'):8.3f} "
           f"{mid('merge_vs_dv'):7.2f}x DV    ({mid('merge_vs_dv_cpu'):.2f}x)  target >= 2x")
     print(f"{'merge-read of the 5 runs without vectors (partial)':52} {mid('partial'):8.3f} "

@@ -110,7 +110,8 @@ def main() -> None:
         print(f"rows: {live.num_rows:,} live of {stored:,} stored ({deleted / stored:.1%} deleted by vectors) "
               f"in {len(files)} files, {args.buckets} buckets; local[2]; {args.repeat} alternating pairs")
         print(f"  spark.read.parquet of the live rows  best {min(raw):6.3f} s   median {statistics.median(raw):6.3f} s")
-        print(f"  tarn.spark.read (native + vectors)   best {min(native):6.3f} s   median {statistics.median(native):6.3f} s")
+        print(f"  tarn.spark.read (native + vectors)   best {min(native):6.3f} s   "
+              f"median {statistics.median(native):6.3f} s")
         ratio = statistics.median(ratios)
         print(f"  ratio: median of pairs {ratio:4.2f}x (best-to-best {min(native) / min(raw):4.2f}x; "
               f"pairs {', '.join(f'{r:.2f}' for r in ratios)}) target <= 1.2x {'ok' if ratio <= 1.2 else 'MISSED'}")

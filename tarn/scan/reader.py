@@ -77,13 +77,7 @@ class SplitReader:
         """Each file read alone, cut into pieces of row groups that are decoded and stripped of
         their deleted rows in parallel; with a filter, parquet row groups its statistics rule
         out are skipped (rows are still filtered exactly afterwards)."""
-        may_match = None
-        if self.predicate is not None:
-            predicate = self.predicate
-
-            def may_match(stats: dict, rows: int) -> bool:
-                return may_match_stats(predicate, {n: ColumnStats(*v) for n, v in stats.items()}, rows)
-
+        may_match = None if self.predicate is None else _stats_test(self.predicate)
         planned = parallel_map(lambda meta: files.pieces(split.bucket_path, meta, self.value_fields, may_match),
                                split.files)
         pieces = [piece for file_pieces in planned for piece in file_pieces]
@@ -145,6 +139,11 @@ def parallel_map(read, items: list) -> list:
         return [read(item) for item in items]
     with ThreadPoolExecutor(max_workers=min(len(items), os.cpu_count() or 2)) as pool:
         return list(pool.map(read, items))
+
+
+def _stats_test(predicate: Predicate):
+    """The row-group test of `predicate`: ({column: (min, max, null count)}, rows) -> may match."""
+    return lambda stats, rows: may_match_stats(predicate, {n: ColumnStats(*v) for n, v in stats.items()}, rows)
 
 
 def _disjoint(files: list[DataFileMeta]) -> bool:

@@ -22,8 +22,8 @@ about 20% more CPU (Spark's row index alone 12%), where a broadcast left-anti jo
 name, row index) pairs costs 2.5x; a mask held as a literal would be printed into the plan
 strings every action builds. Files without deleted rows join the masked scan (empty masks)
 when they hold no more rows than the masked files: one scan and no union to plan. The whole
-read (bench/bench_spark_dv.py, a busy 2-core machine) takes 1.46x `spark.read.parquet` of the
-live rows at 6% deleted, 1.55x at 16% (CPU 1.5x / 1.6x); about half of the difference is
+read (bench/bench_spark_dv.py, a busy 2-core machine) takes 1.35-1.46x `spark.read.parquet` of
+the live rows at 6% deleted, 1.55x at 16% (CPU 1.5x / 1.6x); about half of the difference is
 planning (the filter's analysis and the mask's subquery, ~0.15 s of CPU), the rest the deleted
 rows decoded, the row index and the filter.
 
