@@ -176,10 +176,10 @@ class PartitionIndex:
         if self._one_bucket is None:
             return None
         bucket, known = self._one_bucket
-        probes = np.sort(hashes)
-        pos = np.searchsorted(known, probes)
-        np.minimum(pos, len(known) - 1, out=pos)
-        return bucket if np.array_equal(known[pos], probes) else None
+        sample = hashes[::max(1, len(hashes) // 256)]  # new keys among the rows: mostly seen here at once
+        if not _sorted_members(known, np.sort(sample)).all():
+            return None
+        return bucket if _sorted_members(known, np.sort(hashes)).all() else None
 
     def assign(self, hashes: np.ndarray) -> np.ndarray:
         """The bucket of each key hash, in arrival order (new hashes become known, and are
@@ -203,7 +203,11 @@ class PartitionIndex:
         run_bucket = np.empty(len(distinct), dtype=np.int32)
         hit = np.zeros(len(distinct), dtype=bool)
         known = self._known()
-        if len(known):
+        if self._one_bucket is not None:  # membership in the int32 hashes is enough
+            bucket, known_hashes = self._one_bucket
+            hit = _sorted_members(known_hashes, distinct)
+            run_bucket[hit] = bucket
+        elif len(known):
             pos = np.minimum(np.searchsorted(known, probes), len(known) - 1)
             found = known[pos]
             hit = (found & ~0xFFFFFFFF) == probes
@@ -353,6 +357,13 @@ class BucketHashes:
             return None
         hashes = fresh if old is None else np.concatenate([old, fresh])
         return self.files.write(self.partition, self.bucket, hashes)
+
+
+def _sorted_members(known: np.ndarray, probes: np.ndarray) -> np.ndarray:
+    """Which of the sorted `probes` are in the sorted, non-empty `known`."""
+    pos = np.searchsorted(known, probes)
+    np.minimum(pos, len(known) - 1, out=pos)
+    return known[pos] == probes
 
 
 def _one_bucket(known: np.ndarray) -> tuple[int, np.ndarray] | None:
