@@ -15,9 +15,9 @@ prepared untimed:
 
 Target (issue 12): the upsert <= 2.5x the raw pyarrow write of the same rows (zstd).
 
-Measured on the shared 2-core machine (load average 6-9, three runs of this bench): upsert
-2.10x, 2.16x, 2.21x; first write 2.33-3.08x; mixed 2.27-3.54x (before the one-bucket
-shortcuts). Where an upsert's time goes (2M rows, one bucket, unloaded figures): the parquet
+Measured on the shared 2-core machine (load average 6-12, three runs of this bench): upsert
+2.21x, 2.10x, 2.16x; first write 3.08x, 2.33x, 2.80x; mixed 2.27x (3.03-3.54x before the
+sampled one-bucket check). Where an upsert's time goes (2M rows, one bucket, unloaded figures): the parquet
 file itself ~1.2x raw (the key, sequence and kind columns besides the values, same encoder
 settings as raw zstd: level 1, dictionaries only where a sample repeats), the key-order gather
 (take) ~0.4x, hashing ~0.1x, the key sort and the assignment ~0.1x each (run in parallel),
