@@ -70,13 +70,16 @@ class Table(TableContext):
 
     @property
     def primary_keys(self) -> tuple[str, ...]:
+        """The primary-key columns (empty for an append table)."""
         return tuple(self.schema().primary_keys)
 
     @property
     def partition_keys(self) -> tuple[str, ...]:
+        """The partition columns, in directory order (empty when unpartitioned)."""
         return tuple(self.schema().partition_keys)
 
     def snapshots(self) -> list[Snapshot]:
+        """Every snapshot still on disk, oldest first (`system_table("snapshots")` as a table)."""
         return [self.snapshot_store.get(i) for i in self.snapshot_store.list_ids()]
 
     def alter(self, *changes) -> TableSchema:
@@ -113,9 +116,13 @@ class Table(TableContext):
     # ------------------------------------------------------------------ plumbing
 
     def planner(self, schema: TableSchema | None = None) -> Planner:
+        """The scan planner (snapshot -> manifests -> pruned files -> splits) for `schema`
+        (default: the latest); engines such as tarn.spark use it, users call `scan()`."""
         return planner_for(self, schema)
 
     def committer(self, schema: TableSchema | None = None) -> Committer:
+        """The committer that turns commit messages into a snapshot (conflict checks, retries
+        up to `commit.max-retries`); users call `commit()` or `write()`."""
         schema = schema or self.schema()
         return Committer(self, schema or self.schema())
 
@@ -158,7 +165,11 @@ class Table(TableContext):
     # ------------------------------------------------------------------ writes
 
     def write(self, data, row_kind=None) -> Snapshot | None:
-        """Write rows in one commit: upsert for primary-key tables, append otherwise."""
+        """Write rows in one commit: upsert for primary-key tables, append otherwise. `data`: a
+        pyarrow Table, RecordBatch(es) or RecordBatchReader, a dict of columns, a pandas or
+        polars DataFrame, or any Arrow PyCapsule stream; columns matched by name, cast only
+        when lossless. `row_kind`: '+I', '-U', '+U', '-D' (or 0-3) for all rows or per row.
+        Returns the snapshot (None when nothing was written)."""
         writer = self.new_writer()
         try:
             writer.write(data, row_kind=row_kind)
@@ -330,17 +341,24 @@ class Table(TableContext):
         tags.delete_tag(self, name)
 
     def rename_tag(self, name: str, new_name: str) -> None:
+        """Rename a tag; SnapshotNotFound if it does not exist, InvalidArgument if `new_name` does."""
         tags.rename_tag(self, name, new_name)
 
     def replace_tag(self, name: str, snapshot_id: int | None = None, time_retained=None):
+        """Point an existing tag at another snapshot (default: the latest), with a new
+        `time_retained` (the files only the old snapshot held are not freed here)."""
         return tags.replace_tag(self, name, snapshot_id, time_retained)
 
     def list_tags(self) -> list:
+        """Every tag (name, snapshot, creation time, retention), by tagged snapshot id then name."""
         return tags.list_tags(self)
 
     def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
                          older_than_ms: int | None = None, max_deletes: int | None = None) -> int:
-        """Expire snapshots by the retention options (or these overrides); returns how many."""
+        """Expire snapshots by the retention options (or these overrides); returns how many.
+        Options: `snapshot.num-retained.min` (10), `snapshot.num-retained.max`,
+        `snapshot.time-retained` (1 h), `snapshot.expire.limit` (50); tagged snapshots' files
+        and snapshots a consumer has not read stay. Runs after every commit unless `write-only`."""
         return expire.expire_snapshots(self, retain_min, retain_max, older_than_ms, max_deletes)
 
     def rollback_to(self, target: int | str) -> Snapshot:
@@ -363,7 +381,8 @@ class Table(TableContext):
 
     def system_table(self, name: str) -> "SystemTable":
         """`$snapshots`, `$schemas`, `$options`, `$tags`, `$files`, `$manifests`, `$partitions`,
-        `$buckets`, `$consumers` (the `$` is optional) with Paimon's column names."""
+        `$buckets`, `$consumers`, `$table_indexes`, `$statistics` (the `$` is optional) with
+        Paimon's column names."""
         return SystemTable(system_tables.system_table(self, name))
 
     def remove_orphan_files(self, older_than=None, dry_run: bool = False) -> list[str]:
