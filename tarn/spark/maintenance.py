@@ -279,6 +279,9 @@ def expire_snapshots(spark, table_path: str, retain_min: int | None = None, reta
 
 def create_tag(spark, table_path: str, name: str, snapshot_id: int | None = None, time_retained=None,
                storage_options: dict | None = None):
+    """`Table.create_tag` on the driver (a tag file only, nothing for executors to do):
+    tag snapshot `snapshot_id` (default: the latest), `time_retained` as a timedelta, millis
+    or "1 d"."""
     return tags.create_tag(tarn.load_table(table_path, storage_options), name, snapshot_id=snapshot_id, time_retained=time_retained)
 
 
@@ -290,6 +293,7 @@ def delete_tag(spark, table_path: str, name: str, parallelism: int | None = None
 
 
 def list_tags(spark, table_path: str, storage_options: dict | None = None) -> list:
+    """`Table.list_tags` on the driver: every tag, by tagged snapshot id then name."""
     return tags.list_tags(tarn.load_table(table_path, storage_options))
 
 
