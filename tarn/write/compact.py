@@ -80,6 +80,10 @@ class BucketCompactor:
     # files rewritten even where they would keep their place (a full compaction of a table
     # with deletion vectors rewrites every file that has one)
     rewrite_files: frozenset = frozenset()
+    # Java's MergeTreeCompactTask upgrades a unit's lone small file instead of rewriting it;
+    # tarn does so for tables with deletion vectors (where every commit pushes its level-0 file
+    # up), other tables keep rewriting it
+    upgrade_lone_file: bool = False
 
     @property
     def first_row(self) -> bool:
@@ -117,10 +121,22 @@ class BucketCompactor:
                 if meta.file_size < self.min_file_size or (self.first_row and meta.level == 0):
                     pending.append([SortedRun((meta,))])
                 else:
-                    self._rewrite(pending, unit.output_level, drop_deletes, result)
+                    self._rewrite_pending(pending, unit.output_level, drop_deletes, result)
                     pending = []
                     self._upgrade(meta, unit.output_level, drop_deletes, result)
-        self._rewrite(pending, unit.output_level, drop_deletes, result)
+        self._rewrite_pending(pending, unit.output_level, drop_deletes, result)
+
+    def _rewrite_pending(self, pending: list[list[SortedRun]], level: int, drop_deletes: bool,
+                         result: CompactResult) -> None:
+        """Java's MergeTreeCompactTask.rewrite: small files and overlapping sections are merged
+        together, but a lone small file has nothing to merge with and is upgraded instead (its
+        level changes, its bytes stay) where `_upgrade` allows it (`upgrade_lone_file`). (One already at the output
+        level is left to `_rewrite`, which rewrites it only to drop its deletes.)"""
+        lone = pending[0][0].files if self.upgrade_lone_file and len(pending) == 1 and len(pending[0]) == 1 else ()
+        if len(lone) == 1 and (lone[0].level != level or lone[0].file_name in self.rewrite_files):
+            self._upgrade(lone[0], level, drop_deletes, result)
+            return
+        self._rewrite(pending, level, drop_deletes, result)
 
     def _upgrade(self, meta: DataFileMeta, level: int, drop_deletes: bool, result: CompactResult) -> None:
         if meta.file_name in self.rewrite_files:
@@ -139,8 +155,9 @@ class BucketCompactor:
 
     def _rewrites_level0(self, meta: DataFileMeta, level: int) -> bool:
         """Java's lookup upgrade strategy: a level-0 file going below the max level is merged
-        with the keys' high-level values, unless the newest row is the merged value anyway."""
-        if not self.lookup or meta.level != 0 or level >= self.num_levels - 1:
+        with the keys' high-level values (first-row: its keys already held above are dropped),
+        unless the newest row is the merged value anyway (deduplicate, no sequence field)."""
+        if not (self.lookup or self.first_row) or meta.level != 0 or level >= self.num_levels - 1:
             return False
         return not (self.spec.engine == "deduplicate" and not self.spec.sequence_columns)
 

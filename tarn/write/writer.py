@@ -640,7 +640,8 @@ class TableWriter:
             changelog_writer=FileWriter(self.file_io, state.path, self.schema, self.options,
                                         changelog=True) if producer else None,
             rewrite_files=frozenset(m.file_name for m in state.files if full and vectors is not None
-                                    and vectors.of(m.file_name) is not None))
+                                    and vectors.of(m.file_name) is not None),
+            upgrade_lone_file=vectors is not None)
         try:
             result = compactor.run(unit, drop_deletes)
             if vectors is not None:
