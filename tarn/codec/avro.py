@@ -12,6 +12,7 @@ writing and reading such files raise `MissingDependency`.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from contextlib import contextmanager
@@ -156,11 +157,17 @@ def _strip_logical_types(data: bytes) -> bytes:
     """The same container file with `logicalType` removed from its header schema."""
     fo = io.BytesIO(data)
     head = fastavro.schemaless_reader(fo, fastavro.read.HEADER_SCHEMA)
-    schema = json.loads(head["meta"]["avro.schema"])
-    head["meta"]["avro.schema"] = json.dumps(_without_logical_types(schema)).encode()
+    head["meta"]["avro.schema"] = _plain_schema(head["meta"]["avro.schema"])
     out = io.BytesIO()
     fastavro.schemaless_writer(out, fastavro.read.HEADER_SCHEMA, head)
     return out.getvalue() + data[fo.tell():]
+
+
+@functools.lru_cache(maxsize=64)
+def _plain_schema(schema_json: bytes) -> bytes:
+    """The header's schema JSON without `logicalType`s (a table's manifests share a few
+    schemas: each is converted once, not once per manifest read)."""
+    return json.dumps(_without_logical_types(json.loads(schema_json))).encode()
 
 
 def _without_logical_types(schema):
