@@ -33,9 +33,13 @@ The slow case that was tarn's: dynamic buckets at 3.85-4.06x, the rows crossing 
 three times (an Arrow UDF for the assigner channel, the assigner's mapInArrow over every
 column, the writer) with two shuffles. The channel is now Spark SQL (`bucket_expr.with_hash`)
 and a table without a snapshot takes Paimon's first-write topology: one shuffle by key hash,
-writer tasks assign as they write (one run of this bench, load average ~8: dynamic 2.67x,
-fixed 3.25x, append 1.45x; fixed alone in another session 2.85x). Writing into a table that holds
-the keys still takes both shuffles (printed for reference). This bench warms the JVM (two
+writer tasks assign as they write. Runs of this bench: load average ~8: fixed 3.25x, dynamic
+2.67x; load ~5: fixed 2.75x, dynamic 3.08x, upsert into kept keys 3.51x; quiet (load ~2,
+parquet 1.27 s, 5 runs): fixed 2.91x, dynamic 3.30x, upsert 6.19x, append 1.47x. So fixed
+buckets meet 3x and dynamic ones do not yet on a quiet machine: per writer task tarn's Python
+work is ~25% more than for fixed buckets (hashing, assignment, HASH files: 0.18 s vs 0.14 s
+per 625k rows), and the route column travels to the Python workers with the rows. Writing
+into a table that holds the keys takes both shuffles (printed for reference). This bench warms the JVM (two
 parquet writes, one tarn write) before timing and times parquet and tarn back to back.
 """
 
