@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from tarn.meta.manifest import APPEND_SOURCE, COMPACT_SOURCE
-from tests.test_deletion_vectors import BASE, SCHEMA, by_key, check, dv_read, dv_table, rows, with_base
+from tests.test_deletion_vectors import BASE, SCHEMA, by_key, check, dv_table, rows, with_base
 
 
 def files_of(table, snapshot) -> dict[str, tuple[int, int]]:
