@@ -49,6 +49,9 @@ from tarn.write.assign import unpack_buckets, unpack_route
 from tarn.write.writer import TableWriter, abort
 
 BUCKET_COLUMN = "__tarn_bucket"  # dynamic buckets assigned on executors (tarn.spark.dataframe)
+# an empty dynamic-bucket table's first write (`route_dynamic`): the rows of assigner task i of
+# this many are in Spark partition i, and the writer task of partition i assigns as task i
+ROUTE_OPTION = "write.assigner-channels"
 
 
 @dataclass
@@ -218,6 +221,7 @@ class WritePlan:
     commit_user: str
     storage: dict | None = None  # storage options (s3.endpoint, ...): every task opens the table with them
     given_buckets: bool = False  # rows carry BUCKET_COLUMN (dynamic-bucket tables)
+    route_channels: int = 0  # > 0: task i assigns as assigner task i of this many (ROUTE_OPTION)
 
     def open(self) -> tarn.Table:
         return tarn.load_table(self.path, self.storage)
@@ -241,6 +245,9 @@ class WritePlan:
         assigned: dict = {}  # the snapshot the given buckets were assigned against
         writer = self.task_writer(table, self.token_of(batch_id), index_snapshot=lambda: assigned.get("snapshot"))
         static = self.overwrite.static if self.overwrite is not None else {}
+        if self.route_channels:  # an empty table's first write: this task assigns its own rows
+            assigned["snapshot"] = 0  # against no index, as given_buckets records for routed rows
+            writer.assign_as(_task_partition(), self.route_channels)
         try:
             for batch in batches:
                 if batch.num_rows:
@@ -326,6 +333,26 @@ def given_buckets(data: pa.Table, assigned: dict) -> tuple[pa.Table, pa.Array | 
     return data.remove_column(index), pa.array(buckets)
 
 
+def _task_partition() -> int:
+    """The Spark partition this write task writes (its assigner task in a routed write)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        raise TarnError("a routed dynamic-bucket write runs only in Spark tasks (no TaskContext)")
+    return context.partitionId()
+
+
+def _route_channels(options: dict[str, str]) -> int:
+    """The value of ROUTE_OPTION (0 when absent), removed from `options`."""
+    text = options.pop(ROUTE_OPTION, None)
+    if text is None:
+        return 0
+    if not text.strip().isdigit() or int(text) <= 0:
+        raise InvalidOption(f"option '{ROUTE_OPTION}'='{text}' must be a positive channel count")
+    return int(text)
+
+
 def new_job_token() -> str:
     return f"spark-{uuid.uuid4().hex[:12]}-"
 
@@ -359,6 +386,8 @@ def sweep(table: tarn.Table, token: str) -> int:
 def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> WritePlan:
     """Driver side of every write: find or create the table, check the rows fit."""
     path = table_path(options)
+    options = dict(options)
+    route = _route_channels(options)
     data_schema = arrow_of(schema)
     given = BUCKET_COLUMN in [n.lower() for n in data_schema.names]
     if given:
@@ -367,19 +396,28 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     try:
         check_fits(table, data_schema)
         spec = overwrite_spec(options, table.schema(), overwrite)
-        _check_bucket_column(table, given, created and bool(options.get("like")))
+        if route and (given or not _dynamic(table) or table.latest_snapshot() is not None):
+            raise InvalidOption(f"table {table.name}: option '{ROUTE_OPTION}' is for the first write of a "
+                                "dynamic-bucket table, rows shuffled by tarn.spark.dataframe.route_dynamic")
+        _check_bucket_column(table, given or bool(route), created and bool(options.get("like")))
     except BaseException:
         if created:
             table.file_io.delete_dir(table.root)
         raise
     owned = options.get("write.bucket-owned", "false").lower() == "true"
     return WritePlan(path, overrides, spec, owned, created, new_job_token(),
-                     commit_user=str(uuid.uuid4()), storage=storage_of(options), given_buckets=given)
+                     commit_user=str(uuid.uuid4()), storage=storage_of(options), given_buckets=given,
+                     route_channels=route)
+
+
+def _dynamic(table: tarn.Table) -> bool:
+    schema = table.schema()
+    return bool(schema.primary_keys) and schema.options.get("bucket", "-1").strip() == "-1"
 
 
 def _check_bucket_column(table: tarn.Table, given: bool, created_like: bool = False) -> None:
     schema = table.schema()
-    dynamic = bool(schema.primary_keys) and schema.options.get("bucket", "-1").strip() == "-1"
+    dynamic = _dynamic(table)
     if dynamic and not given:
         first = ("create it first with tarn.spark.create_table_like(path, like_path), then "
                  if created_like else "")

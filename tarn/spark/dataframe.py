@@ -27,12 +27,11 @@ from tarn.options import Options
 from tarn.spark import bucket_expr, cross_partition
 from tarn import partition as partitions
 from tarn.s3 import check_options as check_storage
-from tarn.spark.batch_write import BUCKET_COLUMN, check_fits, find_or_create, given_buckets, job_prefixes, new_job_token, sweep
+from tarn.spark.batch_write import BUCKET_COLUMN, ROUTE_OPTION, check_fits, find_or_create, given_buckets, job_prefixes, new_job_token, sweep
 from tarn.spark.session import register
 from tarn.spark.target import storage_of
 from tarn.spark.types import arrow_of
-from tarn.write.assign import (AssignerSpec, HashAssigner, HashIndexFiles, assign_rows, channels_of_rows,
-                               pack_bucket, route_base)
+from tarn.write.assign import AssignerSpec, HashAssigner, HashIndexFiles, assign_rows, channels_of_rows, pack_bucket
 from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
 from tarn.bucket import partition_hash
 from tarn.write.conform import conform
@@ -116,17 +115,22 @@ def _as_table_columns(batch: pa.RecordBatch, columns: list[str], fields: list) -
     return conform(data, fields, "dynamic bucket assignment")
 
 
+def assigner_spec(spark, table, parallelism: int | None = None) -> AssignerSpec:
+    """The assigner tasks of a dynamic-bucket write: one per core or shuffle partition,
+    whichever is more, unless `parallelism` or the table's options say otherwise."""
+    if parallelism is None:
+        parallelism = max(spark.sparkContext.defaultParallelism,
+                          int(spark.conf.get("spark.sql.shuffle.partitions")))
+    return AssignerSpec.of(Options(table.schema().options), parallelism)
+
+
 def _routed(df, table, parallelism: int | None = None):
     """(`df` with the column CHANNEL_COLUMN, each row's assigner task, repartitioned so that
     Spark partition i holds the rows of assigner task i; the AssignerSpec)."""
     from pyspark.sql import functions as F
 
     schema = table.schema()
-    spark = df.sparkSession
-    if parallelism is None:
-        parallelism = max(spark.sparkContext.defaultParallelism,
-                          int(spark.conf.get("spark.sql.shuffle.partitions")))
-    spec = AssignerSpec.of(Options(schema.options), parallelism)
+    spec = assigner_spec(df.sparkSession, table, parallelism)
     fields = [schema.field(k) for k in schema.trimmed_primary_keys] + [schema.field(k) for k in schema.partition_keys]
     columns = _keyed_columns(df, schema, [f.name for f in fields])
     name = table.name
@@ -164,15 +168,15 @@ def _with_channel(df, schema, columns: list[str], fields: list, spec: AssignerSp
 
 def route_dynamic(df, table_path: str, storage_options: dict | None = None, parallelism: int | None = None):
     """An empty dynamic-bucket table's first write, as Paimon's Spark writer does it: `df`
-    shuffled once by key hash to the assigner tasks, each writer task assigning the buckets of
+    shuffled once by key hash into exactly `assigner_spec(...).channels` Spark partitions,
+    partition i holding the rows of assigner task i; each writer task assigns the buckets of
     its own rows (it creates only buckets it owns, so no bucket gets rows from two tasks and
-    the second shuffle of `assign_dynamic` is not needed). The column `__tarn_bucket` carries
-    the route (`tarn.write.assign.route_base`) to the writer."""
-    from pyspark.sql import functions as F
-
-    routed, spec = _routed(df, tarn.load_table(_absolute(table_path), storage_options), parallelism)
-    route = F.lit(route_base(spec.channels)) - F.col(CHANNEL_COLUMN).cast("bigint")
-    return routed.withColumn(BUCKET_COLUMN, route).drop(CHANNEL_COLUMN)
+    the second shuffle of `assign_dynamic` is not needed). No column carries the route: write
+    the result with option `write.assigner-channels` = the channel count (tarn.spark.write
+    does), and each task takes its Spark partition id as its assigner task (keys of another
+    task's hash range are refused, so a mismatched layout fails instead of splitting keys)."""
+    routed, _ = _routed(df, tarn.load_table(_absolute(table_path), storage_options), parallelism)
+    return routed.drop(CHANNEL_COLUMN)
 
 
 def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fresh: bool = False,
@@ -261,6 +265,7 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
             latest = table.latest_snapshot()
             if latest is None:  # no index yet: one shuffle, buckets assigned by the writer tasks
                 df = route_dynamic(df, path, storage_of(text_options))
+                text_options[ROUTE_OPTION] = str(assigner_spec(df.sparkSession, table).channels)
             else:
                 df = assign_dynamic(df, path, storage_of(text_options), fresh=mode == "overwrite",
                                     snapshot_id=latest.id)

@@ -149,19 +149,46 @@ def test_first_write_routes_rows_to_writer_tasks_that_assign(spark, path):
     tarn.spark.write(rows.limit(0), path, **options)  # creates the table, no snapshot
     assert tarn.load_table(path).latest_snapshot() is None
     routed = route_dynamic(rows, path)
-    routes = {r[0] for r in routed.selectExpr("__tarn_bucket").distinct().collect()}
-    assert all(v < 0 for v in routes)  # routes, not assigned buckets
+    assert routed.columns == rows.columns  # no route column travels with the rows
+    channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    schema = tarn.load_table(path).schema()
+    placed = routed.rdd.mapPartitionsWithIndex(lambda i, it: [(i, r["dt"], r["k"]) for r in it]).collect()
+    assert routed.rdd.getNumPartitions() == channels and len(placed) == 105
+    for index, dt, key in placed:  # Spark partition i holds exactly the keys of assigner task i
+        h = row_hashes(pa.table({"k": pa.array([key], pa.int64())}), [schema.field("k")])
+        part = partition_hash(tarn.partition.to_bytes(schema, [dt]))
+        assert index == assigner_channels(part, h, channels, channels)[0]
     tarn.spark.write(rows, path)
     table = tarn.load_table(path)
     assert content(table) == {("a", k): f"x{k}" for k in range(90)} | {("b", k): f"x{k}" for k in range(15)}
     check_index(table)
-    channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
-    schema = table.schema()
     for (values, key), bucket in buckets_of(table).items():
         part = tarn.partition.to_bytes(schema, values)
         h = row_hashes(pa.table({"k": pa.array([key], pa.int64())}), [schema.field("k")])
         assert bucket % channels == assigner_channels(partition_hash(part), h, channels, channels)[0]
     assert max(e.row_count for e in live_index_entries(table.manifests(), table.latest_snapshot())) <= 7
+
+
+def test_routed_write_refuses_a_task_holding_another_tasks_keys(spark, path):
+    """With `write.assigner-channels` each writer task assigns as the assigner task of its
+    Spark partition id; rows not shuffled by `route_dynamic` (here: round robin) put keys of
+    other tasks' hash ranges into a task, and the write fails with nothing committed."""
+    from tarn.spark.batch_write import ROUTE_OPTION
+
+    options = {"primary-key": "dt,k", "partition": "dt"}
+    rows = frame(spark, [("a", range(200))], "x")
+    tarn.spark.write(rows.limit(0), path, **options)
+    channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    with pytest.raises(PySparkException, match="does not own its hash range"):
+        rows.repartition(channels).write.format("tarn").mode("append").option(ROUTE_OPTION, str(channels)) \
+            .save(path)
+    table = tarn.load_table(path)
+    assert table.latest_snapshot() is None
+    assert not [f for _, _, fs in os.walk(table.root) for f in fs if f.startswith("data-")]
+    with pytest.raises(PySparkException, match="first write of a dynamic-bucket table"):
+        tarn.spark.write(rows, path)  # fine: routed
+        rows.write.format("tarn").mode("append").option(ROUTE_OPTION, str(channels)).save(path)
+    assert len(content(tarn.load_table(path))) == 200
 
 
 def test_routed_rows_must_reach_their_own_assigner_task(tmp_path):
