@@ -17,8 +17,10 @@ they still produce a correct table (level-0 runs merged on read) but do not comp
 Dynamic-bucket tables (`bucket` = -1 with a primary key) take rows whose bucket was assigned
 on executors: the column `__tarn_bucket` (`tarn.spark.write` / `by_bucket` add it) carries
 each row's bucket and the snapshot whose HASH index it was assigned against; the writer keeps
-each bucket's index against that snapshot. Without the column the write is refused (tasks
-assigning buckets on their own would put one key into two buckets).
+each bucket's index against that snapshot. An empty table's first write instead carries option
+`write.assigner-channels` (N): its rows were shuffled so Spark partition i holds the keys of
+assigner task i of N, and the task writing partition i assigns them itself. Without either the
+write is refused (tasks assigning buckets on their own would put one key into two buckets).
 """
 
 from __future__ import annotations
