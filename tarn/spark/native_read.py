@@ -327,25 +327,30 @@ def _long_array_scalar(spark, words: np.ndarray):
     return DataFrame(jsession.createDataFrame(rows, schema), spark).scalar()
 
 
+ROW_BITS = 29  # a slot's packed long: (where its mask starts) << ROW_BITS | its row count (<= MAX_MASK_ROWS)
+
+
 def _without_deleted(spark, schema, files: list[NativeFile], table: DeletionTable):
     """The rows of `files` (all with deleted rows, of distinct sizes) that `table` does not mark
     deleted. A row of a file the table does not hold, or past its file's row count, fails the
-    query: a mask that does not fit the files is never applied. The slot arrays are small SQL
-    literals; the words, used once, a scalar subquery."""
+    query: a mask that does not fit the files is never applied. The slots are two small SQL
+    literal arrays (sizes; mask start and row count packed in one long) in one parsed
+    expression giving the row's mask word; the words, used once, a scalar subquery."""
     from pyspark.sql import functions as F
 
     def listed(values: np.ndarray) -> str:
         return f"array({', '.join(map(str, values.tolist()))})"
 
+    packed = np.where(table.starts >= 0, (table.starts << ROW_BITS) | table.rows, -1)
     frame = spark.read.schema(schema).parquet(*[f.path for f in files])
     slot = f"CAST({METADATA}.file_size % {table.modulus} AS INT)"
-    known = F.expr(f"get({listed(table.sizes)}, {slot}) = {METADATA}.file_size AND "
-                   f"{METADATA}.row_index < get({listed(table.rows)}, {slot})")
-    word = F.expr(f"CAST(get({listed(table.starts)}, {slot}) + shiftright({METADATA}.row_index, 6) AS INT)")
+    info = f"get({listed(packed)}, {slot})"
+    word = F.expr(f"CASE WHEN get({listed(table.sizes)}, {slot}) = {METADATA}.file_size "
+                  f"AND {METADATA}.row_index < ({info} & {(1 << ROW_BITS) - 1}) "
+                  f"THEN CAST(shiftright({info}, {ROW_BITS}) + shiftright({METADATA}.row_index, 6) AS INT) "
+                  "ELSE raise_error('tarn.spark.read: a row outside the planned files and row counts') END")
     bit = F.expr(f"CAST({METADATA}.row_index & 63 AS INT)")
-    kept = F.bit_get(F.get(_long_array_scalar(spark, table.words), word), bit) == 0
-    unknown = F.raise_error(F.lit("tarn.spark.read: a row outside the planned files and row counts"))
-    return frame.filter(F.when(known, kept).otherwise(unknown))
+    return frame.filter(F.bit_get(F.get(_long_array_scalar(spark, table.words), word), bit) == 0)
 
 
 def read(spark, table_path: str, **options):
