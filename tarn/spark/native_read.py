@@ -285,8 +285,19 @@ def deletion_table(files: list[NativeFile]) -> DeletionTable | None:
     slots[2, at] = [f.rows for f in files]
     words = np.zeros(int(starts[-1]), dtype=np.uint64)
     for f, start in zip(files, starts):
-        np.bitwise_or.at(words, start + (f.deleted >> 6), np.left_shift(np.uint64(1), (f.deleted & 63).astype(np.uint64)))
+        _set_bits(words[start:], f.deleted)
     return DeletionTable(modulus, slots[0], slots[1], slots[2], words.view(np.int64))
+
+
+def _set_bits(words: np.ndarray, positions: np.ndarray) -> None:
+    """Sets bit `p & 63` of word `p >> 6` of `words` (uint64) for every position `p` (sorted,
+    ascending): the bits of each word ORed together at once."""
+    if not len(positions):
+        return
+    at = positions >> 6
+    bits = np.left_shift(np.uint64(1), (positions & 63).astype(np.uint64))
+    first = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+    words[at[first]] |= np.bitwise_or.reduceat(bits, first)
 
 
 def _long_array_scalar(spark, words: np.ndarray):

@@ -297,3 +297,16 @@ def test_deletion_table_layout():
     sizes = np.array([10_000 + 977 * i for i in range(64)], np.int64)
     modulus = native_read.slot_modulus(sizes)
     assert len(set((sizes % modulus).tolist())) == 64
+
+
+def test_mask_words_match_bit_by_bit_setting():
+    rng = np.random.default_rng(7)
+    for rows in (1, 64, 65, 200_000):
+        deleted = np.unique(rng.integers(0, rows, rows // 3 + 1)).astype(np.int64)
+        files = [NativeFile("a", "a", rows, 100, deleted), NativeFile("b", "b", 5, 91, np.array([4], np.int64))]
+        table = native_read.deletion_table(files)
+        expected = np.zeros(len(table.words), np.uint64)
+        for start, positions in ((0, deleted), (table.starts[91 % table.modulus], np.array([4]))):
+            for p in positions.tolist():
+                expected[start + p // 64] |= np.uint64(1 << (p % 64))
+        assert table.words.view(np.uint64).tolist() == expected.tolist()
