@@ -25,6 +25,7 @@ write is refused (tasks assigning buckets on their own would put one key into tw
 
 from __future__ import annotations
 
+import pickle
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from typing import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
-from pyspark.sql.types import StructType
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 import tarn
 from tarn.catalog import create_table_at
@@ -383,6 +384,25 @@ def sweep(table: tarn.Table, token: str) -> int:
     for p in doomed:
         table.file_io.delete(p)
     return len(candidates)
+
+
+def sweep_job(table: tarn.Table, token: str) -> None:
+    """Sweep job `token`'s uncommitted files; if there were any, again a little later (a killed
+    task may still be finishing a file)."""
+    if sweep(table, token):
+        time.sleep(3)
+        sweep(table, token)
+
+
+def collect_messages(table: tarn.Table, token: str, df, task) -> list:
+    """Run `task` (a mapInArrow function yielding pickled commit messages in a `messages` column)
+    over `df` and return the messages; on any failure the job's files are swept and it re-raises."""
+    try:
+        rows = df.mapInArrow(task, StructType([StructField("messages", BinaryType(), False)])).collect()
+    except BaseException:
+        sweep_job(table, token)
+        raise
+    return [m for row in rows for m in pickle.loads(row["messages"])]
 
 
 def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> WritePlan:

@@ -18,7 +18,6 @@ shuffles the keys instead).
 from __future__ import annotations
 
 import pickle
-import time
 from functools import partial
 
 import numpy as np
@@ -28,7 +27,7 @@ import tarn
 from tarn.data.reader import FileReader
 from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, VALUE_KIND
 from tarn.options import Options
-from tarn.spark.batch_write import job_prefixes, new_job_token, sweep
+from tarn.spark.batch_write import collect_messages, job_prefixes, new_job_token
 from tarn.spark.types import spark_schema
 from tarn.write.conform import conform
 from tarn.write.cross_partition import CrossPartitionAssigner, key_channels
@@ -44,7 +43,7 @@ def write(df, table, storage: dict | None, parallelism: int | None = None):
     """Write `df` into the cross-partition `table` in one commit (module docstring); returns
     the snapshot (None: nothing written)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ByteType, IntegerType, StructField, StructType, BinaryType
+    from pyspark.sql.types import ByteType, IntegerType, StructField, StructType
 
     spark = df.sparkSession
     schema = table.schema()
@@ -71,15 +70,7 @@ def write(df, table, storage: dict | None, parallelism: int | None = None):
     tasks = int(spark.conf.get("spark.sql.shuffle.partitions"))
     placed = placed.repartition(tasks, *[F.col(k) for k in schema.partition_keys], F.col(BUCKET))
     token = new_job_token()
-    messages_schema = StructType([StructField("messages", BinaryType(), False)])
-    try:
-        results = placed.mapInArrow(partial(_write_task, table.root, storage, token), messages_schema).collect()
-    except BaseException:
-        if sweep(table, token):
-            time.sleep(3)  # a killed task may still be finishing a file
-            sweep(table, token)
-        raise
-    messages = [m for row in results for m in pickle.loads(row["messages"])]
+    messages = collect_messages(table, token, placed, partial(_write_task, table.root, storage, token))
     return table.commit(messages) if messages else None
 
 

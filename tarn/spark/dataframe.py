@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import time
 from functools import partial
 
 import pyarrow as pa
@@ -27,7 +26,7 @@ from tarn.options import Options
 from tarn.spark import bucket_expr, cross_partition
 from tarn import partition as partitions
 from tarn.s3 import check_options as check_storage
-from tarn.spark.batch_write import BUCKET_COLUMN, ROUTE_OPTION, check_fits, find_or_create, given_buckets, job_prefixes, new_job_token, sweep
+from tarn.spark.batch_write import BUCKET_COLUMN, ROUTE_OPTION, check_fits, find_or_create, given_buckets, job_prefixes, new_job_token, collect_messages
 from tarn.spark.session import register
 from tarn.spark.target import storage_of
 from tarn.spark.types import arrow_of
@@ -304,7 +303,6 @@ def rescale(spark, table_path: str, bucket: int | None = None, partitions: list[
     OVERWRITE that fails if another writer changed those partitions meanwhile; then `bucket`
     becomes the table's option. Returns the snapshot, or None when there is nothing to rescale."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType, StructField, StructType
 
     path = table_path if "://" in table_path else os.path.abspath(table_path)
     table = tarn.load_table(path, storage_options)
@@ -323,14 +321,7 @@ def rescale(spark, table_path: str, bucket: int | None = None, partitions: list[
         df = by_bucket(df, path, storage_options, num_buckets=plan.bucket)
     token = new_job_token()
     task = partial(_rescale_task, path, storage_options, plan, token)
-    try:
-        results = df.mapInArrow(task, StructType([StructField("messages", BinaryType(), False)])).collect()
-    except BaseException:
-        if sweep(table, token):
-            time.sleep(3)  # a killed task may still be finishing a file
-            sweep(table, token)
-        raise
-    messages = [m for row in results for m in pickle.loads(row["messages"])]
+    messages = collect_messages(table, token, df, task)
     return commit_rescale(table, plan, messages)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import time
 from dataclasses import dataclass
 from functools import partial
 
@@ -26,7 +25,7 @@ from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
 from tarn.s3 import check_options as check_storage
-from tarn.spark.batch_write import given_buckets, job_prefixes, new_job_token, sweep
+from tarn.spark.batch_write import collect_messages, given_buckets, job_prefixes, new_job_token
 from tarn.spark.dataframe import by_bucket
 from tarn.spark.session import register
 from tarn.spark.types import spark_schema
@@ -267,8 +266,6 @@ def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = N
     """Write `rows` (the table's columns plus KIND_COLUMN) to the primary-key `table` in one
     commit: one task per (partition, bucket), the messages committed on the driver; every file
     of the job is deleted if it fails. None if there were no rows."""
-    from pyspark.sql.types import BinaryType, StructField, StructType
-
     schema = table.schema()
     if is_cross_partition(schema, Options(schema.options).int("bucket")):
         raise InvalidArgument(f"table {table.name} is a cross-partition upsert table (primary key without every "
@@ -277,14 +274,7 @@ def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = N
     shuffled = by_bucket(rows, table.root, storage_options)
     token = new_job_token()
     task = partial(_write_task, table.root, storage_options, token)
-    try:
-        results = shuffled.mapInArrow(task, StructType([StructField("messages", BinaryType(), False)])).collect()
-        messages = [m for row in results for m in pickle.loads(row["messages"])]
-    except BaseException:
-        if sweep(table, token):
-            time.sleep(3)  # a killed task may still be finishing a file
-            sweep(table, token)
-        raise
+    messages = collect_messages(table, token, shuffled, task)
     if not any(m.new_files for m in messages):
         abort(table.file_io, table.root, table.schema(), messages)
         return None

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import time
 from dataclasses import dataclass
 from functools import partial
 from typing import Iterator
@@ -31,7 +30,7 @@ from tarn.fs import FileIO, join
 from tarn.maintenance import expire, orphans, rollback, tags
 from tarn.maintenance.references import delete_paths
 from tarn.s3 import check_options as check_storage
-from tarn.spark.batch_write import TaskMessages, job_prefixes, new_job_token, sweep
+from tarn.spark.batch_write import TaskMessages, job_prefixes, new_job_token, sweep_job
 from tarn.spark.target import storage_of
 from tarn.write.writer import abort
 
@@ -83,9 +82,7 @@ class CompactWriter(DataSourceArrowWriter):
         table.file_io.write_bytes(self.marker(table), b"")
         abort(table.file_io, table.root, table.schema(),
               [m for r in messages if r is not None for m in r.messages])
-        if sweep(table, self.plan.job_token):
-            time.sleep(3)  # a killed task may still be finishing a file
-            sweep(table, self.plan.job_token)
+        sweep_job(table, self.plan.job_token)
 
 
 class CompactSource(DataSource):
