@@ -83,9 +83,10 @@ def assigner_channels(partition_hashes, key_hashes: np.ndarray, channels: int, a
     """Which of `channels` assigner tasks sees each key (Paimon's BucketAssigner.computeAssigner):
     a partition's keys go to `assigners` consecutive tasks starting at abs(partition hash %
     channels), by abs(key hash % assigners). `partition_hashes`: one int, or one per key."""
-    start = np.abs(_java_rem(np.asarray(partition_hashes, dtype=np.int64), channels))
-    ids = np.abs(_java_rem(np.asarray(key_hashes, dtype=np.int64), assigners))
-    return ((start + ids) % channels).astype(np.int32)
+    start = np.abs(_java_rem(np.asarray(partition_hashes, dtype=np.int64), channels)).astype(np.int32)
+    ids = np.abs(_java_rem(np.asarray(key_hashes, dtype=np.int32), assigners))  # int32: |rem| < assigners
+    ids += start
+    return ids % np.int32(channels)
 
 
 def owns_bucket(bucket, assigners: int, assign_id: int):

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import tarn
@@ -195,6 +195,45 @@ def test_distributed_assigners_match_one_process():
     assert (apart == together).all()
     with pytest.raises(TarnError, match="assigner"):
         HashAssigner(None, spec, lambda p: [], ids=(0,)).assign(part, hashes)
+
+
+def replayed_buckets(batches: list[list[int]], target: int) -> list[list[int]]:
+    """Paimon's rule row by row (SimpleHashBucketAssigner, one assigner): a known hash keeps
+    its bucket; a new one goes to the lowest bucket under `target` keys, else a new bucket."""
+    known: dict[int, int] = {}
+    counts: dict[int, int] = {}
+    out = []
+    for batch in batches:
+        got = []
+        for h in batch:
+            if h not in known:
+                room = [b for b in sorted(counts) if counts[b] < target]
+                bucket = room[0] if room else next(b for b in range(len(counts) + 1) if b not in counts)
+                counts[bucket] = counts.get(bucket, 0) + 1
+                known[h] = bucket
+            got.append(known[h])
+        out.append(got)
+    return out
+
+
+HASHES = st.one_of(st.integers(-3, 3), st.integers(-2**31, 2**31 - 1),
+                   st.sampled_from([5, 5 + (1 << 20), 5 - (1 << 20), -(1 << 31)]))  # equal low bits
+
+
+@settings(max_examples=80, deadline=None)
+@given(batches=st.lists(st.lists(HASHES, max_size=60), min_size=1, max_size=4), target=st.integers(1, 7))
+@example(batches=[[9, 7, 9, 8, 7, 6, 9]], target=2)
+@example(batches=[[5, 5 + (1 << 20), 3, 5, 5 + (1 << 20)], [3, 4, 4]], target=1)
+def test_assignment_replays_paimons_rule_row_by_row(batches, target):
+    """Batches with repeated hashes (and hashes alike in their low bits): the first batch of a
+    partition takes the no-index path, later ones the general one; both give Paimon's buckets."""
+    spec = AssignerSpec(target_rows=target, max_buckets=-1)
+    assigner = HashAssigner(None, spec, lambda p: [])
+    got = [assigner.assign(bytes(12), np.array(b, dtype=np.int32)).tolist() for b in batches]
+    assert got == replayed_buckets(batches, target)
+    new = assigner.new_hashes()
+    seen = [h for b in batches for h in b]
+    assert sorted(h for hashes in new.values() for h in hashes.tolist()) == sorted(set(seen))
 
 
 def test_packed_buckets_round_trip():

@@ -112,6 +112,10 @@ class _Owner:
     bound_reached: bool = False
 
 
+ROUTED_ELSEWHERE = ("dynamic bucket assignment: a key reached an assigner task that does not own "
+                    "its hash range (rows were shuffled with another assigner layout)")
+
+
 class PartitionIndex:
     """Key hash -> bucket for one partition, as the assigners of one process know it."""
 
@@ -190,6 +194,8 @@ class PartitionIndex:
         bucket = self._all_in_one_bucket(hashes)
         if bucket is not None:
             return np.full(len(hashes), bucket, dtype=np.int32)
+        if not len(self.known):  # the partition's first keys here: every hash is new
+            return self._assign_new(hashes)
         packed = _packed_sorted(hashes)  # hash << 32 | row: equal hashes adjacent, in arrival order
         order = packed & 0xFFFFFFFF
         packed &= ~0xFFFFFFFF  # hash << 32, as the known pairs are searched
@@ -219,24 +225,54 @@ class PartitionIndex:
             slot[firsts] = fresh
             arrival = slot[slot >= 0]  # new hashes by first appearance (rows are distinct: no sort)
             new = distinct[arrival]
-            if len(self.ids) == 1 and self.spec.channels == 1:
-                channels = np.zeros(len(new), dtype=np.int32)
-            else:
-                channels = assigner_channels(self.partition_hash, new, self.spec.channels, self.spec.assigners)
-            if len(self.ids) < self.spec.channels and not np.isin(channels, np.asarray(self.ids, np.int32)).all():
-                raise TarnError("dynamic bucket assignment: a key reached an assigner task that does not own "
-                                "its hash range (rows were shuffled with another assigner layout)")
-            given = np.empty(len(new), dtype=np.int32)
-            for assigner in self.ids:
-                picked = np.flatnonzero(channels == assigner)
-                if len(picked):
-                    given[picked] = self._fill(self.owners[assigner], assigner, new[picked])
+            given = self._new_buckets(new)
             run_bucket[arrival] = given
             self._remember(new, given)
             self.new.append((new, given))
         out = np.empty(len(hashes), dtype=np.int32)
         out[order] = run_bucket[np.cumsum(starts_mask) - 1] if repeats else run_bucket
         return out
+
+    def _assign_new(self, hashes: np.ndarray) -> np.ndarray:
+        """`assign` when the partition has no known hash (its first write): the new hashes in
+        arrival order are the rows without the repeats of an earlier row's hash, so no row
+        order needs sorting (one sort of the bare hashes finds the repeats)."""
+        repeats, firsts = _repeats(hashes)
+        if not len(repeats):
+            given = self._new_buckets(hashes)
+            self._remember(hashes, given)
+            self.new.append((hashes, given))
+            return given.copy()
+        keep = np.ones(len(hashes), dtype=bool)
+        keep[repeats] = False
+        new = hashes[keep]
+        given = self._new_buckets(new)
+        out = np.empty(len(hashes), dtype=np.int32)
+        out[keep] = given
+        out[repeats] = out[firsts]
+        self._remember(new, given)
+        self.new.append((new, given))
+        return out
+
+    def _new_buckets(self, new: np.ndarray) -> np.ndarray:
+        """Buckets for `new` (distinct hashes not known yet, in arrival order), each from the
+        assigner task its hash is routed to; a hash routed to a task this index does not stand
+        for is refused (the rows were shuffled with another assigner layout)."""
+        if len(self.ids) == 1 and self.spec.channels == 1:
+            return self._fill(self.owners[self.ids[0]], self.ids[0], new)
+        channels = assigner_channels(self.partition_hash, new, self.spec.channels, self.spec.assigners)
+        if len(self.ids) == 1:
+            if not (channels == self.ids[0]).all():
+                raise TarnError(ROUTED_ELSEWHERE)
+            return self._fill(self.owners[self.ids[0]], self.ids[0], new)
+        if len(self.ids) < self.spec.channels and not np.isin(channels, np.asarray(self.ids, np.int32)).all():
+            raise TarnError(ROUTED_ELSEWHERE)
+        given = np.empty(len(new), dtype=np.int32)
+        for assigner in self.ids:
+            picked = np.flatnonzero(channels == assigner)
+            if len(picked):
+                given[picked] = self._fill(self.owners[assigner], assigner, new[picked])
+        return given
 
     def _fill(self, owner: _Owner, assigner: int, hashes: np.ndarray) -> np.ndarray:
         """Buckets for `hashes` (distinct, unknown, arrival order) from one assigner's buckets."""
@@ -389,6 +425,34 @@ def stable_order(values: np.ndarray) -> np.ndarray:
     """`np.argsort(values, kind="stable")` for int32 values, several times faster: each value
     with its position packed into one int64, sorted."""
     return _packed_sorted(values) & 0xFFFFFFFF
+
+
+REPEAT_BITS = 20  # low hash bits of the candidate table `_repeats` filters rows with (1 MB)
+
+
+def _repeats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows whose value an earlier row holds, the first row holding each one's value),
+    pairwise. One sort of the values finds the repeated ones; a table on their
+    low bits picks the rows that may hold them, checked exactly (few rows, when few repeat)."""
+    ordered = np.sort(values)
+    twice = ordered[1:] == ordered[:-1]
+    if not twice.any():
+        none = np.zeros(0, dtype=np.int64)
+        return none, none
+    repeated = np.unique(ordered[1:][twice])
+    table = np.zeros(1 << REPEAT_BITS, dtype=bool)
+    low = (1 << REPEAT_BITS) - 1
+    table[repeated & low] = True
+    rows = np.flatnonzero(table[values & low])
+    rows = rows[_sorted_members(repeated, values[rows])]  # ascending: every row of a repeated value
+    held = values[rows]
+    order = np.argsort(held, kind="stable")  # rows of one value adjacent, earliest first
+    grouped = held[order]
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = grouped[1:] != grouped[:-1]
+    group_first = rows[order[np.flatnonzero(first)]][np.cumsum(first) - 1]  # per grouped row: its value's first row
+    later = ~first
+    return rows[order[later]], group_first[later]
 
 
 def _first_occurrences(values: np.ndarray) -> np.ndarray:
