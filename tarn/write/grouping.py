@@ -108,18 +108,26 @@ def partition_codes(table: pa.Table, partition_keys) -> np.ndarray:
 
 
 def group_rows(table: pa.Table, partition_keys, buckets: np.ndarray | None,
-               sort_columns: list[str]) -> list[Group]:
+               sort_columns: list[str], key_order: np.ndarray | None = None) -> list[Group]:
     """Groups of rows sharing partition and bucket. Within a group, `rows()` are sorted by
     `sort_columns`, rows with equal sort values staying in input order (so the last one
-    written is the last one in the group)."""
+    written is the last one in the group). `key_order`: the rows already in that order (each
+    group takes its rows from it, keeping it), so no group sorts."""
     n = table.num_rows
     if n == 0:
         return []
     codes = partition_codes(table, partition_keys) if partition_keys else np.zeros(n, np.int64)
     if buckets is not None:
         codes = codes * (int(buckets.max()) + 1) + buckets
-    order, bounds = _group_order(codes)
-    numeric_keys = numeric_keys_of(table.column(sort_columns[0])) if len(sort_columns) == 1 else None
+    numeric_keys = None
+    if key_order is None:
+        order, bounds = _group_order(codes)
+        if len(sort_columns) == 1:
+            numeric_keys = numeric_keys_of(table.column(sort_columns[0]))
+    else:
+        within, bounds = _group_order(codes[key_order])
+        order = key_order if within is None else key_order[within]
+        sort_columns = []
     groups = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         indices = order[lo:hi] if order is not None else None

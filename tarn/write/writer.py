@@ -37,7 +37,7 @@ from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.write.conform import conform, to_arrow_table
 from tarn.write.cross_partition import (KEPT_ASSIGNERS, BucketFiles, CrossPartitionAssigner, ignored_move_problem,
                                        is_cross_partition)
-from tarn.write.grouping import Group, group_rows, key_order, partition_codes
+from tarn.write.grouping import Group, group_rows, key_order
 from tarn.write.message import CommitMessage
 
 
@@ -543,7 +543,7 @@ class TableWriter:
                     order = pool.submit(key_order, data, list(self.layout.key_names))
                     hashes = row_hashes(data, key_fields)
                     buckets = self._assign(data, hashes)
-                    return _groups_in_order(data, list(self.schema.partition_keys), buckets, order.result()), hashes
+                    return group_rows(data, list(self.schema.partition_keys), buckets, [], order.result()), hashes
         sort_columns = list(self.layout.key_names) if self.layout.is_key_value else []
         return group_rows(data, list(self.schema.partition_keys), buckets, sort_columns), hashes
 
@@ -717,32 +717,6 @@ class TableWriter:
 
 
 GIVEN_BUCKET = "_TARN_BUCKET"  # the buffered rows' given buckets (write(buckets=...)), never written
-
-
-def _groups_in_order(data: pa.Table, partition_keys: list[str], buckets: np.ndarray,
-                     order: np.ndarray) -> list[Group]:
-    """The (partition, bucket) groups of rows already sorted by key (`order`): each group's rows
-    are `order` filtered to it, which keeps key order and arrival order among equal keys."""
-    n = data.num_rows
-    if n == 0:
-        return []
-    codes = partition_codes(data, partition_keys) if partition_keys else np.zeros(n, np.int64)
-    codes = codes * (int(buckets.max()) + 1) + buckets
-    in_order = codes[order]
-    if (in_order == in_order[0]).all():
-        bounds, grouped = np.array([0, n]), order
-    else:
-        kind_sorted = np.argsort(in_order.astype(np.int16) if in_order.max() < (1 << 15) else in_order, kind="stable")
-        grouped = order[kind_sorted]
-        sorted_codes = in_order[kind_sorted]
-        bounds = np.concatenate(([0], np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1, [n]))
-    groups = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        indices = grouped[lo:hi]
-        first = int(indices[0])
-        values = tuple(data.column(k)[first].as_py() for k in partition_keys)
-        groups.append(Group(values, int(buckets[first]), data, indices, 0, hi - lo, []))
-    return groups
 
 
 def restored_buckets(restored: Restored, vector_files: DeletionVectorFiles, root: str, schema: TableSchema,
