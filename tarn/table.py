@@ -141,17 +141,18 @@ class Table(TableContext):
 
     def commit(self, messages: list[CommitMessage], commit_user: str | None = None,
                commit_identifier: int = BATCH_COMMIT_IDENTIFIER, overwrite: Overwrite | None = None,
-               watermark: int | None = None) -> Snapshot | None:
+               watermark: int | None = None, expected_base: int | None = None) -> Snapshot | None:
         """Commit writer messages (an APPEND or OVERWRITE snapshot, then a COMPACT one for their
         compaction part). On failure the files no snapshot references are deleted; a compaction
         part that fails after the data landed is dropped and the data commit stands. Maintenance
         after the commit (tags, expiry) never turns a landed commit into an error: its failures
-        are logged and kept in `last_maintenance_errors`."""
+        are logged and kept in `last_maintenance_errors`. `expected_base`: the commit fails
+        (CommitConflict) unless it lands directly on that snapshot id (0: an empty table)."""
         schema = self.schema()
         committer = self.committer(schema)
         try:
             snapshot = committer.commit(messages, commit_user or str(uuid.uuid4()),
-                                        commit_identifier, overwrite, watermark)
+                                        commit_identifier, overwrite, watermark, expected_base=expected_base)
         except BaseException:
             if not committer.outcome_unknown:
                 abort(self.file_io, self.root, schema, messages, keep=committer.landed_files)

@@ -177,3 +177,41 @@ def test_corrupt_snapshot_and_manifest_are_named(catalog):
         f.write("{not json")
     with pytest.raises(tarn.CorruptFile, match="snapshot-1"):
         t.latest_snapshot()
+
+
+def test_expected_base_lands_only_directly_on_that_snapshot(catalog, monkeypatch):
+    t = make(catalog)
+    first = t.new_writer()
+    first.write(orders_rows(["d1"], [1]))
+    assert t.commit(first.prepare_commit(), expected_base=0).id == 1
+    # stale from the start: nothing lands and the writer's files are gone
+    stale = t.new_writer()
+    stale.write(orders_rows(["d2"], [2]))
+    messages = stale.prepare_commit()
+    other = t.new_writer()
+    other.write(orders_rows(["d3"], [3]))
+    t.commit(other.prepare_commit())
+    with pytest.raises(tarn.CommitConflict, match=f"table {t.name}: the rows were placed against snapshot 1, "
+                                                  "but the latest snapshot is 2"):
+        t.commit(messages, expected_base=1)
+    assert [s.id for s in t.snapshots()] == [1, 2]
+    assert messages[0].new_files and not [f for _, _, fs in os.walk(os.path.join(t.root, "dt=d2")) for f in fs]
+    # a lost race is not retried on top of the winner: the winner moved the base
+    late = t.new_writer()
+    late.write(orders_rows(["d4"], [4]))
+    winner = t.new_writer()
+    winner.write(orders_rows(["d5"], [5]))
+    committer = t.committer()
+    real_latest, calls = committer.snapshots.latest, {"n": 0}
+
+    def racing_latest():
+        calls["n"] += 1
+        seen = real_latest()
+        if calls["n"] == 1:
+            t.commit(winner.prepare_commit())  # lands as snapshot 3 after this attempt read snapshot 2
+        return seen
+
+    monkeypatch.setattr(committer.snapshots, "latest", racing_latest)
+    with pytest.raises(tarn.CommitConflict, match="placed against snapshot 2, but the latest snapshot is 3"):
+        committer.commit(late.prepare_commit(), "user-late", expected_base=2)
+    assert set(rows_by_key(t.scan().to_arrow(), ["dt", "id"])) == {("d1", 1), ("d3", 3), ("d5", 5)}

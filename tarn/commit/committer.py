@@ -50,6 +50,9 @@ class CommitRequest:
     watermark: int | None = None
     properties: dict | None = None
     statistics: str | None = None  # an ANALYZE commit: the statistics file it records
+    # the commit must land directly on this snapshot id (0: an empty table), else CommitConflict:
+    # rows placed against it (cross-partition upserts on Spark) would be wrong on any other
+    expected_base: int | None = None
 
 
 @dataclass
@@ -71,7 +74,7 @@ class Committer:
     def commit(self, messages: list[CommitMessage], commit_user: str,
                commit_identifier: int = snap.BATCH_COMMIT_IDENTIFIER,
                overwrite: Overwrite | None = None, watermark: int | None = None,
-               properties: dict | None = None) -> Snapshot | None:
+               properties: dict | None = None, expected_base: int | None = None) -> Snapshot | None:
         """Commit the messages: new files as one APPEND (or OVERWRITE) snapshot, then compaction
         changes as one COMPACT snapshot, as Java Paimon does. Returns the last snapshot made;
         None when there is nothing to commit or this streaming (commit_user,
@@ -81,7 +84,9 @@ class Committer:
         (a concurrent compaction removed an input, retries ran out, an I/O error) is dropped,
         recorded in `dropped_compaction`, and the APPEND snapshot is returned. `landed_files`
         names every file a landed snapshot of this call references, so a caller cleaning up
-        after a failure deletes only files no snapshot references."""
+        after a failure deletes only files no snapshot references. `expected_base`: the APPEND
+        part must land directly on that snapshot (every attempt checks; CommitConflict when
+        another snapshot came first)."""
         messages = [m for m in messages if not m.is_empty]
         if not messages and overwrite is None:
             return None
@@ -96,14 +101,15 @@ class Committer:
         appends = [m for m in appends if not m.is_empty]
         compactions = [m.compact_part() for m in messages]
         compactions = [m for m in compactions if not m.is_empty]
-        request = CommitRequest(commit_user, commit_identifier, overwrite, watermark, properties)
+        request = CommitRequest(commit_user, commit_identifier, overwrite, watermark, properties,
+                                expected_base=expected_base)
         result = None
         if appends or overwrite is not None:
             result = self._commit_with_retry(appends, request)
             if result is not None:
                 self.landed_files |= _added_names(appends)
         if compactions:
-            compact_request = replace(request, overwrite=None)
+            compact_request = replace(request, overwrite=None, expected_base=None)
             if not appends and overwrite is None:  # a compaction job: its failure is the caller's
                 result = self._commit_with_retry(compactions, compact_request)
                 self.landed_files |= _added_names(compactions)
@@ -144,6 +150,8 @@ class Committer:
     # ------------------------------------------------------------------ one attempt
 
     def _try_once(self, latest, messages, request: "CommitRequest") -> Snapshot | None:
+        if request.expected_base is not None:
+            self._check_base(latest, request.expected_base)
         delta = self._delta_entries(messages)
         deletes = any(e.kind == DELETE for e in delta)
         if deletes:  # the files the messages remove (an overwrite's own come from live entries)
@@ -170,6 +178,16 @@ class Committer:
             raise
         self._delete(written)
         return None
+
+    def _check_base(self, latest: Snapshot | None, expected: int) -> None:
+        """CommitConflict unless `latest` is snapshot `expected` (0: no snapshot)."""
+        actual = latest.id if latest is not None else 0
+        if actual != expected:
+            by = f" by commit user {latest.commit_user}" if latest is not None else ""
+            raise CommitConflict(
+                f"table {self.table_name}: the rows were placed against snapshot {expected}, but the latest "
+                f"snapshot is {actual}{by}: another writer committed in between (a cross-partition upsert "
+                "table takes one writer at a time); nothing was committed, write again")
 
     def _publish(self, snapshot: Snapshot, base: Snapshot | None, messages) -> bool:
         """Create the snapshot file; True when it landed on top of the table.

@@ -21,6 +21,12 @@ each bucket's index against that snapshot. An empty table's first write instead 
 `write.assigner-channels` (N): its rows were shuffled so Spark partition i holds the keys of
 assigner task i of N, and the task writing partition i assigns them itself. Without either the
 write is refused (tasks assigning buckets on their own would put one key into two buckets).
+
+Cross-partition upsert tables (`bucket` = -1, a primary key without every partition column)
+take only rows placed by `tarn.spark.cross_partition.place` (`tarn.spark.write` and `by_bucket`
+call it): `__tarn_bucket` as above, plus `__tarn_kind`, each row's row kind (the -D rows of keys
+that moved partition). Each task reports the snapshot its rows were placed against, and the
+commit lands only directly on top of it (else CommitConflict naming the table, nothing lands).
 """
 
 from __future__ import annotations
@@ -38,10 +44,10 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 import tarn
 from tarn.catalog import create_table_at
 from tarn.commit.committer import Overwrite
-from tarn.errors import InvalidOption, SchemaMismatch, TableNotFound, TarnError
+from tarn.errors import CommitConflict, InvalidOption, SchemaMismatch, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
 from tarn.meta.schema import TableSchema
-from tarn.options import is_immutable
+from tarn.options import Options, is_immutable
 from tarn.scan import changes
 from tarn.scan.planner import planner_for
 from tarn.spark.target import WRITE_OPTIONS, check_options, load, storage_of, table_path
@@ -49,12 +55,14 @@ from tarn.spark.types import arrow_of
 from tarn.write.conform import check_static_partition, conform
 from tarn.write.message import CommitMessage
 from tarn.write.assign import unpack_buckets, unpack_route
+from tarn.write.cross_partition import is_cross_partition
 from tarn.write.writer import TableWriter, abort
 
 BUCKET_COLUMN = "__tarn_bucket"  # dynamic buckets assigned on executors (tarn.spark.dataframe)
 # an empty dynamic-bucket table's first write (`route_dynamic`): the rows of assigner task i of
 # this many are in Spark partition i, and the writer task of partition i assigns as task i
 ROUTE_OPTION = "write.assigner-channels"
+KIND_COLUMN = "__tarn_kind"  # row kinds of rows placed into a cross-partition table (tarn.spark.cross_partition)
 
 
 @dataclass
@@ -62,6 +70,7 @@ class TaskMessages(WriterCommitMessage):
     """What one write task hands to the driver (picklable)."""
 
     messages: list[CommitMessage] = field(default_factory=list)
+    placed_against: int | None = None  # cross-partition rows: the snapshot they were placed against
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,6 +234,7 @@ class WritePlan:
     storage: dict | None = None  # storage options (s3.endpoint, ...): every task opens the table with them
     given_buckets: bool = False  # rows carry BUCKET_COLUMN (dynamic-bucket tables)
     route_channels: int = 0  # > 0: task i assigns as assigner task i of this many (ROUTE_OPTION)
+    placed_rows: bool = False  # rows carry KIND_COLUMN too (cross-partition upsert tables)
 
     def open(self) -> tarn.Table:
         return tarn.load_table(self.path, self.storage)
@@ -241,7 +251,7 @@ class WritePlan:
     def token_of(self, batch_id: int | None) -> str:
         return self.job_token if batch_id is None else f"{self.job_token}b{batch_id}-"
 
-    def write_task(self, batches: Iterator[pa.RecordBatch], batch_id: int | None = None) -> list[CommitMessage]:
+    def write_task(self, batches: Iterator[pa.RecordBatch], batch_id: int | None = None) -> TaskMessages:
         """Write one task's rows; on failure delete what it wrote and re-raise."""
         table = self.open()
         schema = table.schema()
@@ -257,7 +267,11 @@ class WritePlan:
                     data = pa.Table.from_batches([batch])
                     if static:
                         check_static_partition(data, static, table.name)
-                    if self.given_buckets:
+                    if self.placed_rows:  # cross-partition: row kinds and buckets given
+                        data, kinds = _without_column(data, KIND_COLUMN)
+                        data, buckets = given_buckets(data, assigned)
+                        writer.write(data, row_kind=kinds, buckets=buckets)
+                    elif self.given_buckets:
                         data, buckets = given_buckets(data, assigned)
                         if buckets is None:  # routed to this task as an assigner (first write of a table)
                             writer.assign_as(*assigned["route"])
@@ -276,7 +290,7 @@ class WritePlan:
             if self.created and not table.schema_store.list_ids():
                 table.file_io.delete_dir(table.root)
             raise TarnError(f"table {table.name}: the write was aborted")
-        return messages
+        return TaskMessages(messages, assigned.get("snapshot") if self.placed_rows else None)
 
     def abort_marker(self, table: tarn.Table, batch_id: int | None) -> str:
         """`<table>/.tarn-spark/aborted-<prefix>`: written when the job (micro-batch) is aborted."""
@@ -288,6 +302,8 @@ class WritePlan:
         if self.overwrite is not None and self.overwrite.dynamic and not messages:
             return
         kwargs = {} if commit_identifier is None else {"commit_identifier": commit_identifier}
+        if self.placed_rows:
+            kwargs["expected_base"] = _placed_against(table, results)
         table.commit(messages, commit_user=self.commit_user, overwrite=self.overwrite, **kwargs)
 
     def landed(self, table: tarn.Table, batch_id: int | None = None) -> bool:
@@ -334,6 +350,22 @@ def given_buckets(data: pa.Table, assigned: dict) -> tuple[pa.Table, pa.Array | 
         raise TarnError("dynamic bucket assignment: rows were assigned against different snapshots (another "
                         "writer committed while the assigner tasks ran); nothing was committed, write again")
     return data.remove_column(index), pa.array(buckets)
+
+
+def _without_column(data: pa.Table, name: str) -> tuple[pa.Table, pa.ChunkedArray]:
+    """`data` without the column `name` (any case), and that column."""
+    index = next(i for i, column in enumerate(data.column_names) if column.lower() == name)
+    return data.remove_column(index), data.column(index)
+
+
+def _placed_against(table: tarn.Table, results: list) -> int | None:
+    """The one snapshot every task's cross-partition rows were placed against (None: no rows)."""
+    snapshots = {r.placed_against for r in results if r is not None and r.placed_against is not None}
+    if len(snapshots) > 1:
+        raise CommitConflict(f"table {table.name}: the rows were placed against different snapshots "
+                             f"{sorted(snapshots)} (another writer committed while the assigner tasks ran); "
+                             "nothing was committed, write again")
+    return snapshots.pop() if snapshots else None
 
 
 def _task_partition() -> int:
@@ -411,9 +443,8 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     options = dict(options)
     route = _route_channels(options)
     data_schema = arrow_of(schema)
-    given = BUCKET_COLUMN in [n.lower() for n in data_schema.names]
-    if given:
-        data_schema = data_schema.remove(next(i for i, n in enumerate(data_schema.names) if n.lower() == BUCKET_COLUMN))
+    data_schema, given = _split_off(data_schema, BUCKET_COLUMN)
+    data_schema, placed = _split_off(data_schema, KIND_COLUMN)
     table, created, overrides = find_or_create(path, data_schema, options)
     try:
         check_fits(table, data_schema)
@@ -421,6 +452,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         if route and (given or not _dynamic(table) or table.latest_snapshot() is not None):
             raise InvalidOption(f"table {table.name}: option '{ROUTE_OPTION}' is for the first write of a "
                                 "dynamic-bucket table, rows shuffled by tarn.spark.dataframe.route_dynamic")
+        _check_placed(table, given, placed, spec)
         _check_bucket_column(table, given or bool(route), created and bool(options.get("like")))
     except BaseException:
         if created:
@@ -429,7 +461,32 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     owned = options.get("write.bucket-owned", "false").lower() == "true"
     return WritePlan(path, overrides, spec, owned, created, new_job_token(),
                      commit_user=str(uuid.uuid4()), storage=storage_of(options), given_buckets=given,
-                     route_channels=route)
+                     route_channels=route, placed_rows=placed)
+
+
+def _split_off(data_schema: pa.Schema, name: str) -> tuple[pa.Schema, bool]:
+    """`data_schema` without the column `name` (any case), and whether it was there."""
+    index = next((i for i, n in enumerate(data_schema.names) if n.lower() == name), None)
+    return (data_schema, False) if index is None else (data_schema.remove(index), True)
+
+
+def _check_placed(table: tarn.Table, given: bool, placed: bool, overwrite: Overwrite | None) -> None:
+    """Rows of a cross-partition upsert table must come placed (row kinds and buckets), and
+    only there; INSERT OVERWRITE of such a table is refused."""
+    schema = table.schema()
+    cross = is_cross_partition(schema, Options(schema.options).int("bucket"))
+    if cross and overwrite is not None:
+        raise InvalidOption(f"table {table.name}: INSERT OVERWRITE of a cross-partition upsert table is not "
+                            "supported: keys in other partitions would stay")
+    if cross and not placed:
+        raise InvalidOption(f"table {table.name} is a cross-partition upsert table (primary key without every "
+                            "partition key, bucket=-1): write it with tarn.spark.write(df, path), or "
+                            "tarn.spark.by_bucket(df, path) before df.write / df.writeStream, so keys are "
+                            "placed by assigner tasks")
+    if placed and not (cross and given):
+        raise SchemaMismatch(f"table {table.name}: column '{KIND_COLUMN}' carries rows placed into a "
+                             f"cross-partition upsert table (with '{BUCKET_COLUMN}'); this table is not one, "
+                             "or the bucket column is missing")
 
 
 def _dynamic(table: tarn.Table) -> bool:
@@ -463,7 +520,7 @@ class BatchWriter(DataSourceArrowWriter):
         return cls(plan_write(options, schema, overwrite))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskMessages:
-        return TaskMessages(self.plan.write_task(iterator))
+        return self.plan.write_task(iterator)
 
     def commit(self, messages: list) -> None:
         self.plan.commit(messages)  # on failure Spark calls abort()

@@ -62,7 +62,10 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buck
     """`df` repartitioned so that all rows of one (partition, bucket) of the table are in one
     Spark partition (tarn's bucket function as Spark expressions for integer/date/boolean keys,
     else in an Arrow UDF); for dynamic-bucket tables with the buckets assigned on executors
-    (`assign_dynamic`, each batch of a stream against the latest snapshot); unchanged for
+    (`assign_dynamic`, each batch of a stream against the latest snapshot); for cross-partition
+    upsert tables with the rows placed by key-hash assigner tasks (`cross_partition.place`,
+    row kinds and buckets added, each batch of a stream against the latest snapshot, the
+    commit failing if another writer committed since); unchanged for
     bucket-unaware append tables. Write the result with option `write.bucket-owned`=true
     (tarn.spark.write does both); works for streaming DataFrames too. `num_buckets`: another
     fixed bucket count than the table's (rescale)."""
@@ -72,10 +75,8 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buck
     schema = table.schema()
     if num_buckets is None:
         num_buckets = Options(schema.options).int("bucket")
-    if is_cross_partition(schema, num_buckets):
-        raise InvalidOption(f"table {table.name} is a cross-partition upsert table (primary key without every "
-                            "partition key, bucket=-1): write it with tarn.spark.write(df, path) (keys are "
-                            "placed by assigner tasks); streaming writes into it are not supported")
+    if is_cross_partition(schema, num_buckets):  # placed against the latest snapshot when tasks run
+        return cross_partition.place(df, table, storage_options)
     if num_buckets == -1 and schema.primary_keys:
         return assign_dynamic(df, table_path, storage_options)
     if num_buckets <= 0:
@@ -258,9 +259,8 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
         check_fits(table, arrow_of(df.schema))
         schema = table.schema()
         if is_cross_partition(schema, Options(schema.options).int("bucket")):
-            _write_cross_partition(df, table, mode, storage_of(text_options))
-            return
-        if schema.primary_keys and Options(schema.options).int("bucket") == -1:
+            df = _placed(df, table, mode, storage_of(text_options))
+        elif schema.primary_keys and Options(schema.options).int("bucket") == -1:
             latest = table.latest_snapshot()
             if latest is None:  # no index yet: one shuffle, buckets assigned by the writer tasks
                 df = route_dynamic(df, path, storage_of(text_options))
@@ -282,13 +282,14 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
         raise
 
 
-def _write_cross_partition(df, table, mode: str, storage: dict | None) -> None:
-    """Cross-partition upsert tables: keys placed by assigner tasks, one commit
-    (tarn/spark/cross_partition.py)."""
+def _placed(df, table, mode: str, storage: dict | None):
+    """Cross-partition upsert tables: `df` placed by assigner tasks against the latest snapshot
+    now, which the commit must land on (tarn/spark/cross_partition.py)."""
     if mode == "overwrite":
         raise InvalidOption(f"table {table.name}: INSERT OVERWRITE of a cross-partition upsert table is not "
                             "supported: keys in other partitions would stay")
-    cross_partition.write(df, table, storage)
+    latest = table.latest_snapshot()
+    return cross_partition.place(df, table, storage, snapshot_id=latest.id if latest is not None else 0)
 
 
 # ---------------------------------------------------------------------------------------------

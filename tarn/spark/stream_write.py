@@ -5,6 +5,11 @@ The commit user is derived from the query's checkpoint location (or given as `co
 When Spark replays a batch after a crash between tarn's commit and its own checkpoint commit,
 the table already holds a snapshot of this user with that identifier: the replay's files are
 deleted and nothing is committed, so no batch lands twice.
+
+Cross-partition upsert tables: each batch's rows come placed by assigner tasks against the
+latest snapshot when they ran (`tarn.spark.by_bucket`, tarn/spark/cross_partition.py); its
+commit lands only directly on that snapshot, else it fails naming the table (another writer
+committed in between) and the restarted query places the batch again.
 """
 
 from __future__ import annotations
@@ -57,11 +62,15 @@ class StreamWriter(DataSourceStreamArrowWriter):
         plan.created = False  # a streaming query keeps its table even if a batch fails
         plan.commit_user = commit_user
         if overwrite:  # outputMode("complete"): every batch replaces the table
+            if plan.placed_rows:
+                raise InvalidOption(f"table {plan.path}: outputMode('complete') (INSERT OVERWRITE) of a "
+                                    "cross-partition upsert table is not supported: keys in other partitions "
+                                    "would stay")
             plan.overwrite = Overwrite()
         return cls(plan)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskMessages:
-        return TaskMessages(self.plan.write_task(iterator, batch_id=current_batch_id()))
+        return self.plan.write_task(iterator, batch_id=current_batch_id())
 
     def commit(self, messages: list, batchId: int) -> None:
         table = self.plan.open()

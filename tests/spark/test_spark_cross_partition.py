@@ -1,13 +1,18 @@
-"""Cross-partition upsert tables on Spark: tarn.spark.write places keys on the driver (one key
-index, one commit); Spark reads one row per key; by_bucket / streaming and overwrite refuse."""
+"""Cross-partition upsert tables on Spark: tarn.spark.write and by_bucket + writeStream place keys
+in assigner tasks (each with its own key index), one commit per write or micro-batch, which
+fails when another writer committed since the placement; Spark reads one row per key;
+overwrite refuses."""
 
 from __future__ import annotations
+
+import json
+import re
 
 import pytest
 
 import tarn
 import tarn.spark
-from tarn.errors import InvalidOption
+from tarn.errors import CommitConflict, InvalidOption
 
 DDL = "dt string, k long, v string"
 OPTIONS = {"primary-key": "k", "partition": "dt", "dynamic-bucket.target-row-num": "4"}
@@ -29,12 +34,15 @@ def test_spark_write_moves_keys_between_partitions(spark, path):
     assert len(table.snapshots()) >= 2
 
 
-def test_streaming_and_overwrite_are_refused(spark, path):
+def test_overwrite_is_refused(spark, path):
     tarn.spark.write(frame(spark, [("a", 1, "x")]), path, **OPTIONS)
-    with pytest.raises(InvalidOption, match="cross-partition"):
-        tarn.spark.by_bucket(frame(spark, [("b", 1, "y")]), path)
     with pytest.raises(InvalidOption, match="OVERWRITE"):
         tarn.spark.write(frame(spark, [("b", 1, "y")]), path, mode="overwrite")
+    placed = tarn.spark.by_bucket(frame(spark, [("b", 1, "y")]), path)
+    with pytest.raises(Exception, match="OVERWRITE"):
+        placed.write.format("tarn").mode("overwrite").save(path)
+    with pytest.raises(Exception, match="cross-partition"):  # rows not placed by assigner tasks
+        frame(spark, [("b", 1, "y")]).write.format("tarn").mode("append").save(path)
     assert tarn.load_table(path).scan().to_arrow().to_pylist() == [{"dt": "a", "k": 1, "v": "x"}]
 
 
@@ -54,3 +62,121 @@ def test_assigner_tasks_place_many_keys_like_a_local_writer(spark, path, tmp_pat
     in_a = {e.bucket for e in files if e.partition == tarn.partition.to_bytes(table.schema(), ["a"])}
     assert in_a == set(range(channels))  # each assigner task opened its own bucket (id = task) in partition a
     assert len(table.snapshots()) <= 4  # one commit per write (APPEND, and COMPACT when compacted)
+
+
+# ------------------------------------------------------------------------------------------
+# streaming: by_bucket + writeStream, one micro-batch per file of a json source
+
+STREAM_DDL = "dt string, k long, v string, w string, op string"
+
+
+def run_batch(spark, root, tmp_path, number, rows, on_placed=None):
+    """`rows` (dicts) as micro-batch `number`: a new file of the json source, then an
+    availableNow run of the query (one checkpoint for every run)."""
+    source = tmp_path / "in"
+    source.mkdir(exist_ok=True)
+    if rows is not None:
+        (source / f"{number:03}.json").write_text("\n".join(json.dumps(r) for r in rows))
+    placed = tarn.spark.by_bucket(spark.readStream.schema(STREAM_DDL).json(str(source)), root)
+    if on_placed is not None:
+        placed = on_placed(placed)
+    query = (placed.writeStream.format("tarn").option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start(root))
+    query.awaitTermination()
+
+
+def rows_by_key(table, columns=("dt", "v", "w")):
+    got = table.scan().to_arrow().to_pylist()
+    assert len({r["k"] for r in got}) == len(got), "a key has more than one row"
+    return {r["k"]: tuple(r[c] for c in columns) for r in got}
+
+
+def create(catalog_path, **options):
+    import pyarrow as pa
+
+    schema = pa.schema([("dt", pa.string()), ("k", pa.int64()), ("v", pa.string()), ("w", pa.string()),
+                        ("op", pa.string())])
+    return tarn.Catalog(catalog_path).create_table("db.t", schema, primary_key=["k"], partition_keys=["dt"],
+                                                   options={"dynamic-bucket.target-row-num": "20", **options})
+
+
+def moving_batches(n_batches=4, keys=120):
+    """Micro-batch b: one row of each key from b * 10 up to `keys`, in partition (k + b) % 4 (so
+    every key moves each batch), v or w null for a third of them each; from batch 1 on the keys
+    with k % 7 == b are deleted (op -D)."""
+    batches = []
+    for b in range(n_batches):
+        rows = []
+        for k in range(b * 10, keys):  # later batches leave the lowest keys alone
+            op = "-D" if b and k % 7 == b else "+I"
+            rows.append({"dt": "abcd"[(k + b) % 4], "k": k, "v": f"v{b}-{k}" if k % 3 else None,
+                         "w": f"w{b}-{k}" if k % 3 != 1 else None, "op": op})
+        batches.append(rows)
+    return batches
+
+
+def test_stream_deduplicate_moves_and_deletes_keys(spark, tmp_path):
+    table = create(str(tmp_path / "wh"), **{"rowkind.field": "op"})
+    oracle = {}
+    batches = moving_batches()
+    for number, batch in enumerate(batches):
+        run_batch(spark, table.root, tmp_path, number, batch)
+        for r in batch:
+            if r["op"] == "-D":
+                oracle.pop(r["k"], None)
+            else:
+                oracle[r["k"]] = (r["dt"], r["v"], r["w"])
+        assert rows_by_key(table) == oracle, f"after micro-batch {number}"
+    snapshots = table.snapshots()
+    assert {s.commit_identifier for s in snapshots} >= set(range(len(batches)))
+    assert len({s.commit_user for s in snapshots}) == 1  # the query's one commit user
+
+
+def test_stream_partial_update_keeps_keys_in_their_first_partition(spark, tmp_path):
+    table = create(str(tmp_path / "wh"), **{"merge-engine": "partial-update"})
+    oracle = {}
+    batches = moving_batches(3)
+    for batch in batches:
+        for r in batch:
+            r["op"] = "+I"
+    for number, batch in enumerate(batches):
+        run_batch(spark, table.root, tmp_path, number, batch)
+        for r in batch:
+            dt, v, w = oracle.get(r["k"], (r["dt"], None, None))
+            oracle[r["k"]] = (dt, r["v"] if r["v"] is not None else v, r["w"] if r["w"] is not None else w)
+        assert rows_by_key(table) == oracle, f"after micro-batch {number}"
+
+
+def test_stream_batch_placed_against_a_stale_snapshot_fails(spark, tmp_path):
+    # another writer commits after the assigner tasks placed a batch, before its commit: the
+    # commit fails naming the table and nothing lands; the restarted query places it again
+    table = create(str(tmp_path / "wh"))
+    root, armed = table.root, tmp_path / "armed"
+
+    def intrude(batches):  # runs in the writer tasks, after the placement
+        try:
+            armed.unlink()
+        except FileNotFoundError:
+            pass
+        else:
+            import pyarrow as pa
+
+            tarn.load_table(root).write(pa.table({"dt": ["z"], "k": [5], "v": ["other"], "w": [None], "op": ["+I"]}))
+        yield from batches
+
+    with_intruder = lambda df: df.mapInArrow(intrude, df.schema)  # noqa: E731
+    run_batch(spark, root, tmp_path, 0, [{"dt": "a", "k": k, "v": f"x{k}", "w": None, "op": "+I"} for k in range(10)],
+              with_intruder)
+    assert rows_by_key(table) == {k: ("a", f"x{k}", None) for k in range(10)}
+    armed.write_text("")
+    before = len(table.snapshots())
+    stale = f"table {tarn.load_table(root).name}: the rows were placed against snapshot {before}, but the latest " \
+            f"snapshot is {before + 1}"
+    with pytest.raises(CommitConflict, match=re.escape(stale)):
+        run_batch(spark, root, tmp_path, 1, [{"dt": "b", "k": k, "v": f"y{k}", "w": None, "op": "+I"}
+                                             for k in range(0, 10, 2)], with_intruder)
+    assert not armed.exists() and len(table.snapshots()) == before + 1  # the intruder's, nothing of the batch
+    assert rows_by_key(table)[5] == ("z", "other", None)
+    run_batch(spark, root, tmp_path, 1, None, with_intruder)  # restarted: placed against the new snapshot
+    expected = {k: ("a", f"x{k}", None) for k in range(10)} | {k: ("b", f"y{k}", None) for k in range(0, 10, 2)}
+    assert rows_by_key(table) == expected | {5: ("z", "other", None)}
