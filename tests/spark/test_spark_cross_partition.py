@@ -6,6 +6,7 @@ overwrite refuses."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -180,3 +181,30 @@ def test_stream_batch_placed_against_a_stale_snapshot_fails(spark, tmp_path):
     run_batch(spark, root, tmp_path, 1, None, with_intruder)  # restarted: placed against the new snapshot
     expected = {k: ("a", f"x{k}", None) for k in range(10)} | {k: ("b", f"y{k}", None) for k in range(0, 10, 2)}
     assert rows_by_key(table) == expected | {5: ("z", "other", None)}
+
+
+def test_stream_replay_of_a_landed_batch_commits_nothing(spark, tmp_path):
+    # Spark replays batch 1 (its checkpoint commit removed, as after a crash right after tarn's
+    # commit): the replay is placed against the newer snapshot, but the sink drops it (same
+    # commit user and identifier); then batch 2 runs as usual
+    table = create(str(tmp_path / "wh"), **{"rowkind.field": "op"})
+    batches = moving_batches(3, keys=60)
+    oracle = {}
+    for number, batch in enumerate(batches):
+        if number == 2:
+            for name in ("1", ".1.crc"):
+                os.remove(tmp_path / "cp" / "commits" / name)
+        run_batch(spark, table.root, tmp_path, number, batch)
+        for r in batch:
+            if r["op"] == "-D":
+                oracle.pop(r["k"], None)
+            else:
+                oracle[r["k"]] = (r["dt"], r["v"], r["w"])
+        assert rows_by_key(table) == oracle, f"after micro-batch {number}"
+    data_commits = [s.commit_identifier for s in table.snapshots() if s.commit_kind != "COMPACT"]
+    assert data_commits == [0, 1, 2]
+    referenced = set()
+    for snapshot in table.snapshots():
+        referenced |= {e.file.file_name for e in table.live_entries(snapshot, table.schema())}
+    on_disk = {n for _, _, names in os.walk(table.root) for n in names if n.startswith("data-")}
+    assert on_disk == referenced  # the replay's files were deleted
