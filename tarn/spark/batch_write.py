@@ -269,7 +269,7 @@ class WritePlan:
                         check_static_partition(data, static, table.name)
                     if self.placed_rows:  # cross-partition: row kinds and buckets given
                         data, kinds = _without_column(data, KIND_COLUMN)
-                        data, buckets = given_buckets(data, assigned)
+                        data, buckets = _placed_buckets(data, assigned, table.name)
                         writer.write(data, row_kind=kinds, buckets=buckets)
                     elif self.given_buckets:
                         data, buckets = given_buckets(data, assigned)
@@ -356,6 +356,17 @@ def _without_column(data: pa.Table, name: str) -> tuple[pa.Table, pa.ChunkedArra
     """`data` without the column `name` (any case), and that column."""
     index = next(i for i, column in enumerate(data.column_names) if column.lower() == name)
     return data.remove_column(index), data.column(index)
+
+
+def _placed_buckets(data: pa.Table, assigned: dict, table_name: str) -> tuple[pa.Table, pa.Array]:
+    """`given_buckets` of rows placed into a cross-partition table, failing with the table's
+    name when a task holds rows placed against different snapshots."""
+    try:
+        return given_buckets(data, assigned)
+    except TarnError as exc:
+        raise CommitConflict(f"table {table_name}: the rows were placed against different snapshots (another "
+                             "writer committed while the assigner tasks ran); nothing was committed, write "
+                             "again") from exc
 
 
 def _placed_against(table: tarn.Table, results: list) -> int | None:

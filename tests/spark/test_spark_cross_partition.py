@@ -208,3 +208,35 @@ def test_stream_replay_of_a_landed_batch_commits_nothing(spark, tmp_path):
         referenced |= {e.file.file_name for e in table.live_entries(snapshot, table.schema())}
     on_disk = {n for _, _, names in os.walk(table.root) for n in names if n.startswith("data-")}
     assert on_disk == referenced  # the replay's files were deleted
+
+
+def test_rows_placed_against_different_snapshots_are_refused(tmp_path):
+    # a commit landing while a batch's assigner tasks start: one writer task, or the driver
+    # collecting the tasks' reports, sees two snapshots; nothing is written or committed
+    import pyarrow as pa
+
+    from tarn.spark.batch_write import BUCKET_COLUMN, KIND_COLUMN, TaskMessages, WritePlan
+    from tarn.write.assign import pack_bucket
+
+    table = create(str(tmp_path / "wh"))
+    plan = WritePlan(table.root, {}, None, True, False, "spark-test-", "user", given_buckets=True, placed_rows=True)
+
+    def placed(snapshot, k):
+        return pa.RecordBatch.from_pydict({"dt": ["a"], "k": [k], "v": ["x"], "w": [None], "op": ["+I"],
+                                           KIND_COLUMN: pa.array([0], pa.int8()),
+                                           BUCKET_COLUMN: pa.array(pack_bucket(snapshot, [0]))})
+
+    with pytest.raises(CommitConflict, match=re.escape(f"table {plan.open().name}: the rows were placed against "
+                                                       "different snapshots")):
+        plan.write_task(iter([placed(1, 1), placed(2, 2)]))
+    assert not [f for _, _, fs in os.walk(table.root) for f in fs if f.startswith("data-")]
+    one = plan.write_task(iter([placed(0, 1)]))
+    assert one.placed_against == 0 and one.messages
+    with pytest.raises(CommitConflict, match=re.escape("placed against different snapshots [0, 3]")):
+        plan.commit([one, TaskMessages([], placed_against=3), None])
+    with pytest.raises(CommitConflict, match="placed against snapshot 3, but the latest snapshot is 0"):
+        plan.commit([TaskMessages(one.messages, placed_against=3)])
+    assert table.latest_snapshot() is None  # and the failed commit deleted its files:
+    assert not [f for _, _, fs in os.walk(table.root) for f in fs if f.startswith("data-")]
+    plan.commit([plan.write_task(iter([placed(0, 1)]))])
+    assert rows_by_key(table) == {1: ("a", "x", None)}
