@@ -133,8 +133,20 @@ def test_stream_deduplicate_moves_and_deletes_keys(spark, tmp_path):
     assert len({s.commit_user for s in snapshots}) == 1  # the query's one commit user
 
 
-def test_stream_partial_update_keeps_keys_in_their_first_partition(spark, tmp_path):
-    table = create(str(tmp_path / "wh"), **{"merge-engine": "partial-update"})
+def partial_update(old, row):
+    dt, v, w = old if old is not None else (row["dt"], None, None)
+    return dt, row["v"] if row["v"] is not None else v, row["w"] if row["w"] is not None else w
+
+
+def first_row(old, row):
+    return old if old is not None else (row["dt"], row["v"], row["w"])
+
+
+@pytest.mark.parametrize("engine, merge", [("partial-update", partial_update), ("first-row", first_row)])
+def test_stream_keys_stay_in_their_first_partition(spark, tmp_path, engine, merge):
+    # partial-update: a row for a key in another partition updates it where it lives;
+    # first-row: such a row is ignored
+    table = create(str(tmp_path / "wh"), **{"merge-engine": engine})
     oracle = {}
     batches = moving_batches(3)
     for batch in batches:
@@ -143,8 +155,7 @@ def test_stream_partial_update_keeps_keys_in_their_first_partition(spark, tmp_pa
     for number, batch in enumerate(batches):
         run_batch(spark, table.root, tmp_path, number, batch)
         for r in batch:
-            dt, v, w = oracle.get(r["k"], (r["dt"], None, None))
-            oracle[r["k"]] = (dt, r["v"] if r["v"] is not None else v, r["w"] if r["w"] is not None else w)
+            oracle[r["k"]] = merge(oracle.get(r["k"]), r)
         assert rows_by_key(table) == oracle, f"after micro-batch {number}"
 
 
