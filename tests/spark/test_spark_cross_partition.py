@@ -116,17 +116,22 @@ def moving_batches(n_batches=4, keys=120):
     return batches
 
 
+def apply_deduplicate(oracle: dict, batch: list[dict]) -> None:
+    """The oracle of a deduplicate table after `batch`: the last row of a key wins, -D removes it."""
+    for r in batch:
+        if r["op"] == "-D":
+            oracle.pop(r["k"], None)
+        else:
+            oracle[r["k"]] = (r["dt"], r["v"], r["w"])
+
+
 def test_stream_deduplicate_moves_and_deletes_keys(spark, tmp_path):
     table = create(str(tmp_path / "wh"), **{"rowkind.field": "op"})
     oracle = {}
     batches = moving_batches()
     for number, batch in enumerate(batches):
         run_batch(spark, table.root, tmp_path, number, batch)
-        for r in batch:
-            if r["op"] == "-D":
-                oracle.pop(r["k"], None)
-            else:
-                oracle[r["k"]] = (r["dt"], r["v"], r["w"])
+        apply_deduplicate(oracle, batch)
         assert rows_by_key(table) == oracle, f"after micro-batch {number}"
     snapshots = table.snapshots()
     assert {s.commit_identifier for s in snapshots} >= set(range(len(batches)))
@@ -206,11 +211,7 @@ def test_stream_replay_of_a_landed_batch_commits_nothing(spark, tmp_path):
             for name in ("1", ".1.crc"):
                 os.remove(tmp_path / "cp" / "commits" / name)
         run_batch(spark, table.root, tmp_path, number, batch)
-        for r in batch:
-            if r["op"] == "-D":
-                oracle.pop(r["k"], None)
-            else:
-                oracle[r["k"]] = (r["dt"], r["v"], r["w"])
+        apply_deduplicate(oracle, batch)
         assert rows_by_key(table) == oracle, f"after micro-batch {number}"
     data_commits = [s.commit_identifier for s in table.snapshots() if s.commit_kind != "COMPACT"]
     assert data_commits == [0, 1, 2]
