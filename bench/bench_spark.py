@@ -49,9 +49,13 @@ dynamic write is now 6-7% slower than the fixed one (was 10-14%). Ratios of thos
 (parquet 1.17-1.34 s, which moves them most): now fixed 3.04x and 2.84x, dynamic 3.36x and
 3.17x; before fixed 2.81x and 2.73x, dynamic 3.24x and 3.03x. At load ~4-5 (parquet
 1.9-2.6 s): now fixed 2.60x, dynamic 2.74x and 3.19x; before fixed 3.23x, dynamic 3.38x.
-So dynamic buckets still do not meet 3x on a quiet machine (~3.2x); what is left per writer
-task is tarn's own work (key hashing, assignment and HASH index files on top of the fixed
-path's sort and parquet). Writing
+So dynamic buckets did not meet 3x on a quiet machine (~3.2x): per writer task, the key
+assignment sorted every row's hash with its position (120 ms per 2.5M new keys). A partition's
+first keys now skip that (one sort of the bare hashes finds repeated keys; 33 ms), so a writer
+task's CPU is the fixed path's (1.07 s vs 1.05 s per 2.5M rows locally); 7 pairs at load ~2:
+fixed 3.00x, dynamic 3.09x (parquet 1.16 s). What is left is common to both: pyspark moving
+the rows to Python (~2x alone) and the parquet encoding of six columns with zstd (Paimon's
+default codec; `df.write.parquet` writes three with snappy). Writing
 into a table that holds the keys takes both shuffles (printed for reference). This bench warms the JVM (two
 parquet writes, one tarn write) before timing and times parquet and tarn back to back.
 """
