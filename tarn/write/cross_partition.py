@@ -7,7 +7,8 @@ Paimon's GlobalIndexAssigner, on Arrow tables:
   (partition, bucket) the primary-key columns of its files are read (`bootstrap-parallelism`
   buckets at a time), deletion vectors applied, and a key counts when its newest row is live.
   With `cross-partition-upsert.index-ttl`, buckets whose every file is older than the TTL are
-  not read, and entries older than the TTL are forgotten.
+  not read, and entries older than the TTL are forgotten. On Spark the live keys may instead be
+  read by other tasks (`live_key_rows`) and given to the assigner (`load_keys`).
 - Buckets fill as Paimon's crosspartition.BucketAssigner fills them: per partition a count of
   keys per bucket, a new key goes to the lowest bucket holding fewer than
   `dynamic-bucket.target-row-num` keys, else to the smallest unused id. No HASH index files are
@@ -28,6 +29,7 @@ Paimon's GlobalIndexAssigner, on Arrow tables:
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -81,12 +83,16 @@ class BucketCounts:
         buckets[bucket] = buckets.get(bucket, 0) + keys
 
     def remove(self, partition_ids: np.ndarray, buckets: np.ndarray) -> None:
+        self.add_each(partition_ids, buckets, -1)
+
+    def add_each(self, partition_ids: np.ndarray, buckets: np.ndarray, sign: int = 1) -> None:
+        """One key more (sign 1) or less (-1) for each (partition id, bucket) pair given."""
         if not len(partition_ids):
             return
         packed = (np.asarray(partition_ids, np.int64) << 16) | np.asarray(buckets, np.int64)
         pairs, counts = np.unique(packed, return_counts=True)
         for pair, n in zip(pairs.tolist(), counts.tolist()):
-            self.add(pair >> 16, pair & 0xFFFF, -n)
+            self.add(pair >> 16, pair & 0xFFFF, sign * n)
 
     def order_matters(self, partition_id: int, n: int, leaving: np.ndarray) -> bool:
         """Whether keys leaving buckets `leaving` of the partition could change where `n` new
@@ -216,7 +222,7 @@ class CrossPartitionAssigner:
             return
         self._bootstrapped = True
         now = self.clock()
-        wanted = [b for b in self.buckets() if self._within_ttl(b, now)]
+        wanted = [b for b in self.buckets() if within_ttl(b, self.ttl_ms, now)]
         with ThreadPoolExecutor(max_workers=max(1, min(self.parallelism, len(wanted) or 1))) as pool:
             for bucket, keys in zip(wanted, pool.map(self._live_keys, wanted)):
                 if not len(keys):
@@ -226,35 +232,55 @@ class CrossPartitionAssigner:
                 self.index.put(keys, np.full(len(keys), part, np.int32),
                                np.full(len(keys), bucket.bucket, np.int32), now)
 
-    def _within_ttl(self, bucket: BucketFiles, now: int) -> bool:
-        """IndexBootstrap.filterSplit: a bucket is read when one of its files is within the TTL."""
-        if self.ttl_ms is None:
-            return True
-        return any(m.creation_time is None or now <= m.creation_time + self.ttl_ms for m in bucket.files)
+    def load_keys(self, keys: pa.Table, partition_bytes: pa.Array, buckets: np.ndarray) -> None:
+        """Bootstrap from given live keys instead of from files (keys read by other tasks, Spark):
+        `keys` holds the conformed key columns, each key with its partition (BinaryRow bytes)
+        and bucket; they join the index and the bucket counts as `bootstrap` adds its own."""
+        if not keys.num_rows:
+            return
+        self._bootstrapped = True
+        coded = pc.dictionary_encode(partition_bytes)
+        ids = np.array([self.partitions.id_of(p, partitions.from_bytes(self.schema, p))
+                        for p in coded.dictionary.to_pylist()], dtype=np.int32)
+        part_ids = ids[coded.indices.to_numpy(zero_copy_only=False)]
+        buckets = np.asarray(buckets, dtype=np.int32)
+        self.counts.add_each(part_ids, buckets)
+        self.index.put(self.codec.encode(keys), part_ids, buckets, self.clock())
 
     def _live_keys(self, bucket: BucketFiles) -> np.ndarray:
-        """The encoded primary keys whose merged row in this bucket is live."""
+        """The encoded primary keys whose merged row in this bucket is live (this task's range)."""
+        return self.live_key_rows(bucket)[1]
+
+    def live_key_rows(self, bucket: BucketFiles) -> tuple[pa.Table, np.ndarray]:
+        """The key columns of the keys whose merged row in this bucket is live (of this task's
+        hash range), one row per key, and those keys encoded. Deletion vectors applied."""
         fields = list(self.codec.fields)
         reader = self.reader.with_deletions(bucket.deleted_rows)
-        chunks = [reader.read(bucket.path, m, fields, with_system=True) for m in bucket.files]
-        rows = pa.concat_tables(chunks) if chunks else None
-        if rows is None or rows.num_rows == 0:
-            return np.zeros(0, dtype=np.int64)
-        if self.channel[1] > 1:
+        rows = pa.concat_tables([reader.read(bucket.path, m, fields, with_system=True) for m in bucket.files])
+        _log_reads(bucket)
+        if self.channel[1] > 1 and rows.num_rows:
             rows = rows.filter(pa.array(key_channels(rows, self.schema, self.channel[1]) == self.channel[0]))
+        keys = self.codec.encode(rows) if rows.num_rows else np.zeros(0, dtype=np.int64)
+        live = self._live_rows(rows, keys)
+        return rows.select(list(self.codec.names)).take(pa.array(live)), keys[live]
+
+    def _live_rows(self, rows: pa.Table, keys: np.ndarray) -> np.ndarray:
+        """Row numbers of one row per key whose merged row is live."""
+        if not len(keys):
+            return np.zeros(0, dtype=np.int64)
         kinds = rows.column(VALUE_KIND).to_numpy()
         adds = (kinds == INSERT) | (kinds == UPDATE_AFTER)
-        keys = self.codec.encode(rows)
         if self.engine == FIRST_ROW or self.ignore_delete:  # retractions never remove a key
-            return np.unique(keys[adds])
+            added = np.flatnonzero(adds)
+            return added[np.unique(keys[added], return_index=True)[1]]
         if self.engine == "aggregation" and not self.remove_on_delete:  # they retract values; the row stays
-            return np.unique(keys)
+            return np.unique(keys, return_index=True)[1]
         sequence = rows.column(SEQUENCE).to_numpy()
         order = _key_sequence_order(keys, sequence)
-        keys, adds = keys[order], adds[order]
+        ordered = keys[order]
         last = np.ones(len(keys), dtype=bool)
-        np.not_equal(keys[1:], keys[:-1], out=last[:-1])
-        return keys[last & adds]
+        np.not_equal(ordered[1:], ordered[:-1], out=last[:-1])
+        return order[last & adds[order]]
 
     # ------------------------------------------------------------------ routing
 
@@ -382,6 +408,24 @@ class CrossPartitionAssigner:
 
     def close(self) -> None:
         self.index.close()
+
+
+def within_ttl(bucket: BucketFiles, ttl_ms: int | None, now: int) -> bool:
+    """IndexBootstrap.filterSplit: a bucket is read when one of its files is within the TTL."""
+    if ttl_ms is None:
+        return True
+    return any(m.creation_time is None or now <= m.creation_time + ttl_ms for m in bucket.files)
+
+
+READ_LOG_ENV = "TARN_KEY_BOOTSTRAP_LOG"  # a file path: each data file read for a key index appends its name
+
+
+def _log_reads(bucket: BucketFiles) -> None:
+    """Tests count bootstrap reads across Spark's Python workers through this file."""
+    log = os.environ.get(READ_LOG_ENV)
+    if log:
+        with open(log, "a") as out:
+            out.write("".join(f"{m.file_name}\n" for m in bucket.files))
 
 
 def key_channels(rows: pa.Table, schema: TableSchema, channels: int) -> np.ndarray:

@@ -252,3 +252,90 @@ def test_rows_placed_against_different_snapshots_are_refused(tmp_path):
     assert not [f for _, _, fs in os.walk(table.root) for f in fs if f.startswith("data-")]
     plan.commit([plan.write_task(iter([placed(0, 1)]))])
     assert rows_by_key(table) == {1: ("a", "x", None)}
+
+
+# ------------------------------------------------------------------------------------------
+# batch writes: the pinned snapshot's keys read once, split over tasks, shuffled with the rows
+
+
+def batch_frame(spark, rows):
+    return spark.createDataFrame([tuple(r[c] for c in ("dt", "k", "v", "w", "op")) for r in rows], STREAM_DDL)
+
+
+def write_with_task_bootstrap(spark, root, rows):
+    """The rows placed by assigner tasks that each read the snapshot's keys themselves (by_bucket)."""
+    placed = tarn.spark.by_bucket(batch_frame(spark, rows), root)
+    placed.write.format("tarn").mode("append").option("write.bucket-owned", "true").save(root)
+
+
+def placement(table):
+    """Where the rows live: (partition, bucket, rows) of each live file, and each key's row."""
+    files = sorted((e.partition, e.bucket, e.file.row_count, e.file.level)
+                   for e in table.live_entries(table.latest_snapshot(), table.schema()))
+    return files, rows_by_key(table)
+
+
+ENGINES = [("deduplicate", "false", apply_deduplicate), ("deduplicate", "true", apply_deduplicate),
+           ("partial-update", "true", None), ("first-row", "false", None)]
+
+
+@pytest.mark.parametrize("engine, dv, apply", ENGINES, ids=[f"{e}-dv-{d}" for e, d, _ in ENGINES])
+def test_split_bootstrap_places_like_task_bootstrap(spark, tmp_path, engine, dv, apply):
+    # the same writes through tarn.spark.write (keys read once by bootstrap tasks, shuffled to
+    # the assigners) and through by_bucket (each assigner task reads every file): same files,
+    # same rows per key, equal to the oracle; keys move, and deduplicate deletes some
+    options = {"merge-engine": engine, "deletion-vectors.enabled": dv, "dynamic-bucket.target-row-num": "2"}
+    if engine == "deduplicate":
+        options["rowkind.field"] = "op"
+    split, per_task = (create(str(tmp_path / name), **options) for name in ("split", "task"))
+    merge = {"partial-update": partial_update, "first-row": first_row}.get(engine)
+    oracle = {}
+    for batch in moving_batches(3, keys=90):
+        tarn.spark.write(batch_frame(spark, batch), split.root)
+        write_with_task_bootstrap(spark, per_task.root, batch)
+        if apply is not None:
+            apply(oracle, batch)
+        else:  # without rowkind.field every row is +I
+            for r in batch:
+                oracle[r["k"]] = merge(oracle.get(r["k"]), r)
+        assert placement(split) == placement(per_task)
+        assert rows_by_key(split) == oracle
+
+
+def test_split_bootstrap_reads_each_file_once(spark, tmp_path):
+    # the read log (READ_LOG_ENV, appended to by every bootstrap read in the Python workers):
+    # tarn.spark.write reads each live file of the snapshot once; by_bucket's assigner tasks
+    # read each of them once per task; the bootstrap emits one row per live key
+    from tarn.spark.cross_partition import key_rows
+    from tarn.write.cross_partition import READ_LOG_ENV
+
+    table = create(str(tmp_path / "wh"), **{"rowkind.field": "op", "deletion-vectors.enabled": "true"})
+    batches = moving_batches(3, keys=80)
+    log = tmp_path / "reads.log"
+    environment = spark.sparkContext.environment
+    environment[READ_LOG_ENV] = str(log)
+    try:
+        tarn.spark.write(batch_frame(spark, batches[0]), table.root)
+        assert not log.exists()  # an empty table: nothing to read
+        for batch in batches[1:]:
+            live = {e.file.file_name for e in table.live_entries(table.latest_snapshot(), table.schema())}
+            tarn.spark.write(batch_frame(spark, batch), table.root)
+            reads = log.read_text().split()
+            assert sorted(reads) == sorted(live)
+            log.unlink()
+        live = [e.file.file_name for e in table.live_entries(table.latest_snapshot(), table.schema())]
+        write_with_task_bootstrap(spark, table.root, batches[2])
+        channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
+        assert sorted(log.read_text().split()) == sorted(live * channels)
+    finally:
+        del environment[READ_LOG_ENV]
+    snapshot = table.latest_snapshot().id
+    emitted = key_rows(spark, table, None, snapshot, 4).toPandas()
+    expected = rows_by_key(table)
+    assert sorted(emitted["k"]) == sorted(expected)  # each live key once (deleted ones not)
+    where = {e.file.file_name: e for e in table.live_entries(table.latest_snapshot(), table.schema())}
+    buckets = {(e.partition, e.bucket) for e in where.values()}
+    assert set(zip(emitted["__tarn_key_partition"].map(bytes), emitted["__tarn_key_bucket"])) <= buckets
+    dt_of = {bytes(p): tarn.partition.from_bytes(table.schema(), bytes(p))[0] for p in emitted["__tarn_key_partition"]}
+    assert {k: dt_of[bytes(p)] for k, p in zip(emitted["k"], emitted["__tarn_key_partition"])} == \
+        {k: v[0] for k, v in expected.items()}
