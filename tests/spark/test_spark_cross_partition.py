@@ -14,6 +14,7 @@ import pytest
 import tarn
 import tarn.spark
 from tarn.errors import CommitConflict, InvalidOption
+from tarn.spark import cross_partition
 
 DDL = "dt string, k long, v string"
 OPTIONS = {"primary-key": "k", "partition": "dt", "dynamic-bucket.target-row-num": "4"}
@@ -279,8 +280,21 @@ ENGINES = [("deduplicate", "false", apply_deduplicate), ("deduplicate", "true", 
            ("partial-update", "true", None), ("first-row", "false", None)]
 
 
+@pytest.fixture
+def split_always(monkeypatch):
+    """tarn.spark.write splits the bootstrap whatever the number of assigner tasks per core."""
+    monkeypatch.setattr(cross_partition, "SPLIT_BOOTSTRAP_TASKS_PER_CORE", 0)
+
+
+def test_few_assigner_tasks_per_core_read_their_own_keys(spark):
+    cores = spark.sparkContext.defaultParallelism
+    limit = cross_partition.SPLIT_BOOTSTRAP_TASKS_PER_CORE * cores
+    assert not cross_partition.split_bootstrap(spark, limit)  # local[2]'s 8 tasks: no split
+    assert cross_partition.split_bootstrap(spark, limit + 1)
+
+
 @pytest.mark.parametrize("engine, dv, apply", ENGINES, ids=[f"{e}-dv-{d}" for e, d, _ in ENGINES])
-def test_split_bootstrap_places_like_task_bootstrap(spark, tmp_path, engine, dv, apply):
+def test_split_bootstrap_places_like_task_bootstrap(spark, tmp_path, engine, dv, apply, split_always):
     # the same writes through tarn.spark.write (keys read once by bootstrap tasks, shuffled to
     # the assigners) and through by_bucket (each assigner task reads every file): same files,
     # same rows per key, equal to the oracle; keys move, and deduplicate deletes some
@@ -302,7 +316,7 @@ def test_split_bootstrap_places_like_task_bootstrap(spark, tmp_path, engine, dv,
         assert rows_by_key(split) == oracle
 
 
-def test_split_bootstrap_reads_each_file_once(spark, tmp_path):
+def test_split_bootstrap_reads_each_file_once(spark, tmp_path, split_always):
     # the read log (READ_LOG_ENV, appended to by every bootstrap read in the Python workers):
     # tarn.spark.write reads each live file of the snapshot once; by_bucket's assigner tasks
     # read each of them once per task; the bootstrap emits one row per live key
