@@ -37,13 +37,12 @@ range, which it loads (`CrossPartitionAssigner.load_keys`) before placing its ro
 first through a sort within each task on one long column, `ORDER`: -1 for key rows, the input
 position (`monotonically_increasing_id`) for data rows. Spark sorts it with its radix sort and
 spills it past its memory, the Python task streams, and the data rows keep their input order
-(the order that decides which row of a key wins). The table's keys are read once per write,
-not once per assigner task. That pays when the assigner tasks are many per core (over
-SPLIT_BOOTSTRAP_TASKS_PER_CORE, as with 200 shuffle partitions on a cluster); with few, each
-assigner task reads the keys of its range itself, as a streaming query's do. A streaming query cannot pin its snapshot when the plan is built:
-its assigner tasks each read the key columns of the whole snapshot (keeping their own range),
-a reading that grows with the number of tasks. INSERT OVERWRITE stays refused (keys in other
-partitions would stay).
+(the order that decides which row of a key wins). The table's keys are then read once per
+write, not once per assigner task. That pays only when the assigner tasks are many per core
+(over SPLIT_BOOTSTRAP_TASKS_PER_CORE, as with 200 shuffle partitions on a cluster); with fewer,
+and in a streaming query (whose snapshot is not known when the plan is built), each assigner
+task reads the key columns of the whole snapshot itself, keeping its own range. INSERT
+OVERWRITE stays refused (keys in other partitions would stay).
 """
 
 from __future__ import annotations
@@ -170,8 +169,7 @@ def key_splits(table, snapshot_id: int) -> list[KeySplit]:
     """The buckets of the snapshot whose keys the key indexes start from (index TTL applied)."""
     schema = table.schema()
     options = Options(schema.options)
-    restored = restore_from(table, schema, snapshot_id=snapshot_id)()
-    buckets = restored_buckets(restored, DeletionVectorFiles(table.file_io, table.root), table.root, schema, options)
+    restored, buckets = _restored(table, schema, snapshot_id)
     ttl, now = options.duration_ms("cross-partition-upsert.index-ttl"), now_millis()
     return [KeySplit(replace(b, deleted_rows=None), restored.vectors.get((b.partition, b.bucket)))
             for b in buckets if within_ttl(b, ttl, now)]
@@ -208,7 +206,7 @@ def _emit_keys(root: str, storage: dict | None, channels: int, out, batches):
         for batch in batches:
             for blob in batch.column(0).to_pylist():  # one split each
                 bucket = pickle.loads(blob).bucket_files(vector_files)
-                keys, _ = assigner.live_key_rows(bucket)
+                keys = assigner.live_key_rows(bucket)
                 if keys.num_rows:
                     yield from fit_batch(_tagged_keys(keys, bucket, schema, channels), target).to_batches()
     finally:
@@ -333,9 +331,12 @@ def _row_kinds(rows: pa.Table, options: Options, table_name: str) -> pa.Array:
 def _buckets_at(table, schema, base: int):
     """The buckets of snapshot `base` (files and deletion vectors), read when first needed."""
     def buckets():
-        if not base:
-            return []
-        restored = restore_from(table, schema, snapshot_id=base)()
-        return restored_buckets(restored, DeletionVectorFiles(table.file_io, table.root), table.root, schema,
-                                Options(schema.options))
+        return _restored(table, schema, base)[1] if base else []
     return buckets
+
+
+def _restored(table, schema, snapshot_id: int):
+    """(the restored snapshot, its buckets with their files and deletion vectors)."""
+    restored = restore_from(table, schema, snapshot_id=snapshot_id)()
+    return restored, restored_buckets(restored, DeletionVectorFiles(table.file_io, table.root), table.root,
+                                      schema, Options(schema.options))

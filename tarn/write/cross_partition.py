@@ -249,11 +249,18 @@ class CrossPartitionAssigner:
 
     def _live_keys(self, bucket: BucketFiles) -> np.ndarray:
         """The encoded primary keys whose merged row in this bucket is live (this task's range)."""
-        return self.live_key_rows(bucket)[1]
+        _, keys, live = self._read_keys(bucket)
+        return keys[live]
 
-    def live_key_rows(self, bucket: BucketFiles) -> tuple[pa.Table, np.ndarray]:
+    def live_key_rows(self, bucket: BucketFiles) -> pa.Table:
         """The key columns of the keys whose merged row in this bucket is live (of this task's
-        hash range), one row per key, and those keys encoded. Deletion vectors applied."""
+        hash range), one row per key. Deletion vectors applied."""
+        rows, _, live = self._read_keys(bucket)
+        return rows.select(list(self.codec.names)).take(pa.array(live))
+
+    def _read_keys(self, bucket: BucketFiles) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """The bucket's key rows of this task's range (with their system columns), the keys
+        encoded, and the row numbers of one live row per key."""
         fields = list(self.codec.fields)
         reader = self.reader.with_deletions(bucket.deleted_rows)
         rows = pa.concat_tables([reader.read(bucket.path, m, fields, with_system=True) for m in bucket.files])
@@ -261,8 +268,7 @@ class CrossPartitionAssigner:
         if self.channel[1] > 1 and rows.num_rows:
             rows = rows.filter(pa.array(key_channels(rows, self.schema, self.channel[1]) == self.channel[0]))
         keys = self.codec.encode(rows) if rows.num_rows else np.zeros(0, dtype=np.int64)
-        live = self._live_rows(rows, keys)
-        return rows.select(list(self.codec.names)).take(pa.array(live)), keys[live]
+        return rows, keys, self._live_rows(rows, keys)
 
     def _live_rows(self, rows: pa.Table, keys: np.ndarray) -> np.ndarray:
         """Row numbers of one row per key whose merged row is live."""
