@@ -238,20 +238,19 @@ class PartitionIndex:
         arrival order are the rows without the repeats of an earlier row's hash, so no row
         order needs sorting (one sort of the bare hashes finds the repeats)."""
         repeats, firsts = _repeats(hashes)
-        if not len(repeats):
-            given = self._new_buckets(hashes)
-            self._remember(hashes, given)
-            self.new.append((hashes, given))
-            return given.copy()
-        keep = np.ones(len(hashes), dtype=bool)
-        keep[repeats] = False
-        new = hashes[keep]
+        keep = None
+        if len(repeats):
+            keep = np.ones(len(hashes), dtype=bool)
+            keep[repeats] = False
+        new = hashes if keep is None else hashes[keep]
         given = self._new_buckets(new)
+        self._remember(new, given)
+        self.new.append((new, given))
+        if keep is None:
+            return given.copy()
         out = np.empty(len(hashes), dtype=np.int32)
         out[keep] = given
         out[repeats] = out[firsts]
-        self._remember(new, given)
-        self.new.append((new, given))
         return out
 
     def _new_buckets(self, new: np.ndarray) -> np.ndarray:
