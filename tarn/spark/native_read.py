@@ -397,6 +397,10 @@ def read(spark, table_path: str, **options):
         return reader.load(path)
 
     target = ReadTarget.of({**text_options, "path": path})
+    key = frame_key(spark, target)
+    cached = cached_frame(spark, key)
+    if cached is not None:
+        return cached
     files = native_files(target)
     if files is None:
         return tarn_source()
@@ -409,7 +413,59 @@ def read(spark, table_path: str, **options):
     # Spark reads just these columns, in this order: no projection needed
     by_name = {f.name: f for f in native.fields}
     frame = native_frame(spark, files, StructType([by_name[f.name] for f in declared.fields]))
-    return tarn_source() if frame is None else frame
+    if frame is None:
+        return tarn_source()
+    keep_frame(spark, key, frame, sum(f.rows for f in files if f.deleted is not None))
+    return frame
+
+
+# Frames built for a snapshot, kept per session: a snapshot's files and deletion vectors never
+# change, so a later read of it needs no planning, no mask and no analysis of the filter again
+# (about 70 ms of a 2M-row read's 330 on local[2]). Bounded by count and by the rows their masks
+# cover (a bit each, held by the JVM while the frame is kept).
+_FRAMES: OrderedDict = OrderedDict()  # key -> (session, frame, masked rows)
+_FRAMES_MAX = 32
+_FRAMES_MAX_MASKED_ROWS = 1 << 27  # 16 MB of masks
+_FRAMES_LOCK = threading.Lock()
+
+
+def frame_key(spark, target: ReadTarget) -> tuple | None:
+    """What a native frame of `target` depends on: the table, the snapshot (its manifest lists
+    name it uniquely: a table dropped and made again at the path has other ones), the schema and
+    options read, and the session settings the frame was planned with. None: not kept."""
+    snapshot = target.snapshot
+    if snapshot is None or target.system:
+        return None
+    confs = tuple(spark.conf.get(c, None) for c in PARQUET_TYPE_CONFS)
+    return (id(spark), target.path, tuple(sorted(target.options.items())), target.schema_id, snapshot.id,
+            snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.index_manifest, confs,
+            scan_settings(spark))
+
+
+def cached_frame(spark, key):
+    if key is None:
+        return None
+    with _FRAMES_LOCK:
+        entry = _FRAMES.get(key)
+        if entry is None or entry[0] is not spark:
+            return None
+        _FRAMES.move_to_end(key)
+        return entry[1]
+
+
+def keep_frame(spark, key, frame, masked_rows: int) -> None:
+    if key is None or masked_rows > _FRAMES_MAX_MASKED_ROWS:
+        return
+    with _FRAMES_LOCK:
+        _FRAMES[key] = (spark, frame, masked_rows)
+        while len(_FRAMES) > _FRAMES_MAX or sum(e[2] for e in _FRAMES.values()) > _FRAMES_MAX_MASKED_ROWS:
+            _FRAMES.popitem(last=False)
+
+
+def forget_frames() -> None:
+    """Drops every kept frame (the next read of each snapshot plans it again)."""
+    with _FRAMES_LOCK:
+        _FRAMES.clear()
 
 
 def masked_together(files: list[NativeFile]) -> list[NativeFile]:

@@ -162,6 +162,50 @@ def test_after_full_compaction_no_mask_is_needed(spark, pk_table):
     assert collected(frame) == tuples(pk_table.scan().to_arrow())
 
 
+def test_a_snapshot_read_again_reuses_its_frame_and_a_new_commit_does_not(spark, pk_table):
+    native_read.forget_frames()
+    first = tarn.spark.read(spark, pk_table.root)
+    assert tarn.spark.read(spark, pk_table.root) is first  # nothing planned again
+    assert tarn.spark.read(spark, pk_table.root, columns="k,v") is not first  # other options: another frame
+    pk_table.write(rows(range(0, 40), 9))  # upserts: new vectors on old files
+    pk_table.delete(pa.table({"k": pa.array([41, 42], pa.int64())}))
+    latest = tarn.spark.read(spark, pk_table.root)
+    assert latest is not first
+    assert collected(latest) == tuples(pk_table.scan().to_arrow())
+    old = tarn.spark.read(spark, pk_table.root, **{"scan.snapshot-id": "8"})
+    assert collected(old) == tuples(pk_table.scan(snapshot_id=8).to_arrow())
+
+
+def test_a_table_made_again_at_the_same_path_is_not_read_from_a_kept_frame(spark, catalog):
+    native_read.forget_frames()
+    frames = []
+    for tag in (1, 2):  # the same snapshot ids, other files
+        table = catalog.create_table("db.again", schema=SCHEMA, primary_key=["k"],
+                                     options={"bucket": "1", "deletion-vectors.enabled": "true"})
+        table.write(rows(range(100), tag))
+        table.delete(pa.table({"k": pa.array([tag], pa.int64())}))
+        frames.append(tarn.spark.read(spark, table.root))
+        assert collected(frames[-1]) == tuples(table.scan().to_arrow())
+        catalog.drop_table("db.again")
+    assert frames[0] is not frames[1]
+
+
+def test_kept_frames_are_bounded(spark, pk_table, monkeypatch):
+    native_read.forget_frames()
+    monkeypatch.setattr(native_read, "_FRAMES_MAX", 2)
+    ids = [i for i in range(1, pk_table.latest_snapshot().id + 1)
+           if "row_index" in plan_text(tarn.spark.read(spark, pk_table.root, **{"scan.snapshot-id": str(i)}))][-3:]
+    native_read.forget_frames()
+    frames = [tarn.spark.read(spark, pk_table.root, **{"scan.snapshot-id": str(i)}) for i in ids]
+    assert len(ids) == 3 and len(native_read._FRAMES) == 2
+    assert tarn.spark.read(spark, pk_table.root, **{"scan.snapshot-id": str(ids[2])}) is frames[2]
+    assert tarn.spark.read(spark, pk_table.root, **{"scan.snapshot-id": str(ids[0])}) is not frames[0]
+    monkeypatch.setattr(native_read, "_FRAMES_MAX_MASKED_ROWS", 10)  # masks over 10 rows: never kept
+    native_read.forget_frames()
+    assert tarn.spark.read(spark, pk_table.root) is not tarn.spark.read(spark, pk_table.root)
+    assert not native_read._FRAMES
+
+
 def test_files_split_over_scans_as_spark_would_pack_them(spark, pk_table, monkeypatch):
     # an open cost of one byte: splitting the scan always pays, so every kind of file is spread
     monkeypatch.setattr(native_read, "scan_settings", lambda session: (128 << 20, 1, 2, 2))
