@@ -200,6 +200,11 @@ def test_kept_frames_are_bounded(spark, pk_table, monkeypatch):
     assert len(ids) == 3 and len(native_read._FRAMES) == 2
     assert tarn.spark.read(spark, pk_table.root, **{"scan.snapshot-id": str(ids[2])}) is frames[2]
     assert tarn.spark.read(spark, pk_table.root, **{"scan.snapshot-id": str(ids[0])}) is not frames[0]
+    class Stopped:
+        _sc = type("Context", (), {"_jsc": None})()
+    native_read._FRAMES[("stopped",)] = (Stopped(), None, 1)
+    tarn.spark.read(spark, pk_table.root, **{"scan.snapshot-id": str(ids[1])})
+    assert ("stopped",) not in native_read._FRAMES  # a stopped session's frames go with the next kept one
     monkeypatch.setattr(native_read, "_FRAMES_MAX_MASKED_ROWS", 10)  # masks over 10 rows: never kept
     native_read.forget_frames()
     assert tarn.spark.read(spark, pk_table.root) is not tarn.spark.read(spark, pk_table.root)
