@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from contextlib import contextmanager
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tarn
@@ -45,15 +46,47 @@ def keyed_rows(draw):
     return fields, rows, draw(st.integers(1, 1000))
 
 
-@settings(max_examples=25, deadline=None)
+@contextmanager
+def checked_arithmetic(spark):
+    yield bucket_expr._Checked
+
+
+@pytest.fixture(params=["wrapping", "checked"])
+def arithmetic(request, monkeypatch):
+    """Both forms of the hash: int arithmetic parsed with ANSI mode off (classic sessions) and
+    the ANSI-safe bigint form (where the mode cannot be switched, Spark Connect)."""
+    if request.param == "checked":
+        monkeypatch.setattr(bucket_expr, "_arithmetic", checked_arithmetic)
+    return request.param
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keyed_rows())
-def test_expressions_hash_like_tarn(spark, case):
+def test_expressions_hash_like_tarn(spark, arithmetic, case):
     fields, rows, num_buckets = case
     got, keys = spark_buckets(spark, rows, fields, num_buckets)
     assert got == bucket_ids(keys, fields, num_buckets).tolist()
 
 
-def test_extremes_and_many_fields(spark):
+@pytest.mark.parametrize("setting", [None, "true", "false"])
+def test_the_sessions_ansi_mode_is_restored_and_rules_later_queries(spark, setting):
+    if setting is None:
+        spark.conf.unset("spark.sql.ansi.enabled")
+    else:
+        spark.conf.set("spark.sql.ansi.enabled", setting)
+    try:
+        fields = [DataField(0, "k", BIGINT())]
+        got, keys = spark_buckets(spark, [(2**63 - 1,), (-2**63,), (7,)], fields, 5)
+        assert got == bucket_ids(keys, fields, 5).tolist()  # the hash's products wrapped
+        assert spark.conf.get("spark.sql.ansi.enabled", None) == setting  # as it was, unset included
+        if setting != "false":
+            with pytest.raises(Exception, match="ARITHMETIC_OVERFLOW"):
+                spark.sql("SELECT CAST(2147483647 AS INT) * 2").collect()  # ANSI mode is back on
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+
+
+def test_extremes_and_many_fields(spark, arithmetic):
     fields = [DataField(i, f"c{i}", BIGINT()) for i in range(30)]  # null bits spill into the second header word
     rows = [tuple(None if (i + j) % 3 == 0 else (-1) ** j * 2**62 + i for j in range(30)) for i in range(10)]
     rows.append(tuple([-2**63] * 30))
