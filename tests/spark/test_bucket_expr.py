@@ -119,3 +119,14 @@ def test_by_bucket_puts_each_bucket_in_one_partition(spark, path, key_type):
     assert len(pairs) == 3000
     assert {(p, b) for (p, _), b in zip(pairs, buckets)} == {(b, b) for b in buckets}  # partition i holds bucket i
     assert BUCKET_COLUMN not in shuffled.columns
+
+
+def test_a_session_refusing_the_ansi_setting_hashes_ansi_safe(spark, monkeypatch):
+    def refuse(key, value):
+        raise RuntimeError(f"cannot modify {key}")
+
+    monkeypatch.setattr(spark.conf, "set", refuse)
+    fields = [DataField(0, "k", BIGINT()), DataField(1, "d", DATE())]
+    rows = [(2**63 - 1, dt.date(2026, 1, 1)), (-5, None), (None, dt.date(1970, 1, 2))]
+    got, keys = spark_buckets(spark, rows, fields, 7)
+    assert got == bucket_ids(keys, fields, 7).tolist()
