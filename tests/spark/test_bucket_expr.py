@@ -126,6 +126,8 @@ def test_a_session_refusing_the_ansi_setting_hashes_ansi_safe(spark, monkeypatch
         raise RuntimeError(f"cannot modify {key}")
 
     monkeypatch.setattr(spark.conf, "set", refuse)
+    with bucket_expr._arithmetic(spark) as arithmetic:
+        assert arithmetic is bucket_expr._Checked
     fields = [DataField(0, "k", BIGINT()), DataField(1, "d", DATE())]
     rows = [(2**63 - 1, dt.date(2026, 1, 1)), (-5, None), (None, dt.date(1970, 1, 2))]
     got, keys = spark_buckets(spark, rows, fields, 7)
