@@ -19,6 +19,8 @@ nested projection, so a value used twice stays one attribute instead of a copied
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable
 
 from tarn.types import DataField
 
@@ -88,48 +90,34 @@ def _int(value: int) -> str:
     return str(value - (1 << 32) if value >= 1 << 31 else value)
 
 
-class _Wrapping:
-    """The same arithmetic on int columns whose products and sums wrap (parsed in legacy mode)."""
-
-    @staticmethod
-    def word(w: str) -> str:
-        return f"CAST({w} AS INT)"
-
-    @staticmethod
-    def mul32(a: str, c: int) -> str:
-        return f"({a} * {_int(c)})"
-
-    @staticmethod
-    def rotl(x: str, r: int) -> str:
-        return f"(shiftleft({x}, {r}) | shiftrightunsigned({x}, {32 - r}))"
-
-    @classmethod
-    def mixed(cls, x: str) -> str:
-        return f"({cls.rotl(x, 13)} * 5 + {_int(0xE6546B64)})"
-
-    @staticmethod
-    def lit(value: int) -> str:
-        return _int(value)
-
-    @staticmethod
-    def shifted(x: str, r: int) -> str:
-        return f"shiftrightunsigned({x}, {r})"
-
-    @staticmethod
-    def signed(h: str) -> str:
-        return f"CAST({h} AS BIGINT)"
+def _int_rotl(x: str, r: int) -> str:
+    return f"(shiftleft({x}, {r}) | shiftrightunsigned({x}, {32 - r}))"
 
 
-class _Checked:
-    """32-bit arithmetic on bigints in [0, 2**32) that never overflows (ANSI mode)."""
+@dataclass(frozen=True)
+class _Arithmetic:
+    """32-bit hash arithmetic as SQL: `word` makes a word (a bigint in [0, 2**32)) an operand;
+    `signed` turns the final hash into a bigint holding the signed int32."""
 
-    word = staticmethod(lambda w: w)
-    mul32 = staticmethod(_mul32)
-    rotl = staticmethod(_rotl)
-    mixed = staticmethod(_mixed)
-    lit = staticmethod(_lit)
-    shifted = staticmethod(lambda x, r: f"shiftright({x}, {r})")
-    signed = staticmethod(lambda h: f"CASE WHEN {h} >= {_lit(1 << 31)} THEN {h} - {_lit(1 << 32)} ELSE {h} END")
+    word: Callable[[str], str]
+    mul32: Callable[[str, int], str]
+    rotl: Callable[[str, int], str]
+    mixed: Callable[[str], str]
+    lit: Callable[[int], str]
+    shifted: Callable[[str, int], str]  # logical shift right
+    signed: Callable[[str], str]
+
+
+# ints whose products and sums wrap as Java's do (parsed with ANSI mode off)
+WRAPPING = _Arithmetic(
+    word=lambda w: f"CAST({w} AS INT)", mul32=lambda a, c: f"({a} * {_int(c)})", rotl=_int_rotl,
+    mixed=lambda x: f"({_int_rotl(x, 13)} * 5 + {_int(0xE6546B64)})", lit=_int,
+    shifted=lambda x, r: f"shiftrightunsigned({x}, {r})", signed=lambda h: f"CAST({h} AS BIGINT)")
+# bigints in [0, 2**32) that never overflow (ANSI mode)
+CHECKED = _Arithmetic(
+    word=lambda w: w, mul32=_mul32, rotl=_rotl, mixed=_mixed, lit=_lit,
+    shifted=lambda x, r: f"shiftright({x}, {r})",
+    signed=lambda h: f"CASE WHEN {h} >= {_lit(1 << 31)} THEN {h} - {_lit(1 << 32)} ELSE {h} END")
 
 
 ANSI = "spark.sql.ansi.enabled"
@@ -137,19 +125,19 @@ ANSI = "spark.sql.ansi.enabled"
 
 @contextmanager
 def _arithmetic(spark):
-    """The arithmetic to hash with (`_Wrapping` where the session parses eagerly and lets this
-    thread switch ANSI mode off meanwhile, else `_Checked`); the session's setting is restored."""
+    """The arithmetic to hash with (WRAPPING where the session parses eagerly and lets this
+    thread switch ANSI mode off meanwhile, else CHECKED); the session's setting is restored."""
     if getattr(spark, "_jsparkSession", None) is None:
-        yield _Checked
+        yield CHECKED
         return
     before = spark.conf.get(ANSI, None)
     try:
         spark.conf.set(ANSI, "false")
     except Exception:  # noqa: BLE001 - a session that refuses the setting hashes ANSI-safe
-        yield _Checked
+        yield CHECKED
         return
     try:
-        yield _Wrapping
+        yield WRAPPING
     finally:
         if before is None:
             spark.conf.unset(ANSI)

@@ -48,7 +48,7 @@ def keyed_rows(draw):
 
 @contextmanager
 def checked_arithmetic(spark):
-    yield bucket_expr._Checked
+    yield bucket_expr.CHECKED
 
 
 @pytest.fixture(params=["wrapping", "checked"])
@@ -127,7 +127,7 @@ def test_a_session_refusing_the_ansi_setting_hashes_ansi_safe(spark, monkeypatch
 
     monkeypatch.setattr(spark.conf, "set", refuse)
     with bucket_expr._arithmetic(spark) as arithmetic:
-        assert arithmetic is bucket_expr._Checked
+        assert arithmetic is bucket_expr.CHECKED
     fields = [DataField(0, "k", BIGINT()), DataField(1, "d", DATE())]
     rows = [(2**63 - 1, dt.date(2026, 1, 1)), (-5, None), (None, dt.date(1970, 1, 2))]
     got, keys = spark_buckets(spark, rows, fields, 7)
