@@ -62,7 +62,9 @@ def test_assigner_tasks_place_many_keys_like_a_local_writer(spark, path, tmp_pat
     channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
     files = table.live_entries(table.latest_snapshot(), table.schema())
     in_a = {e.bucket for e in files if e.partition == tarn.partition.to_bytes(table.schema(), ["a"])}
-    assert in_a == set(range(channels))  # each assigner task opened its own bucket (id = task) in partition a
+    # each assigner task opened its own bucket (id = task) in partition a, and any later one of
+    # its own (id = task + a multiple of the task count) when 50 keys filled it
+    assert {b for b in in_a if b < channels} == set(range(channels))
     assert len(table.snapshots()) <= 4  # one commit per write (APPEND, and COMPACT when compacted)
 
 

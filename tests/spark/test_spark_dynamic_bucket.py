@@ -234,3 +234,12 @@ def test_channels_in_spark_sql_equal_tarns(spark, tmp_path, partition):
     expected = channels_of_rows(rows.sort_by("k"), table.schema(), spec)
     assert got.column(CHANNEL_COLUMN).to_pylist() == expected.tolist()
     assert len(set(expected.tolist())) > 1
+
+
+def test_local_sessions_shuffle_into_two_partitions_per_core(spark):
+    from tarn.spark.session import local_shuffle_partitions
+
+    assert [local_shuffle_partitions(m) for m in ("local", "local[2]", "local[4,3]", "local-cluster[3,2,1024]")] == \
+        [2, 4, 8, 12]
+    assert local_shuffle_partitions("local[*]") == 2 * (os.cpu_count() or 1)
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"  # the tests' local[2] session
