@@ -10,7 +10,9 @@ the mode the session had when it was parsed, so in a classic session the hash's 
 is parsed with `spark.sql.ansi.enabled=false` for those few milliseconds: plain 32-bit int
 products and sums that wrap, as Java's do (5M rows: 0.28 s of Spark time where the ANSI-safe
 form takes 0.43 s and Spark's own `hash` 0.20 s). The key values themselves are read before,
-under the session's own setting. Where the mode cannot be set so (Spark Connect parses on the
+under the session's own setting. (Another thread analysing a query of the same session in
+those milliseconds would see ANSI mode off too; a streaming query runs on a session of its
+own.) Where the mode cannot be set so (Spark Connect parses on the
 server later), every 32-bit word is held in a bigint in [0, 2**32) and 32-bit products are formed
 from 16-bit halves (no product exceeds 2**49). Each intermediate value is a column of its own
 nested projection, so a value used twice stays one attribute instead of a copied subtree.
