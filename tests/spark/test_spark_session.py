@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-pytestmark = __import__("pytest").mark.spark
-
 
 def test_arrow_batches_to_python_are_cut_by_rows_only(spark):
     """Spark's byte limit per Arrow batch (64 MiB unless told) is off, so it does not measure
