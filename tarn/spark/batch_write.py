@@ -17,10 +17,12 @@ they still produce a correct table (level-0 runs merged on read) but do not comp
 Dynamic-bucket tables (`bucket` = -1 with a primary key) take rows whose bucket was assigned
 on executors: the column `__tarn_bucket` (`tarn.spark.write` / `by_bucket` add it) carries
 each row's bucket and the snapshot whose HASH index it was assigned against; the writer keeps
-each bucket's index against that snapshot. An empty table's first write instead carries option
-`write.assigner-channels` (N): its rows were shuffled so Spark partition i holds the keys of
-assigner task i of N, and the task writing partition i assigns them itself. Without either the
-write is refused (tasks assigning buckets on their own would put one key into two buckets).
+each bucket's index against that snapshot. A routed write (`route_dynamic`: an empty table's
+first one, or an append to a table whose index fits the routing) instead carries the options
+`write.assigner-channels` (N) and `write.assigner-snapshot` (S, 0 for none): its rows were
+shuffled so Spark partition i holds the keys of assigner task i of N, and the task writing
+partition i assigns them itself against snapshot S's index. Without either the write is
+refused (tasks assigning buckets on their own would put one key into two buckets).
 
 Cross-partition upsert tables (`bucket` = -1, a primary key without every partition column)
 take only rows placed by `tarn.spark.cross_partition.place` (`tarn.spark.write` and `by_bucket`
@@ -62,6 +64,8 @@ BUCKET_COLUMN = "__tarn_bucket"  # dynamic buckets assigned on executors (tarn.s
 # an empty dynamic-bucket table's first write (`route_dynamic`): the rows of assigner task i of
 # this many are in Spark partition i, and the writer task of partition i assigns as task i
 ROUTE_OPTION = "write.assigner-channels"
+# with ROUTE_OPTION: the snapshot whose HASH index the writer tasks assign against (0: none)
+ROUTE_SNAPSHOT_OPTION = "write.assigner-snapshot"
 KIND_COLUMN = "__tarn_kind"  # row kinds of rows placed into a cross-partition table (tarn.spark.cross_partition)
 
 
@@ -234,6 +238,7 @@ class WritePlan:
     storage: dict | None = None  # storage options (s3.endpoint, ...): every task opens the table with them
     given_buckets: bool = False  # rows carry BUCKET_COLUMN (dynamic-bucket tables)
     route_channels: int = 0  # > 0: task i assigns as assigner task i of this many (ROUTE_OPTION)
+    route_snapshot: int = 0  # ... against this snapshot's index (ROUTE_SNAPSHOT_OPTION; 0: none)
     placed_rows: bool = False  # rows carry KIND_COLUMN too (cross-partition upsert tables)
 
     def open(self) -> tarn.Table:
@@ -258,8 +263,8 @@ class WritePlan:
         assigned: dict = {}  # the snapshot the given buckets were assigned against
         writer = self.task_writer(table, self.token_of(batch_id), index_snapshot=lambda: assigned.get("snapshot"))
         static = self.overwrite.static if self.overwrite is not None else {}
-        if self.route_channels:  # an empty table's first write: this task assigns its own rows
-            assigned["snapshot"] = 0  # against no index, as given_buckets records for routed rows
+        if self.route_channels:  # routed rows (route_dynamic): this task assigns its own rows
+            assigned["snapshot"] = self.route_snapshot  # against that snapshot's index (0: none)
             writer.assign_as(_task_partition(), self.route_channels)
         try:
             for batch in batches:
@@ -399,6 +404,25 @@ def _route_channels(options: dict[str, str]) -> int:
     return int(text)
 
 
+def _route_snapshot(options: dict[str, str], route: int) -> int:
+    """The value of ROUTE_SNAPSHOT_OPTION (0 when absent), removed from `options`."""
+    text = options.pop(ROUTE_SNAPSHOT_OPTION, None)
+    if text is None:
+        return 0
+    if not route or not text.strip().isdigit():
+        raise InvalidOption(f"option '{ROUTE_SNAPSHOT_OPTION}'='{text}' must be a snapshot id (0: none) "
+                            f"given with '{ROUTE_OPTION}'")
+    return int(text)
+
+
+def _route_base_exists(table: tarn.Table, snapshot_id: int) -> bool:
+    """Rows routed against no index need an empty table; against a snapshot, that snapshot."""
+    latest = table.latest_snapshot()
+    if not snapshot_id:
+        return latest is None
+    return latest is not None and snapshot_id <= latest.id and table.snapshot_store.exists(snapshot_id)
+
+
 def new_job_token() -> str:
     return f"spark-{uuid.uuid4().hex[:12]}-"
 
@@ -453,6 +477,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     path = table_path(options)
     options = dict(options)
     route = _route_channels(options)
+    route_snapshot = _route_snapshot(options, route)
     data_schema = arrow_of(schema)
     data_schema, given = _split_off(data_schema, BUCKET_COLUMN)
     data_schema, placed = _split_off(data_schema, KIND_COLUMN)
@@ -460,9 +485,12 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     try:
         check_fits(table, data_schema)
         spec = overwrite_spec(options, table.schema(), overwrite)
-        if route and (given or not _dynamic(table) or table.latest_snapshot() is not None):
-            raise InvalidOption(f"table {table.name}: option '{ROUTE_OPTION}' is for the first write of a "
-                                "dynamic-bucket table, rows shuffled by tarn.spark.dataframe.route_dynamic")
+        if route and (given or not _dynamic(table) or (spec is not None and route_snapshot)
+                      or not _route_base_exists(table, route_snapshot)):
+            raise InvalidOption(f"table {table.name}: options '{ROUTE_OPTION}' and '{ROUTE_SNAPSHOT_OPTION}' are "
+                                "for appends to a dynamic-bucket table, rows shuffled by "
+                                "tarn.spark.dataframe.route_dynamic, assigned against an existing snapshot "
+                                "(0: an empty table)")
         _check_placed(table, given, placed, spec)
         _check_bucket_column(table, given or bool(route), created and bool(options.get("like")))
     except BaseException:
@@ -472,7 +500,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     owned = options.get("write.bucket-owned", "false").lower() == "true"
     return WritePlan(path, overrides, spec, owned, created, new_job_token(),
                      commit_user=str(uuid.uuid4()), storage=storage_of(options), given_buckets=given,
-                     route_channels=route, placed_rows=placed)
+                     route_channels=route, route_snapshot=route_snapshot, placed_rows=placed)
 
 
 def _split_off(data_schema: pa.Schema, name: str) -> tuple[pa.Schema, bool]:

@@ -26,11 +26,13 @@ from tarn.options import Options
 from tarn.spark import bucket_expr, cross_partition
 from tarn import partition as partitions
 from tarn.s3 import check_options as check_storage
-from tarn.spark.batch_write import BUCKET_COLUMN, ROUTE_OPTION, check_fits, find_or_create, given_buckets, job_prefixes, new_job_token, collect_messages
+from tarn.spark.batch_write import (BUCKET_COLUMN, ROUTE_OPTION, ROUTE_SNAPSHOT_OPTION, check_fits, collect_messages,
+                                   find_or_create, given_buckets, job_prefixes, new_job_token)
 from tarn.spark.session import register
 from tarn.spark.target import storage_of
 from tarn.spark.types import arrow_of
-from tarn.write.assign import AssignerSpec, HashAssigner, HashIndexFiles, assign_rows, channels_of_rows, pack_bucket
+from tarn.write.assign import (AssignerSpec, HashAssigner, HashIndexFiles, assign_rows, channels_of_rows,
+                               index_fits_routing, pack_bucket)
 from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
 from tarn.bucket import partition_hash
 from tarn.write.conform import conform
@@ -38,6 +40,8 @@ from tarn.write.cross_partition import is_cross_partition
 from tarn.write.writer import abort
 
 CHANNEL_COLUMN = "__tarn_assigner"
+# the most keys a dynamic-bucket table's index may hold for `routable` to read it on the driver
+ROUTABLE_MOST_KEYS = 50_000_000  # 200 MB of HASH files
 
 
 def bucket_udf(key_fields: list, num_buckets: int, table_name: str):
@@ -167,16 +171,31 @@ def _with_channel(df, schema, columns: list[str], fields: list, spec: AssignerSp
 
 
 def route_dynamic(df, table_path: str, storage_options: dict | None = None, parallelism: int | None = None):
-    """An empty dynamic-bucket table's first write, as Paimon's Spark writer does it: `df`
-    shuffled once by key hash into exactly `assigner_spec(...).channels` Spark partitions,
-    partition i holding the rows of assigner task i; each writer task assigns the buckets of
-    its own rows (it creates only buckets it owns, so no bucket gets rows from two tasks and
-    the second shuffle of `assign_dynamic` is not needed). No column carries the route: write
-    the result with option `write.assigner-channels` = the channel count (tarn.spark.write
-    does), and each task takes its Spark partition id as its assigner task (keys of another
-    task's hash range are refused, so a mismatched layout fails instead of splitting keys)."""
+    """A dynamic-bucket write in one shuffle, as Paimon's Spark writer does an empty table's
+    first one: `df` shuffled by key hash into exactly `assigner_spec(...).channels` Spark
+    partitions, partition i holding the rows of assigner task i; each writer task assigns the
+    buckets of its own rows (it creates only buckets it owns, so no bucket gets rows from two
+    tasks and the second shuffle of `assign_dynamic` is not needed). tarn.spark.write takes it
+    for a table with an index too when the index fits the routing (`routable`). No column
+    carries the route: write the result with options `write.assigner-channels` = the channel
+    count and `write.assigner-snapshot` = the snapshot whose index the tasks assign against
+    (0: none; tarn.spark.write sets both), and each task takes its Spark partition id as its
+    assigner task (keys of another task's hash range are refused, so a mismatched layout fails
+    instead of splitting keys)."""
     routed, _ = _routed(df, tarn.load_table(_absolute(table_path), storage_options), parallelism)
     return routed.drop(CHANNEL_COLUMN)
+
+
+def routable(table, snapshot, spec: AssignerSpec) -> bool:
+    """May a write into `table` at `snapshot` take the one-shuffle topology of `route_dynamic`
+    (writer tasks assigning their own keys against the snapshot's HASH index)? When every key
+    of the index sits in a bucket owned by the task its hash is routed to, as tarn's routed
+    writes with the same channel count leave it (`index_fits_routing`); the index is read on
+    the driver for that, up to ROUTABLE_MOST_KEYS keys. Otherwise Paimon's two shuffles."""
+    if not snapshot.index_manifest:
+        return True
+    entries = table.manifests(table.schema()).read_index_manifest(snapshot.index_manifest)
+    return index_fits_routing(HashIndexFiles(table.file_io, table.root), entries, spec, ROUTABLE_MOST_KEYS)
 
 
 def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fresh: bool = False,
@@ -246,8 +265,9 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
     repartitioned by (partition, tarn bucket) (`by_bucket`): each bucket gets one writer, one
     level-0 run per commit, and compacts as its options say. Dynamic-bucket tables (`bucket`
     -1 with a primary key, Paimon's default) get their buckets on executors first
-    (`assign_dynamic`); the first write of one without a snapshot is shuffled once, to writer
-    tasks that assign as they write (`route_dynamic`, Paimon's topology for it). `options` are the writer's (`primary-key`, `partition`, table options,
+    (`assign_dynamic`); the first write of one, and an append whose table's index fits the
+    routing (`routable`), is shuffled once, to writer tasks that assign as they write
+    (`route_dynamic`, Paimon's topology for a first write). `options` are the writer's (`primary-key`, `partition`, table options,
     ...); the table is created from the DataFrame schema when missing."""
     if mode not in ("append", "overwrite"):
         raise InvalidOption(f"mode '{mode}' is not supported (append, overwrite)")
@@ -262,9 +282,12 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
             df = _placed(df, table, mode, storage_of(text_options))
         elif schema.primary_keys and Options(schema.options).int("bucket") == -1:
             latest = table.latest_snapshot()
-            if latest is None:  # no index yet: one shuffle, buckets assigned by the writer tasks
+            spec = assigner_spec(df.sparkSession, table)
+            if latest is None or (mode == "append" and routable(table, latest, spec)):
+                # one shuffle, buckets assigned by the writer tasks
                 df = route_dynamic(df, path, storage_of(text_options))
-                text_options[ROUTE_OPTION] = str(assigner_spec(df.sparkSession, table).channels)
+                text_options[ROUTE_OPTION] = str(spec.channels)
+                text_options[ROUTE_SNAPSHOT_OPTION] = str(latest.id if latest is not None else 0)
             else:
                 df = assign_dynamic(df, path, storage_of(text_options), fresh=mode == "overwrite",
                                     snapshot_id=latest.id)

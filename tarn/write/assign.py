@@ -20,6 +20,7 @@ the HASH index files that remember it (FORMAT.md section 8).
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -354,6 +355,29 @@ class HashAssigner:
             for chunk_hashes, chunk_buckets in zip(np.split(hashes, bounds), np.split(buckets, bounds)):
                 out[(part, int(chunk_buckets[0]))] = chunk_hashes
         return out
+
+
+def index_fits_routing(files: HashIndexFiles, entries: list[IndexManifestEntry], spec: AssignerSpec,
+                       most_hashes: int) -> bool:
+    """Can a write whose rows are routed by key hash to `spec.channels` tasks let each task
+    assign its own keys against this HASH index (`entries`) and write their buckets? Only if
+    every known key sits in a bucket its own task owns (`owns_bucket`): then no bucket gets
+    rows from two tasks. Writes that routed keys with this spec leave such an index; one built
+    with another channel or initial-bucket count usually does not. False, without reading,
+    when the index holds more than `most_hashes` keys."""
+    hashed = [e for e in entries if e.index_type == HASH_INDEX]
+    if sum(e.row_count for e in hashed) > most_hashes:
+        return False
+
+    def fits(entry: IndexManifestEntry) -> bool:
+        tasks = assigner_channels(partition_hash(entry.partition), files.read(entry), spec.channels, spec.assigners)
+        return bool(owns_bucket(entry.bucket, spec.assigners, tasks).all())
+
+    if len(hashed) < 2:
+        return all(fits(e) for e in hashed)
+    # on an object store the files are best read at once
+    with ThreadPoolExecutor(max_workers=min(8, len(hashed))) as pool:
+        return all(pool.map(fits, hashed))
 
 
 @dataclass

@@ -185,7 +185,7 @@ def test_routed_write_refuses_a_task_holding_another_tasks_keys(spark, path):
     table = tarn.load_table(path)
     assert table.latest_snapshot() is None
     assert not [f for _, _, fs in os.walk(table.root) for f in fs if f.startswith("data-")]
-    with pytest.raises(PySparkException, match="first write of a dynamic-bucket table"):
+    with pytest.raises(PySparkException, match="rows shuffled by tarn.spark.dataframe.route_dynamic"):
         tarn.spark.write(rows, path)  # fine: routed
         rows.write.format("tarn").mode("append").option(ROUTE_OPTION, str(channels)).save(path)
     assert len(content(tarn.load_table(path))) == 200
@@ -213,6 +213,102 @@ def test_routed_rows_must_reach_their_own_assigner_task(tmp_path):
     writer.write(pa.table({"k": pa.array(range(100), pa.int64())}))
     with pytest.raises(TarnError, match="does not own its hash range"):
         writer.prepare_commit()
+
+
+def test_appends_to_a_routed_table_take_one_shuffle(spark, path, monkeypatch):
+    """A table whose index routed writes built (every key in a bucket of the task its hash is
+    routed to) takes upserts in one shuffle too: writer tasks assign against the latest
+    snapshot's index, known keys keep their bucket, new keys fill or open buckets of their
+    own task, and the table stays one row per key."""
+    import tarn.spark.dataframe as frames
+
+    def refused(*args, **kwargs):
+        raise AssertionError("took the two-shuffle path")
+
+    monkeypatch.setattr(frames, "assign_dynamic", refused)
+    options = {"primary-key": "dt,k", "partition": "dt", "dynamic-bucket.target-row-num": "5"}
+    tarn.spark.write(frame(spark, [("a", range(40)), ("b", range(6))], "x"), path, **options)
+    table = tarn.load_table(path)
+    oracle = {("a", k): f"x{k}" for k in range(40)} | {("b", k): f"x{k}" for k in range(6)}
+    placed = buckets_of(table)
+    for round, (a_keys, b_keys) in enumerate([(range(30, 70), range(3)), (range(0, 100, 3), range(4, 20))]):
+        tarn.spark.write(frame(spark, [("a", a_keys), ("b", b_keys)], f"r{round}-"), path)
+        oracle |= {("a", k): f"r{round}-{k}" for k in a_keys} | {("b", k): f"r{round}-{k}" for k in b_keys}
+        assert content(table) == oracle and len(table.snapshots()) == round + 2
+        check_index(table)
+        now = buckets_of(table)
+        assert all(now[key] == bucket for key, bucket in placed.items())  # known keys kept their bucket
+        placed = now
+    channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    schema = table.schema()
+    for (values, key), bucket in placed.items():  # each bucket still belongs to one task
+        h = row_hashes(pa.table({"k": pa.array([key], pa.int64())}), [schema.field("k")])
+        part = partition_hash(tarn.partition.to_bytes(schema, values))
+        assert bucket % channels == assigner_channels(part, h, channels, channels)[0]
+    assert max(e.row_count for e in live_index_entries(table.manifests(), table.latest_snapshot())) <= 5
+
+
+def test_an_index_of_another_layout_takes_two_shuffles(spark, path, monkeypatch):
+    """Keys a one-process writer placed (one assigner: buckets filled in order) sit in buckets
+    of other Spark tasks than their hashes route to: the write takes Paimon's two shuffles,
+    and the table stays one row per key."""
+    import tarn.spark.dataframe as frames
+
+    def refused(*args, **kwargs):
+        raise AssertionError("took the one-shuffle path")
+
+    schema = pa.schema([("k", pa.int64()), ("v", pa.string())])
+    table = tarn.Catalog(os.path.dirname(path)).create_table(
+        "db.local", schema=schema, primary_key=["k"], options={"dynamic-bucket.target-row-num": "10"})
+    table.write(pa.table({"k": pa.array(range(60), pa.int64()), "v": ["local"] * 60}))
+    spec = frames.assigner_spec(spark, table)
+    assert spec.channels > 1 and not frames.routable(table, table.latest_snapshot(), spec)
+    monkeypatch.setattr(frames, "route_dynamic", refused)
+    before = buckets_of(table)
+    tarn.spark.write(spark.createDataFrame([(k, "spark") for k in range(50, 80)], "k long, v string"), table.root)
+    rows = {r["k"]: r["v"] for r in table.scan().to_arrow().to_pylist()}
+    assert rows == {k: "local" if k < 50 else "spark" for k in range(80)} and table.scan().to_arrow().num_rows == 80
+    check_index(table)
+    assert all(buckets_of(table)[key] == bucket for key, bucket in before.items())
+
+
+def test_a_routed_append_against_a_stale_index_conflicts(spark, path):
+    """Writer tasks assigning against snapshot S while another writer added keys to the same
+    partition after S: the commit fails naming the index race, and nothing of it lands."""
+    from tarn.spark.batch_write import ROUTE_OPTION, ROUTE_SNAPSHOT_OPTION
+    from tarn.spark.dataframe import assigner_spec, route_dynamic
+
+    tarn.spark.write(frame(spark, [("a", range(20))], "x"), path, **{"primary-key": "dt,k", "partition": "dt"})
+    table = tarn.load_table(path)
+    stale = table.latest_snapshot().id
+    table.write(pa.table({"dt": ["a"], "k": pa.array([500], pa.int64()), "v": ["local"]}))
+    channels = assigner_spec(spark, table).channels
+    routed = route_dynamic(frame(spark, [("a", range(15, 30))], "y"), path)
+    with pytest.raises(PySparkException, match="concurrent commit changed the dynamic-bucket index"):
+        routed.write.format("tarn").mode("append").option(ROUTE_OPTION, str(channels)) \
+            .option(ROUTE_SNAPSHOT_OPTION, str(stale)).option("write.bucket-owned", "true").save(path)
+    assert content(table) == {("a", k): f"x{k}" for k in range(20)} | {("a", 500): "local"}
+    assert len(table.snapshots()) == 2
+    check_index(table)
+
+
+def test_index_fits_routing_reads_every_hash_file(tmp_path):
+    from tarn.write.assign import AssignerSpec, HashIndexFiles, index_fits_routing
+
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", schema=pa.schema([("k", pa.int64())]),
+                                                     primary_key=["k"])
+    files = HashIndexFiles(table.file_io, table.root)
+    spec = AssignerSpec(target_rows=100, max_buckets=-1, channels=3, assigners=3)
+    part = tarn.partition.to_bytes(table.schema(), [])
+    hashes = row_hashes(pa.table({"k": pa.array(range(300), pa.int64())}), [table.schema().field("k")])
+    tasks = assigner_channels(partition_hash(part), hashes, 3, 3)
+    fitting = [files.write(part, bucket, hashes[tasks == bucket % 3]) for bucket in (0, 1, 2)]
+    assert index_fits_routing(files, fitting, spec, most_hashes=300)
+    assert not index_fits_routing(files, fitting, spec, most_hashes=299)  # too many keys to read
+    assert not index_fits_routing(files, fitting, AssignerSpec(100, -1, channels=4, assigners=4), 300)
+    moved = files.write(part, 4, hashes[tasks == 0][:1])  # bucket 4 belongs to task 1
+    assert not index_fits_routing(files, fitting[1:] + [moved], spec, most_hashes=300)
+    assert index_fits_routing(files, [], spec, most_hashes=0)
 
 
 @pytest.mark.parametrize("partition", [None, "p"])
