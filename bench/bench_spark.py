@@ -13,8 +13,9 @@ runs. Targets:
   through a Python worker) is printed too (best of 3);
 - primary-key write (tarn.spark.write) <= 3x df.write.parquet, fixed buckets (one shuffle by
   bucket) and dynamic buckets (a new table: one shuffle by key hash to writer tasks that assign
-  as they write; into a table holding the keys, printed for reference: assigner tasks, then a
-  second shuffle by bucket; a fixed-bucket table holding the keys is printed next to it).
+  as they write; into a table holding the keys, printed for reference: the same when its index
+  fits that routing, else assigner tasks and a second shuffle by bucket; a fixed-bucket table
+  holding the keys is printed next to it).
 
 Why two harnesses measured 2.7-3.0x and 3.5-5.0x for the same fixed-bucket write (issue 12):
 mostly the JVM's warm-up, not tarn. A session's first `df.write.parquet` runs interpreted (26 s
@@ -70,13 +71,16 @@ at 65536 rows). CPU of the machine per operation (/proc/stat, same session, medi
 the rows to Python 2.8 -> 1.8 CPU-s, the fixed-bucket tarn write 8.1 -> 6.5 CPU-s (parquet 2.7-3.7).
 Runs of this bench since (7 pairs, a slower day: parquet 1.9-2.0 s): fixed 2.21x and 2.41x,
 dynamic 2.14x and 2.23x, append 0.87x.
-Session 9: writes into tables that already hold the 5M keys, printed for reference (3 runs):
-fixed buckets 2.47x, dynamic buckets 5.01x. The dynamic one is Paimon's topology for a table
-with an index: rows to assigner tasks (a shuffle, then every column through a Python worker
-and back) and a second shuffle by bucket to the writers. A single shuffle would do when every
-bucket's keys belong to the assigner task that owns the bucket (what tarn's own writes with
-an unchanged channel count leave); not done: it needs that checked against the whole index
-before the write, and the commit path to pin the snapshot the writer tasks read.
+Session 9: writes into tables that already hold the 5M keys, printed for reference: fixed
+buckets 2.47x, dynamic buckets 5.01x (3 runs). The dynamic one took Paimon's topology for a
+table with an index: rows to assigner tasks (a shuffle, then every column through a Python
+worker and back) and a second shuffle by bucket to the writers. Now a table whose index fits
+the routing (every key in a bucket owned by the task its hash is routed to, as tarn's routed
+writes leave it with an unchanged channel count; `dataframe.routable` reads the index on the
+driver) takes one shuffle, its writer tasks assigning against the latest snapshot's index:
+2.37x (3 runs). A full run since (5 pairs, parquet 1.20 s): append 0.86x, fixed 2.35x, dynamic
+first write 2.31x, dynamic upsert into the kept keys 2.43x, fixed upsert 2.20x; compacted read
+0.58x, through the Python source 1.23x.
 """
 
 from __future__ import annotations

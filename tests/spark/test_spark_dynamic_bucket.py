@@ -15,6 +15,7 @@ import tarn.spark
 from tarn.bucket import assigner_channels, partition_hash, row_hashes
 from tarn.spark.dataframe import rescale
 from tarn.store.deletion_vectors import live_index_entries
+from tests.interop.javaref import javaref  # noqa: F401  (session fixture)
 from tests.test_dynamic_bucket import buckets_of, check_index
 
 DDL = "dt string, k long, v string"
@@ -339,3 +340,42 @@ def test_local_sessions_shuffle_into_two_partitions_per_core(spark):
         [2, 4, 8, 12]
     assert local_shuffle_partitions("local[*]") == 2 * (os.cpu_count() or 1)
     assert spark.conf.get("spark.sql.shuffle.partitions") == "4"  # the tests' local[2] session
+
+
+@pytest.mark.interop
+def test_java_continues_a_table_of_routed_spark_writes_and_spark_continues_java(spark, tmp_path, javaref,  # noqa: F811
+                                                                              monkeypatch):
+    """Spark writes a dynamic table in routed writes (the first, then upserts with new keys);
+    Java reads it and writes on (its assigner loads the index tarn's writer tasks wrote); Spark
+    writes again (one or two shuffles, whatever Java's buckets allow); every reader agrees with
+    the oracle, one row per key."""
+    import tarn.spark.dataframe as frames
+    from tests.interop.test_dynamic_bucket_interop import apply, by_key, java_write, rows_of
+
+    routed = []
+    route = frames.route_dynamic
+    monkeypatch.setattr(frames, "route_dynamic", lambda *a, **k: routed.append(1) or route(*a, **k))
+    path = str(tmp_path / "wh" / "db.db" / "t")
+    oracle: dict = {}
+
+    def spark_write(rows, **options):
+        tarn.spark.write(spark.createDataFrame([(r["dt"], r["k"], r["v"]) for r in rows], DDL), path, **options)
+        apply(oracle, rows)
+
+    spark_write(rows_of("a", range(30), "s1-") + rows_of("b", range(8), "s1-"),
+                **{"primary-key": "dt,k", "partition": "dt", "dynamic-bucket.target-row-num": "6"})
+    spark_write(rows_of("a", range(20, 45), "s2-") + rows_of("c", range(3), "s2-"))
+    table = tarn.load_table(path)
+    assert content(table) == oracle and len(routed) == 2  # both writes in one shuffle
+    check_index(table)
+    java_step = rows_of("a", [0, 44, 45, 46, 47], "j-") + rows_of("b", [1, 50], "j-")
+    read, _, after = javaref.run_many([["read", path], java_write(javaref, path, java_step, tmp_path),
+                                       ["read", path]])
+    assert by_key(read["rows"]) == {k: v for k, v in oracle.items()}
+    apply(oracle, java_step)
+    assert by_key(after["rows"]) == oracle
+    spark_write(rows_of("a", range(40, 60), "s3-") + rows_of("b", [50, 51], "s3-"))
+    assert content(tarn.load_table(path)) == oracle
+    check_index(tarn.load_table(path))
+    final, = javaref.run_many([["read", path]])
+    assert by_key(final["rows"]) == oracle
