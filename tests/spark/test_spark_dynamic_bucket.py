@@ -379,3 +379,28 @@ def test_java_continues_a_table_of_routed_spark_writes_and_spark_continues_java(
     check_index(tarn.load_table(path))
     final, = javaref.run_many([["read", path]])
     assert by_key(final["rows"]) == oracle
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update", "aggregation"])
+def test_routed_appends_to_a_deletion_vector_table_keep_the_engines_rules(spark, path, engine):
+    """Dynamic buckets with deletion vectors on Spark: writer tasks of routed appends assign,
+    look their keys up in the upper levels and mark the old rows, bucket by bucket; every
+    engine's rule holds against an oracle, read locally and through tarn.spark.read
+    (aggregation: `last_non_null_value` by default, a null keeps the old value as in
+    partial-update; first-row takes no deletion vectors)."""
+    options = {"primary-key": "dt,k", "partition": "dt", "dynamic-bucket.target-row-num": "8",
+               "deletion-vectors.enabled": "true", "merge-engine": engine}
+    oracle: dict = {}
+    for step, (keys, null_every) in enumerate([(range(40), 0), (range(20, 60), 3), (range(0, 70, 2), 4)]):
+        rows = [("a", k, None if null_every and k % null_every == 0 else f"w{step}-{k}") for k in keys]
+        tarn.spark.write(spark.createDataFrame(rows, DDL), path, **(options if step == 0 else {}))
+        for dt, k, v in rows:
+            if engine != "deduplicate" and v is None:
+                oracle.setdefault((dt, k), None)
+            else:
+                oracle[(dt, k)] = v
+    table = tarn.load_table(path)
+    assert content(table) == oracle
+    check_index(table)
+    assert {(r["dt"], r["k"]): r["v"] for r in tarn.spark.read(spark, path).collect()} == oracle
+    assert any(f.level > 0 for split in table.scan().plan() for f in split.files)
