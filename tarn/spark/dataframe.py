@@ -40,8 +40,10 @@ from tarn.write.cross_partition import is_cross_partition
 from tarn.write.writer import abort
 
 CHANNEL_COLUMN = "__tarn_assigner"
-# the most keys a dynamic-bucket table's index may hold for `routable` to read it on the driver
+# how big a dynamic-bucket table's index may be for `routable` to read it on the driver before
+# a write (the check reads every partition's index, the write's tasks only those they touch)
 ROUTABLE_MOST_KEYS = 50_000_000  # 200 MB of HASH files
+ROUTABLE_MOST_FILES = 256
 
 
 def bucket_udf(key_fields: list, num_buckets: int, table_name: str):
@@ -191,11 +193,14 @@ def routable(table, snapshot, spec: AssignerSpec) -> bool:
     (writer tasks assigning their own keys against the snapshot's HASH index)? When every key
     of the index sits in a bucket owned by the task its hash is routed to, as tarn's routed
     writes with the same channel count leave it (`index_fits_routing`); the index is read on
-    the driver for that, up to ROUTABLE_MOST_KEYS keys. Otherwise Paimon's two shuffles."""
+    the driver for that, up to ROUTABLE_MOST_KEYS keys in ROUTABLE_MOST_FILES files (a table
+    of many partitions keeps the two shuffles, whose tasks read only the partitions they
+    touch). Otherwise Paimon's two shuffles."""
     if not snapshot.index_manifest:
         return True
     entries = table.manifests(table.schema()).read_index_manifest(snapshot.index_manifest)
-    return index_fits_routing(HashIndexFiles(table.file_io, table.root), entries, spec, ROUTABLE_MOST_KEYS)
+    return index_fits_routing(HashIndexFiles(table.file_io, table.root), entries, spec, ROUTABLE_MOST_KEYS,
+                              ROUTABLE_MOST_FILES)
 
 
 def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fresh: bool = False,

@@ -358,15 +358,15 @@ class HashAssigner:
 
 
 def index_fits_routing(files: HashIndexFiles, entries: list[IndexManifestEntry], spec: AssignerSpec,
-                       most_hashes: int) -> bool:
+                       most_hashes: int, most_files: int) -> bool:
     """Can a write whose rows are routed by key hash to `spec.channels` tasks let each task
     assign its own keys against this HASH index (`entries`) and write their buckets? Only if
     every known key sits in a bucket its own task owns (`owns_bucket`): then no bucket gets
     rows from two tasks. Writes that routed keys with this spec leave such an index; one built
     with another channel or initial-bucket count usually does not. False, without reading,
-    when the index holds more than `most_hashes` keys."""
+    when the index holds more than `most_hashes` keys or `most_files` files."""
     hashed = [e for e in entries if e.index_type == HASH_INDEX]
-    if sum(e.row_count for e in hashed) > most_hashes:
+    if sum(e.row_count for e in hashed) > most_hashes or len(hashed) > most_files:
         return False
 
     def fits(entry: IndexManifestEntry) -> bool:

@@ -304,12 +304,13 @@ def test_index_fits_routing_reads_every_hash_file(tmp_path):
     hashes = row_hashes(pa.table({"k": pa.array(range(300), pa.int64())}), [table.schema().field("k")])
     tasks = assigner_channels(partition_hash(part), hashes, 3, 3)
     fitting = [files.write(part, bucket, hashes[tasks == bucket % 3]) for bucket in (0, 1, 2)]
-    assert index_fits_routing(files, fitting, spec, most_hashes=300)
-    assert not index_fits_routing(files, fitting, spec, most_hashes=299)  # too many keys to read
-    assert not index_fits_routing(files, fitting, AssignerSpec(100, -1, channels=4, assigners=4), 300)
+    assert index_fits_routing(files, fitting, spec, most_hashes=300, most_files=3)
+    assert not index_fits_routing(files, fitting, spec, most_hashes=299, most_files=3)  # too many keys to read
+    assert not index_fits_routing(files, fitting, spec, most_hashes=300, most_files=2)  # too many files
+    assert not index_fits_routing(files, fitting, AssignerSpec(100, -1, channels=4, assigners=4), 300, 3)
     moved = files.write(part, 4, hashes[tasks == 0][:1])  # bucket 4 belongs to task 1
-    assert not index_fits_routing(files, fitting[1:] + [moved], spec, most_hashes=300)
-    assert index_fits_routing(files, [], spec, most_hashes=0)
+    assert not index_fits_routing(files, fitting[1:] + [moved], spec, most_hashes=300, most_files=3)
+    assert index_fits_routing(files, [], spec, most_hashes=0, most_files=0)
 
 
 @pytest.mark.parametrize("partition", [None, "p"])
