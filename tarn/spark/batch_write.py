@@ -61,8 +61,8 @@ from tarn.write.cross_partition import is_cross_partition
 from tarn.write.writer import TableWriter, abort
 
 BUCKET_COLUMN = "__tarn_bucket"  # dynamic buckets assigned on executors (tarn.spark.dataframe)
-# an empty dynamic-bucket table's first write (`route_dynamic`): the rows of assigner task i of
-# this many are in Spark partition i, and the writer task of partition i assigns as task i
+# a routed dynamic-bucket write (`route_dynamic`): the rows of assigner task i of this many are
+# in Spark partition i, and the writer task of partition i assigns as task i
 ROUTE_OPTION = "write.assigner-channels"
 # with ROUTE_OPTION: the snapshot whose HASH index the writer tasks assign against (0: none)
 ROUTE_SNAPSHOT_OPTION = "write.assigner-snapshot"

@@ -272,8 +272,9 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
     -1 with a primary key, Paimon's default) get their buckets on executors first
     (`assign_dynamic`); the first write of one, and an append whose table's index fits the
     routing (`routable`), is shuffled once, to writer tasks that assign as they write
-    (`route_dynamic`, Paimon's topology for a first write). `options` are the writer's (`primary-key`, `partition`, table options,
-    ...); the table is created from the DataFrame schema when missing."""
+    (`route_dynamic`, Paimon's topology for a first write). `options` are the writer's
+    (`primary-key`, `partition`, table options, ...); the table is created from the DataFrame
+    schema when missing."""
     if mode not in ("append", "overwrite"):
         raise InvalidOption(f"mode '{mode}' is not supported (append, overwrite)")
     register(df.sparkSession)
