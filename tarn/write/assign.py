@@ -373,10 +373,8 @@ def index_fits_routing(files: HashIndexFiles, entries: list[IndexManifestEntry],
         tasks = assigner_channels(partition_hash(entry.partition), files.read(entry), spec.channels, spec.assigners)
         return bool(owns_bucket(entry.bucket, spec.assigners, tasks).all())
 
-    if len(hashed) < 2:
-        return all(fits(e) for e in hashed)
     # on an object store the files are best read at once
-    with ThreadPoolExecutor(max_workers=min(8, len(hashed))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(hashed)))) as pool:
         return all(pool.map(fits, hashed))
 
 

@@ -25,6 +25,25 @@ def frame(spark, dt_keys, tag):
     return spark.createDataFrame([(dt, k, f"{tag}{k}") for dt, keys in dt_keys for k in keys], DDL)
 
 
+def assert_buckets_owned(table, channels: int) -> None:
+    """Every key sits in a bucket its assigner task owns (`bucket % channels` is its task)."""
+    schema = table.schema()
+    for (values, key), bucket in buckets_of(table).items():
+        h = row_hashes(pa.table({"k": pa.array([key], pa.int64())}), [schema.field("k")])
+        part = partition_hash(tarn.partition.to_bytes(schema, values))
+        assert bucket % channels == assigner_channels(part, h, channels, channels)[0]
+
+
+def forbid(monkeypatch, name: str) -> None:
+    """Make `tarn.spark.dataframe.<name>` fail the test if a write calls it."""
+    import tarn.spark.dataframe as frames
+
+    def refused(*args, **kwargs):
+        raise AssertionError(f"the write called {name}")
+
+    monkeypatch.setattr(frames, name, refused)
+
+
 def content(table) -> dict:
     out = {}
     for r in table.scan().to_arrow().to_pylist():
@@ -44,11 +63,7 @@ def test_write_assigns_buckets_on_executors(spark, path):
     check_index(table)
     channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
     got = buckets_of(table)
-    schema = table.schema()
-    for (values, key), bucket in got.items():
-        part = tarn.partition.to_bytes(schema, values)
-        h = row_hashes(pa.table({"k": pa.array([key], pa.int64())}), [schema.field("k")])
-        assert bucket % channels == assigner_channels(partition_hash(part), h, channels, channels)[0]
+    assert_buckets_owned(table, channels)
     assert max(e.row_count for e in live_index_entries(table.manifests(), table.latest_snapshot())) <= 6
 
     tarn.spark.write(frame(spark, [("a", range(50, 80)), ("c", [1])], "y"), path)
@@ -163,10 +178,7 @@ def test_first_write_routes_rows_to_writer_tasks_that_assign(spark, path):
     table = tarn.load_table(path)
     assert content(table) == {("a", k): f"x{k}" for k in range(90)} | {("b", k): f"x{k}" for k in range(15)}
     check_index(table)
-    for (values, key), bucket in buckets_of(table).items():
-        part = tarn.partition.to_bytes(schema, values)
-        h = row_hashes(pa.table({"k": pa.array([key], pa.int64())}), [schema.field("k")])
-        assert bucket % channels == assigner_channels(partition_hash(part), h, channels, channels)[0]
+    assert_buckets_owned(table, channels)
     assert max(e.row_count for e in live_index_entries(table.manifests(), table.latest_snapshot())) <= 7
 
 
@@ -221,12 +233,7 @@ def test_appends_to_a_routed_table_take_one_shuffle(spark, path, monkeypatch):
     routed to) takes upserts in one shuffle too: writer tasks assign against the latest
     snapshot's index, known keys keep their bucket, new keys fill or open buckets of their
     own task, and the table stays one row per key."""
-    import tarn.spark.dataframe as frames
-
-    def refused(*args, **kwargs):
-        raise AssertionError("took the two-shuffle path")
-
-    monkeypatch.setattr(frames, "assign_dynamic", refused)
+    forbid(monkeypatch, "assign_dynamic")
     options = {"primary-key": "dt,k", "partition": "dt", "dynamic-bucket.target-row-num": "5"}
     tarn.spark.write(frame(spark, [("a", range(40)), ("b", range(6))], "x"), path, **options)
     table = tarn.load_table(path)
@@ -241,11 +248,7 @@ def test_appends_to_a_routed_table_take_one_shuffle(spark, path, monkeypatch):
         assert all(now[key] == bucket for key, bucket in placed.items())  # known keys kept their bucket
         placed = now
     channels = max(spark.sparkContext.defaultParallelism, int(spark.conf.get("spark.sql.shuffle.partitions")))
-    schema = table.schema()
-    for (values, key), bucket in placed.items():  # each bucket still belongs to one task
-        h = row_hashes(pa.table({"k": pa.array([key], pa.int64())}), [schema.field("k")])
-        part = partition_hash(tarn.partition.to_bytes(schema, values))
-        assert bucket % channels == assigner_channels(part, h, channels, channels)[0]
+    assert_buckets_owned(table, channels)  # each bucket still belongs to one task
     assert max(e.row_count for e in live_index_entries(table.manifests(), table.latest_snapshot())) <= 5
 
 
@@ -255,16 +258,13 @@ def test_an_index_of_another_layout_takes_two_shuffles(spark, path, monkeypatch)
     and the table stays one row per key."""
     import tarn.spark.dataframe as frames
 
-    def refused(*args, **kwargs):
-        raise AssertionError("took the one-shuffle path")
-
     schema = pa.schema([("k", pa.int64()), ("v", pa.string())])
     table = tarn.Catalog(os.path.dirname(path)).create_table(
         "db.local", schema=schema, primary_key=["k"], options={"dynamic-bucket.target-row-num": "10"})
     table.write(pa.table({"k": pa.array(range(60), pa.int64()), "v": ["local"] * 60}))
     spec = frames.assigner_spec(spark, table)
     assert spec.channels > 1 and not frames.routable(table, table.latest_snapshot(), spec)
-    monkeypatch.setattr(frames, "route_dynamic", refused)
+    forbid(monkeypatch, "route_dynamic")
     before = buckets_of(table)
     tarn.spark.write(spark.createDataFrame([(k, "spark") for k in range(50, 80)], "k long, v string"), table.root)
     rows = {r["k"]: r["v"] for r in table.scan().to_arrow().to_pylist()}
@@ -372,7 +372,7 @@ def test_java_continues_a_table_of_routed_spark_writes_and_spark_continues_java(
     java_step = rows_of("a", [0, 44, 45, 46, 47], "j-") + rows_of("b", [1, 50], "j-")
     read, _, after = javaref.run_many([["read", path], java_write(javaref, path, java_step, tmp_path),
                                        ["read", path]])
-    assert by_key(read["rows"]) == {k: v for k, v in oracle.items()}
+    assert by_key(read["rows"]) == oracle
     apply(oracle, java_step)
     assert by_key(after["rows"]) == oracle
     spark_write(rows_of("a", range(40, 60), "s3-") + rows_of("b", [50, 51], "s3-"))
@@ -383,7 +383,7 @@ def test_java_continues_a_table_of_routed_spark_writes_and_spark_continues_java(
 
 
 @pytest.mark.parametrize("engine", ["deduplicate", "partial-update", "aggregation"])
-def test_routed_appends_to_a_deletion_vector_table_keep_the_engines_rules(spark, path, engine):
+def test_routed_appends_to_a_deletion_vector_table_keep_the_engines_rules(spark, path, engine, monkeypatch):
     """Dynamic buckets with deletion vectors on Spark: writer tasks of routed appends assign,
     look their keys up in the upper levels and mark the old rows, bucket by bucket; every
     engine's rule holds against an oracle, read locally and through tarn.spark.read
@@ -391,6 +391,7 @@ def test_routed_appends_to_a_deletion_vector_table_keep_the_engines_rules(spark,
     partial-update; first-row takes no deletion vectors)."""
     options = {"primary-key": "dt,k", "partition": "dt", "dynamic-bucket.target-row-num": "8",
                "deletion-vectors.enabled": "true", "merge-engine": engine}
+    forbid(monkeypatch, "assign_dynamic")  # every write in one shuffle
     oracle: dict = {}
     for step, (keys, null_every) in enumerate([(range(40), 0), (range(20, 60), 3), (range(0, 70, 2), 4)]):
         rows = [("a", k, None if null_every and k % null_every == 0 else f"w{step}-{k}") for k in keys]
