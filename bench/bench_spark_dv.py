@@ -1,6 +1,6 @@
 """Spark read of a deletion-vector table (issue 11): `tarn.spark.read` vs `spark.read.parquet`.
 
-    .venv/bin/python bench/bench_spark_dv.py [--rows 2000000] [--upserts 100000] [--buckets 2] [--repeat 7]
+    .venv/bin/python bench/bench_spark_dv.py [--rows 2000000] [--upserts 100000] [--buckets 2] [--repeat 21]
 
 The table (k int64 primary key, v int64, s 20-char string) is written by tarn in Python: one
 commit of `--rows` rows, then 4 overlapping commits of `--upserts` random existing keys, so its
@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--upserts", type=int, default=100_000)
     parser.add_argument("--buckets", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=21)
     args = parser.parse_args()
     rows = make_rows(args.rows)
     rows = rows.cast(pa.schema([pa.field("k", pa.int64(), nullable=False), *list(rows.schema)[1:]]))

@@ -109,6 +109,31 @@ def test_primary_key_table_reads_natively_without_the_deleted_rows(spark, pk_tab
     assert frame.count() == expected.num_rows
 
 
+def test_the_mask_is_one_literal_whose_words_plans_do_not_print(spark, pk_table):
+    native_read.forget_frames()
+    frame = tarn.spark.read(spark, pk_table.root)
+    plan = plan_text(frame)
+    assert "UnsafeArrayData@" in plan and "Subquery" not in plan, plan
+    words = np.concatenate([native_read.deletion_table(g).words for g in native_read.mask_groups(
+        native_read.masked_together(native_files(ReadTarget.of({"path": pk_table.root}))))])
+    long_words = [str(w) for w in words.tolist() if abs(w) > 10**6]  # a printed array would show them
+    assert long_words and not any(w in plan for w in long_words)
+    assert collected(frame) == tuples(pk_table.scan().to_arrow())
+
+
+def test_a_spark_without_the_literal_classes_gets_the_mask_as_a_subquery(spark, pk_table, monkeypatch):
+    def missing(*_):
+        raise TypeError("'JavaPackage' object is not callable")
+
+    monkeypatch.setattr(native_read, "_unsafe_array_literal", missing)
+    native_read.forget_frames()
+    frame = tarn.spark.read(spark, pk_table.root)
+    native_read.forget_frames()
+    assert "Subquery" in plan_text(frame) and "UnsafeArrayData@" not in plan_text(frame)
+    assert collected(frame) == tuples(pk_table.scan().to_arrow())
+    assert frame.filter("k < 100").count() == pk_table.scan(filter=tarn.col("k") < 100).to_arrow().num_rows
+
+
 def test_filters_and_columns_on_the_native_read(spark, pk_table):
     expected = pk_table.scan().to_arrow()
     frame = tarn.spark.read(spark, pk_table.root)
