@@ -10,41 +10,43 @@ itself, with its vectorised reader, filter pushdown and column pruning.
 
 Deletion vectors. The files that have deleted rows are scanned with Spark's hidden
 `_metadata.file_size` and `_metadata.row_index` columns and a filter that keeps a row when its
-bit in a mask built on the driver is clear: a bit per row, 64 to a long, an ARRAY<BIGINT> held
-by a scalar subquery over a one-row local relation (plan strings leave its value out; it
-reaches the JVM through a temporary file, not through py4j). A row finds its file's bits by
-its file's size: `file_size % M` indexes three small literal arrays (where the file's bits
-start, its size, its row count), M chosen on the driver so that the files' sizes fall in
-distinct slots (files of one size go to different scans). A row whose file or position the
-mask does not hold fails the query rather than being kept or dropped by a mask that does not
-fit. Measured on local[2] (2M rows, 6% deleted): the filter makes the scan of those files cost
-about 20% more CPU (Spark's row index alone 12%), where a broadcast left-anti join on (file
-name, row index) pairs costs 2.5x; a mask held as a literal would be printed into the plan
-strings every action builds. Files without deleted rows join the masked scan (empty masks)
-when they hold no more rows than the masked files: one scan and no union to plan. The whole
-read (bench/bench_spark_dv.py, 9 pairs on a busy 2-core machine) takes 1.30x `spark.read.parquet`
-of the live rows at 6% deleted, 1.48x at 16% (CPU 1.27x / 1.42x). Building the masked frame
-costs about 70 ms of driver wall time where a plain scan of known columns costs 25 ms: the
-filter's analysis about 40 ms (any filter on `_metadata` costs 20 of them), the mask's subquery
-about 14 ms; the rest of the difference is the deleted rows decoded, the row index and the
-filter.
+bit in a mask built on the driver is clear: a bit per row, 64 to a long, one ARRAY<BIGINT>
+literal built in the JVM around Spark's compact array form (UnsafeArrayData), which plan
+strings print as a class name, not as its values (the longs reach the JVM through a temporary
+file, not through py4j). A row finds its file's bits by its file's size: `file_size % M`
+indexes three small literal arrays (where the file's bits start, its size, its row count), M
+chosen on the driver so that the files' sizes fall in distinct slots (files of one size go to
+different scans). A row whose file or position the mask does not hold fails the query rather
+than being kept or dropped by a mask that does not fit. Files without deleted rows join the
+masked scan (empty masks) when they hold no more rows than the masked files: one scan and no
+union to plan.
 
-Where the rest of the time goes (local[2], 2M rows, 6% deleted; Spark job durations from its
-status API): the masked scan's job takes what a plain scan of the same files takes (per-row
-filter work is small), but the driver spends about 40-50 ms more per action optimising and
-planning the filter (its literal arrays, the subquery, `_metadata`), at 200k rows as at 2M, and
-building the frame costs what `spark.read.parquet` of one file with schema inference costs.
+Measured on local[2] (bench/bench_spark_dv.py: 2M live rows of 2.38M stored, 16% deleted, 6
+files; medians of 21 and 31 alternating pairs): a read of a snapshot read before costs
+1.10-1.15x `spark.read.parquet` of the live rows (CPU 1.20-1.23x), its first read 1.39x.
+Against a scan of the same files without the filter, the masked scan costs about 20% more CPU,
+Spark's row index alone about 12%; a broadcast left-anti join on (file name, row index) pairs
+costs 2.5x. Per action, measured on a 20k-row table where the rows cost nothing: the literal
+costs about 15 ms less than the scalar subquery over a one-row local relation used before (a
+stage of its own that adaptive execution plans and runs), which stays as the fallback for a
+Spark without those classes; finding the file by `_metadata.file_size` costs about 9 ms more
+than a filter on the row index alone. Building the frame (the first read) takes about 75 ms:
+the relation over the files 30 (what `spark.read.parquet` of known columns costs), the filter's
+analysis 25-30 (its literal arrays and CASE), the literal 13.
 Tried and dropped: Spark's `_tmp_metadata_row_index` column instead of `_metadata.row_index`
-(no `_metadata` struct per row: no measurable gain), the mask as a literal, a scan per file
-(union planning: 1.7-2.4x), the slot arrays built with the Column API (more py4j calls), a
-cheap first test against the OR of all masks with the file looked up by `input_file_name()`,
-the file found by `input_file_block_length()` instead of `_metadata.file_size` (nondeterministic
-expressions: the scan got 17% slower), a filter without the CASE checks (within noise).
+(no `_metadata` struct per row: no measurable gain), Paimon's `_SEQUENCE_NUMBER` column as a
+row's position (it costs what the row index costs to decode, and is not unique in every file),
+the mask as an array of SQL literals (printed into the plan strings every action builds and
+boxed one by one: the read took 2-2.7x longer), the slot arrays put into the mask's array or
+built with the Column API (more py4j calls, no faster to analyse or run), a scan per file
+(union planning: 1.7-2.4x), a cheap first test against the OR of all masks with the file looked
+up by `input_file_name()`, the file found by `input_file_block_length()` instead of
+`_metadata.file_size` (nondeterministic expressions: the scan got 17% slower), a filter without
+the CASE checks (within noise).
 
 So a snapshot's frame is planned once: `read` keeps it (`keep_frame`) under everything it
 depends on, and a later read of that snapshot returns it after resolving the snapshot (about
-2 ms). With that the read costs 1.18x `spark.read.parquet` of the live rows at 16% deleted (21
-pairs on a quiet machine; the first read of a snapshot 1.47x).
+2 ms).
 
 Spark packs the files of a scan into tasks counting 4 MB per file opened, so a few large files
 may share one task (the two compacted files of a 2-bucket table on local[2]); `scan_groups`
