@@ -22,8 +22,8 @@ masked scan (empty masks) when they hold no more rows than the masked files: one
 union to plan.
 
 Measured on local[2] (bench/bench_spark_dv.py: 2M live rows of 2.38M stored, 16% deleted, 6
-files; medians of 21 and 31 alternating pairs): a read of a snapshot read before costs
-1.10-1.15x `spark.read.parquet` of the live rows (CPU 1.20-1.23x), its first read 1.39x.
+files; four runs of 21-31 alternating pairs): a read of a snapshot read before costs
+1.10-1.16x `spark.read.parquet` of the live rows (CPU 1.17-1.23x), its first read 1.39-1.46x.
 Against a scan of the same files without the filter, the masked scan costs about 20% more CPU,
 Spark's row index alone about 12%; a broadcast left-anti join on (file name, row index) pairs
 costs 2.5x. Per action, measured on a 20k-row table where the rows cost nothing: the literal
