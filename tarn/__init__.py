@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from tarn.errors import (
     CommitConflict, CorruptFile, FileMissing, InvalidArgument, InvalidFilter, InvalidOption, MissingDependency,
-    SchemaEvolutionError, SchemaMismatch, SnapshotNotFound, TableAlreadyExists, TableNotFound, TarnError,
+    SchemaEvolutionError, SchemaMismatch, SnapshotNotFound, TableAlreadyExists, TableNotFound, TarnError, UnsupportedFeature, OutcomeUnknown,
 )
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports these on use
@@ -57,7 +57,7 @@ __all__ = [
     "Catalog", "Table", "Scan", "load_table", "col", "Overwrite",
     "TarnError", "InvalidArgument", "SchemaMismatch", "InvalidOption", "TableNotFound", "TableAlreadyExists",
     "SnapshotNotFound", "CorruptFile", "FileMissing", "CommitConflict", "SchemaEvolutionError", "InvalidFilter",
-    "MissingDependency",
+    "MissingDependency", "UnsupportedFeature", "OutcomeUnknown",
     "AddColumn", "DropColumn", "RenameColumn", "UpdateColumnType", "UpdateColumnComment",
     "UpdateColumnNullability", "SetOption", "RemoveOption", "UpdateComment",
 ]

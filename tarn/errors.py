@@ -60,3 +60,9 @@ class InvalidFilter(InvalidArgument):
 class MissingDependency(TarnError, ImportError):
     """An optional package a method needs is not installed; the message names the extra to
     install (`pip install 'tarn-lake[polars]'`, ...)."""
+
+
+class UnsupportedFeature(TarnError):
+    """A table needs a Paimon feature tarn does not implement (an option, a type, a file format,
+    an index): tarn refuses rather than guess. The message names the table, the feature and the
+    Paimon version that introduced it; a refused write has written nothing."""

@@ -38,9 +38,25 @@ INT, LONG, BOOL, DOUBLE, STRING, ENUM = Kind.INT, Kind.LONG, Kind.BOOL, Kind.DOU
 MEMORY, DURATION, LIST, MAP, STATS_MODE = Kind.MEMORY, Kind.DURATION, Kind.LIST, Kind.MAP, Kind.STATS_MODE
 
 
+class Effect(StrEnum):
+    """What an option does to tarn's reads and writes: the feature table's one column that
+    decides whether a table carrying the option is read, written or refused."""
+
+    ACTED = "acted on"  # tarn implements what Paimon does with it
+    CARRIED = "no effect"  # changes nothing tarn reads or writes (engine tuning, other engines' jobs): kept untouched
+    READS = "changes reads"  # tarn lacks it: reading (and writing) a table carrying it is refused
+    WRITES = "changes writes"  # tarn lacks it: writes are refused; reads are what every engine sees
+
+
+ACTED, CARRIED, READS, WRITES = Effect.ACTED, Effect.CARRIED, Effect.READS, Effect.WRITES
+
+
 @dataclass(frozen=True)
 class Opt:
-    """One option: its name, value kind, default (Paimon's string form) and accepted older keys."""
+    """One option: its name, value kind, default (Paimon's string form) and accepted older keys,
+    and its row of the feature table: what it does to tarn (`effect`), the Paimon release that
+    introduced it (`since`), the values tarn honours although the effect says it lacks the
+    option (`honoured`; the default is always honoured) and a note for the options guide."""
 
     name: str
     kind: Kind
@@ -48,6 +64,10 @@ class Opt:
     choices: tuple[str, ...] = ()
     fallback: tuple[str, ...] = ()
     immutable: bool = False  # Paimon refuses to change it after creation
+    effect: Effect = Effect.CARRIED
+    since: str = ""
+    honoured: tuple[str, ...] = ()
+    note: str = ""
 
 
 FILE_FORMATS = ("parquet", "orc", "avro", "csv", "json", "text", "lance", "mosaic", "vortex")
