@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import pyarrow as pa
 
+from tarn import features
 from tarn import partition as partitions
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
@@ -148,6 +149,7 @@ class _Bucket:
 def plan(table: "Table", full: bool = False, partitions_filter: list[dict] | None = None) -> list[Group]:
     """The groups a compaction of the append table's latest snapshot rewrites ([] when none)."""
     schema = table.schema()
+    features.check_write(table.name, schema)
     if schema.primary_keys:
         raise TarnError(f"table {table.name}: append-table compaction on a primary-key table")
     options = Options(schema.options)
@@ -338,6 +340,7 @@ def rewrite(table: "Table", group: Group, options: dict | None = None) -> Commit
     input's minimum sequence number. `options` override table options for the new files (the
     file-name prefixes of a Spark job). On failure the new files are deleted."""
     schema = table.schema()
+    features.check_write(table.name, schema)
     table_options = Options({**schema.options, **(options or {})})
     store = DeletionVectorFiles(table.file_io, table.root)
     vectors = {i.meta.file_name: i.vector for i in group.files if i.vector is not None}

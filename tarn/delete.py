@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tarn import features
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
 from tarn.meta.manifest import DELETE
@@ -43,6 +44,7 @@ def delete_where(table: "Table", filter) -> "Snapshot | None":
     """`filter`: anything `Table.scan` takes (a tarn predicate, a pyarrow Expression, a SQL-like
     string), its literals converted to the columns' types as a scan does."""
     schema = table.schema()
+    features.check_write(table.name, schema)
     if schema.primary_keys:
         # The aggregation engine retracts a -D row's values from the key's aggregates (or drops
         # the row with aggregation.remove-record-on-delete), so it gets the rows as they are,

@@ -777,6 +777,13 @@ def _match_file_index(key: str) -> _Match | None:
     return None
 
 
+def match_key(key: str) -> Opt | None:
+    """The Opt a table's key resolves to (fixed name, older name, per-column or per-index
+    pattern, or a free prefix), None for a key Paimon does not know."""
+    found = _match(key)
+    return None if found is None else found.opt
+
+
 def option(name: str) -> Opt:
     """The Opt a key resolves to (fixed name, older name, or a per-column / per-index pattern).
 

@@ -9,7 +9,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn import maintenance, partition, system_tables
+from tarn import features, maintenance, partition, system_tables
 from tarn.maintenance import expire, orphans, rollback, tags, time_travel
 from tarn.maintenance import statistics as table_stats
 from tarn.commit.committer import Committer, Overwrite
@@ -17,7 +17,7 @@ from tarn.append_compaction import compact as compact_append
 from tarn.delete import delete_where
 from tarn.update import update_where
 from tarn.errors import (CommitConflict, FileMissing, InvalidArgument, InvalidOption, SchemaMismatch, SnapshotNotFound,
-                         TableNotFound, TarnError)
+                         TableNotFound, TarnError, UnsupportedFeature)
 from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import SetOption, TableSchema, apply_changes
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
@@ -149,6 +149,11 @@ class Table(TableContext):
         are logged and kept in `last_maintenance_errors`. `expected_base`: the commit fails
         (CommitConflict) unless it lands directly on that snapshot id (0: an empty table)."""
         schema = self.schema()
+        try:
+            features.check_write(self.name, schema)  # writers checked it before writing; the schema may have moved
+        except UnsupportedFeature:
+            abort(self.file_io, self.root, schema, messages)
+            raise
         committer = self.committer(schema)
         try:
             snapshot = committer.commit(messages, commit_user or str(uuid.uuid4()),
@@ -487,6 +492,9 @@ class Scan:
         read_fields = [schema.field(n) for n in names]
         options = Options(schema.options)
         spec = merge_spec_of(schema, options) if schema.primary_keys else None
+        features.check_columns(self.table.name, read_fields)
+        if spec is not None and spec.engine != "deduplicate":
+            features.check_columns(self.table.name, schema.fields)  # merged across every column
         if self.row_filter is not None:
             return RowFilterReader(self.table.file_io, schema, self.table.schema_by_id, options, read_fields,
                                    self.filter, spec, self.row_filter, self.row_filter_columns)

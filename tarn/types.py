@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
-from tarn.errors import SchemaMismatch
+from tarn.errors import SchemaMismatch, UnsupportedFeature
 
 MAX_LENGTH = 2147483647  # VARCHAR / VARBINARY length meaning "unbounded" (STRING / BYTES)
 
@@ -35,6 +36,7 @@ class DataType:
     key: DataType | None = None
     value: DataType | None = None
     fields: tuple[DataField, ...] | None = None
+    raw: str | None = None  # a type tarn does not implement: its schema-file JSON, kept verbatim
 
     def __str__(self) -> str:
         return type_to_sql(self)
@@ -165,6 +167,8 @@ def type_to_sql(t: DataType) -> str:
     """Paimon's SQL string of a type (nested types included, for messages)."""
     suffix = "" if t.nullable else " NOT NULL"
     root = t.root
+    if t.raw is not None:
+        return root + suffix
     if root == "DECIMAL":
         return f"DECIMAL({t.precision}, {t.scale}){suffix}"
     if root == "VARCHAR" and t.length == MAX_LENGTH:
@@ -189,6 +193,8 @@ def type_to_sql(t: DataType) -> str:
 
 def type_to_json(t: DataType) -> str | dict:
     """The schema-file JSON value of a type: a string for atomic types, an object for nested."""
+    if t.raw is not None:
+        return json.loads(t.raw)
     if t.root not in NESTED_ROOTS:
         return type_to_sql(t)
     head = t.root if t.nullable else t.root + " NOT NULL"
@@ -241,7 +247,27 @@ def parse_type(json_value: str | dict) -> DataType:
                 return ROW([field_from_json(f) for f in json_value["fields"]], nullable)
         except KeyError as e:
             raise SchemaMismatch(f"type {json_value!r} lacks the key {e.args[0]!r}") from None
+        return _foreign(head.split()[0] if head.split() else head, nullable, json_value)
     raise SchemaMismatch(f"cannot parse Paimon type {json_value!r}")
+
+
+def _foreign(word: str, nullable: bool, json_value: str | dict) -> DataType:
+    """A type tarn does not implement (VARIANT, BLOB, VECTOR, a newer Paimon's): kept verbatim so
+    the schema loads and round-trips; reading or writing such a column is refused."""
+    root = re.match(r"[A-Za-z_]*", word).group(0).upper() or word
+    return DataType(root, nullable, raw=json.dumps(json_value, sort_keys=False))
+
+
+def unsupported_roots(t: DataType):
+    """The roots of the types tarn does not implement inside `t` (itself or nested)."""
+    if t.raw is not None:
+        yield t.root
+        return
+    for inner in (t.element, t.key, t.value):
+        if inner is not None:
+            yield from unsupported_roots(inner)
+    for f in t.fields or ():
+        yield from unsupported_roots(f.type)
 
 
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z_0-9]*)|([(),]))")
@@ -300,7 +326,15 @@ class _Tokens:
         return params
 
 
+_KNOWN_WORDS = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "FLOAT", "DATE", "STRING",
+                "BYTES", "DOUBLE", "CHAR", "VARCHAR", "BINARY", "VARBINARY", "DECIMAL", "NUMERIC", "DEC",
+                "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
+
+
 def _parse_sql_type(text: str) -> DataType:
+    word = re.match(r"\s*([A-Za-z_][A-Za-z_0-9]*)", text)
+    if word and word.group(1).upper() not in _KNOWN_WORDS and word.group(1).upper() not in NESTED_ROOTS:
+        return _foreign(word.group(1), not re.search(r"NOT\s+NULL\s*$", text, re.IGNORECASE), text)
     tokens = _Tokens(text)
     t = _parse_atomic(tokens)
     if tokens.peek("NOT", "NULL"):
@@ -381,13 +415,18 @@ def to_arrow_type(t: DataType) -> pa.DataType:
                        pa.field("value", pa.int32(), False))
     if root == "ROW":
         return pa.struct([arrow_field(f) for f in t.fields])
+    if t.raw is not None:
+        raise UnsupportedFeature(f"Paimon type {root} is not implemented by tarn")
     raise SchemaMismatch(f"Paimon type {t} has no Arrow mapping")
 
 
 def arrow_field(f: DataField) -> pa.Field:
     """The Arrow field of a column: name, nullability and `PARQUET:field_id` metadata."""
-    return pa.field(f.name, to_arrow_type(f.type), f.type.nullable,
-                    metadata={FIELD_ID_KEY: str(f.id).encode()})
+    try:
+        arrow_type = to_arrow_type(f.type)
+    except UnsupportedFeature as e:
+        raise UnsupportedFeature(f"column '{f.name}': {e}") from None
+    return pa.field(f.name, arrow_type, f.type.nullable, metadata={FIELD_ID_KEY: str(f.id).encode()})
 
 
 def arrow_schema(fields) -> pa.Schema:

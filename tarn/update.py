@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tarn import features
 from tarn.delete import rewrite_matching
 from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
 from tarn.meta.schema import TableSchema
@@ -83,6 +84,7 @@ def update_where(table: "Table", assignments: dict, filter) -> "Snapshot | None"
     `Table.scan` takes; None: every row), in one commit; None when no row matches. See the
     module docstring for what each kind of table does."""
     schema = table.schema()
+    features.check_write(table.name, schema)
     parsed = parse_assignments(assignments, schema, table.name)
     if schema.primary_keys:
         return _upsert(table, parsed, filter)

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tarn"
 LAYERS = [
     {"errors", "types", "options", "fs", "s3", "paths"},
     {"codec", "bucket"},
-    {"meta", "partition", "stats"},
+    {"meta", "partition", "stats", "features"},
     {"store", "lsm"},
     {"data"},
     {"scan", "write"},

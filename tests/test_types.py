@@ -64,7 +64,7 @@ def test_string_forms(text, expected, canonical):
     assert parse_type(canonical) == t
 
 
-@pytest.mark.parametrize("bad", ["ARRAY<INT>", "MAP<INT, INT>", "ROW<a INT>", "FOO", "DECIMAL(", "INT INT", ""])
+@pytest.mark.parametrize("bad", ["ARRAY<INT>", "MAP<INT, INT>", "ROW<a INT>", "DECIMAL(", "INT INT", ""])
 def test_string_parser_rejects(bad):
     with pytest.raises(SchemaMismatch):
         parse_type(bad)
@@ -216,3 +216,26 @@ def test_arrow_field_and_schema():
 ])
 def test_is_widening(old, new, ok):
     assert is_widening(old, new) is ok
+
+
+@pytest.mark.parametrize("json_value,root,nullable", [
+    ("VARIANT", "VARIANT", True),
+    ("VARIANT NOT NULL", "VARIANT", False),
+    ("BLOB", "BLOB", True),
+    ("GEOMETRY", "GEOMETRY", True),
+    ({"type": "VECTOR NOT NULL", "element": "FLOAT", "length": 3}, "VECTOR", False),
+])
+def test_types_tarn_lacks_load_and_round_trip(json_value, root, nullable):
+    """A type tarn does not implement parses (the table loads), keeps its JSON verbatim, and
+    refuses an Arrow form with UnsupportedFeature naming the column."""
+    import tarn
+    from tarn.types import arrow_field, unsupported_roots
+
+    t = parse_type(json_value)
+    assert (t.root, t.nullable) == (root, nullable)
+    assert type_to_json(t) == json_value
+    assert list(unsupported_roots(t)) == [root]
+    nested = parse_type({"type": "ARRAY", "element": json_value})
+    assert list(unsupported_roots(nested)) == [root]
+    with pytest.raises(tarn.UnsupportedFeature, match="column 'payload'.*" + root):
+        arrow_field(DataField(1, "payload", nested))

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn import partition
+from tarn import features, partition
 from tarn.data.reader import FileReader
 from tarn.lsm.kv import DELETE as DELETE_KIND
 from tarn.lsm.kv import INSERT, ROW_KIND_NAMES, UPDATE_AFTER, VALUE_KIND
@@ -54,6 +54,7 @@ def stream_files(planner: Planner, root: str, schema: TableSchema, snapshot: Sna
                  read_overwrite: bool | None = None) -> list[AddedFile]:
     """The files whose rows a stream reads from `snapshot` (see the module docstring);
     `read_overwrite` defaults to the table's `streaming-read-overwrite`."""
+    features.check_stream_read(planner.name, schema)
     options = Options(schema.options)
     if read_overwrite is None:
         read_overwrite = options.bool("streaming-read-overwrite")

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from tarn import features
 from tarn import partition as partitions
 from tarn.codec.binary_row import deserialize_row
 from tarn.codec.file_index import INDEX_SUFFIX, Container, literal_keys
@@ -74,14 +75,16 @@ def planner_for(context, schema: TableSchema | None = None) -> "Planner":
     """The planner of a table context (tarn.store.context.TableContext), for `schema`."""
     schema = schema or context.schema()
     return Planner(context.manifests(schema), schema, context.schema_by_id, context.root,
-                   Options(schema.options), getattr(context, "file_io", None))
+                   Options(schema.options), getattr(context, "file_io", None), getattr(context, "name", None))
 
 
 class Planner:
     """Plans scans of one table. `schemas(id)` returns the TableSchema with that id."""
 
-    def __init__(self, manifests: ManifestStore, schema: TableSchema, schemas, root: str, options, file_io=None):
+    def __init__(self, manifests: ManifestStore, schema: TableSchema, schemas, root: str, options, file_io=None,
+                 name: str | None = None):
         self.manifests = manifests
+        self.name = name or root
         self.file_io = file_io if file_io is not None else getattr(manifests, "file_io", None)
         self.schema = schema
         self.schemas = schemas
@@ -149,8 +152,17 @@ class Planner:
     # ------------------------------------------------------------------ splits
 
     def plan(self, snapshot: Snapshot | None, predicate: Predicate | None = None) -> list[Split]:
+        """The splits a batch read of `snapshot` reads. Files of the postpone bucket (-2) are
+        left out, as Paimon's batch reads leave them out until a compaction assigns their rows
+        to buckets; a table or file needing read semantics tarn lacks raises UnsupportedFeature."""
+        features.check_read(self.name, self.schema)
         groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        table_format = self.options.file_format
         for entry in self.live_entries(snapshot, predicate):
+            if entry.bucket == features.POSTPONE_BUCKET:
+                continue
+            features.check_file(self.name, entry.file, table_format,
+                                len(self.schemas(entry.file.schema_id).fields))
             if predicate is not None and not self._file_may_match(entry.file, predicate):
                 continue
             groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)

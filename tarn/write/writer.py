@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn import partition, paths
+from tarn import features, partition, paths
 from tarn.bucket import MAX_DYNAMIC_BUCKETS, bucket_ids, row_hashes
 from tarn.data.layout import layout_of
 from tarn.data.reader import FileReader
@@ -179,6 +179,7 @@ class TableWriter:
 
     def __init__(self, file_io: FileIO, root: str, name: str, schema: TableSchema, options: Options,
                  restore: Restore, schemas=None, produce_changelog: bool = True):
+        features.check_write(name, schema)  # before any file is written
         self.file_io = file_io
         # False for INSERT OVERWRITE writers: an overwrite commits no changelog (Java drops it
         # at commit, pypaimon never writes it), so none is written that would stay behind.

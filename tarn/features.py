@@ -1,0 +1,152 @@
+"""What tarn refuses: the feature table applied to one table, its columns and its files.
+
+tarn acts on everything in a table that changes what a reader sees or where a writer puts a
+row, or refuses it with `UnsupportedFeature`; it never guesses. The feature table is data
+(`Opt.effect` in tarn/options.py, tarn/file_fields.py); these checks apply it:
+
+- `check_read`: before a scan plans anything. Options whose effect is READS with a value tarn
+  does not honour.
+- `check_write`: before any file of a write, delete, update, overwrite, compaction or rescale is
+  written. Everything `check_read` refuses, options whose effect is WRITES, options tarn does not
+  know at all (a newer Paimon's, or a misspelling another engine let through), columns of types
+  tarn cannot write, and the postpone-bucket layout (bucket = -2).
+- `check_columns`: before reading columns; a column of a type tarn does not know (VARIANT,
+  BLOB, VECTOR, ...) is refused, other columns of the table read as usual.
+- `check_file`: per data file a scan would read: formats tarn cannot read (the error names the
+  file and its format) and files that hold only some columns of their rows (data evolution).
+
+Index-manifest entries of types tarn does not know are not refused: they are carried over
+untouched by every commit (the committer keeps every entry it does not replace) and kept by
+maintenance while anything references them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tarn.errors import UnsupportedFeature
+from tarn.meta.manifest import DataFileMeta
+from tarn.meta.schema import TableSchema
+from tarn.options import (BOOL, ENUM, FILE_FORMATS, READS, WRITES, Opt, match_key, parse_bool, parse_enum)
+from tarn.types import DataField, unsupported_roots
+
+READABLE_FORMATS = ("parquet", "orc", "avro")
+# Formats whose files tarn may meet in a table (by file-name extension) but cannot read.
+FOREIGN_FORMATS = tuple(f for f in (*FILE_FORMATS, "blob") if f not in READABLE_FORMATS)
+POSTPONE_BUCKET = -2
+
+# Paimon release that introduced each type tarn does not implement.
+TYPE_SINCE = {"VARIANT": "1.1", "BLOB": "1.4", "VECTOR": "1.4"}
+TYPE_ISSUE = {"VARIANT": "VARIANT columns"}
+
+
+def _refused(table_name: str, what: str, since: str, why: str) -> UnsupportedFeature:
+    version = f" (Paimon {since})" if since else ""
+    return UnsupportedFeature(f"table {table_name}: {what}{version} {why}")
+
+
+def _honoured(opt: Opt, value: str) -> bool:
+    """Is the table's `value` of `opt` one tarn implements (its default, or listed in `honoured`)?"""
+    accepted = [v for v in (opt.default, *opt.honoured) if v is not None]
+    if opt.kind is BOOL:
+        try:
+            return parse_bool(value) in {parse_bool(v) for v in accepted}
+        except ValueError:
+            return False
+    if opt.kind is ENUM and opt.choices:
+        try:
+            return parse_enum(value, opt.choices) in {parse_enum(v, opt.choices) for v in accepted}
+        except ValueError:
+            return False
+    return value.strip() in {v.strip() for v in accepted}
+
+
+def _option_refusals(table_name: str, options: dict, effects: tuple,
+                     unknown_refused: bool) -> Iterable[UnsupportedFeature]:
+    for key, value in sorted(options.items()):
+        opt = match_key(key)
+        if opt is None:
+            if unknown_refused:
+                yield _refused(table_name, f"option '{key}'", "", "is unknown to tarn; a writer cannot honour it")
+            continue
+        if opt.effect in effects and not _honoured(opt, str(value)):
+            verb = "reading" if opt.effect is READS else "writing"
+            note = f": {opt.note}" if opt.note else ""
+            yield _refused(table_name, f"option '{key}' = '{value}'", opt.since,
+                           f"changes {'what readers see' if opt.effect is READS else 'what writers write'}; "
+                           f"tarn does not implement it, so {verb} this table is refused{note}")
+
+
+def check_read(table_name: str, schema: TableSchema) -> None:
+    """Raise UnsupportedFeature when reading the table needs semantics tarn lacks."""
+    for error in _option_refusals(table_name, dict(schema.options), (READS,), unknown_refused=False):
+        raise error
+
+
+def check_write(table_name: str, schema: TableSchema) -> None:
+    """Raise UnsupportedFeature when writing the table (any commit that adds or rewrites data)
+    needs semantics tarn lacks. Called before any file is written."""
+    for error in _option_refusals(table_name, dict(schema.options), (READS, WRITES), unknown_refused=True):
+        raise error
+    if _bucket(schema) == POSTPONE_BUCKET:
+        raise _refused(table_name, "bucket = -2 (postpone bucket mode)", "1.2",
+                       "writes rows no reader sees until a postpone compaction assigns them to buckets; tarn "
+                       "does not write or compact such tables yet (reads skip the postponed files, as Paimon's do)")
+    _check_types(table_name, schema.fields, "writing")
+
+
+def check_stream_read(table_name: str, schema: TableSchema) -> None:
+    """A streaming read: `check_read`, and the postpone-bucket layout, whose streaming reads
+    Paimon defines by its changelog producer (not implemented by tarn)."""
+    check_read(table_name, schema)
+    if _bucket(schema) == POSTPONE_BUCKET:
+        raise _refused(table_name, "bucket = -2 (postpone bucket mode)", "1.2",
+                       "is not supported by tarn's streaming reads yet")
+
+
+def check_columns(table_name: str, fields: Iterable[DataField]) -> None:
+    """Raise UnsupportedFeature when one of `fields` (columns about to be read) has a type
+    tarn cannot read; a projection without those columns reads."""
+    _check_types(table_name, fields, "reading")
+
+
+def _check_types(table_name: str, fields: Iterable[DataField], verb: str) -> None:
+    for f in fields:
+        for root in unsupported_roots(f.type):
+            issue = TYPE_ISSUE.get(root)
+            later = f" (a later tarn release: {issue})" if issue else ""
+            raise _refused(table_name, f"column '{f.name}' has type {root}", TYPE_SINCE.get(root, ""),
+                           f"which tarn does not implement; {verb} it is refused{later}. Columns of other "
+                           "types read when a scan's columns= leaves it out")
+
+
+def format_of_file(file_name: str, table_format: str) -> str:
+    """A data file's format: its extension when it names a format, else the table's."""
+    ext = file_name.rsplit(".", 1)[-1].lower() if "." in file_name else ""
+    return ext if ext in READABLE_FORMATS or ext in FOREIGN_FORMATS else table_format.lower()
+
+
+def check_file(table_name: str, meta: DataFileMeta, table_format: str, field_count: int | None = None) -> None:
+    """Raise UnsupportedFeature for a data file a scan cannot read: a format tarn does not read,
+    or a file holding only some columns of its rows (`_WRITE_COLS`, data evolution)."""
+    fmt = format_of_file(meta.file_name, table_format)
+    if fmt not in READABLE_FORMATS:
+        raise _refused(table_name, f"data file {meta.file_name} is in format '{fmt}'", "",
+                       f"which tarn cannot read (tarn reads {', '.join(READABLE_FORMATS)})")
+    if meta.write_cols is not None and (field_count is None or len(meta.write_cols) < field_count):
+        raise _refused(table_name, f"data file {meta.file_name} holds only columns {list(meta.write_cols)}",
+                       "1.3", "of its rows (data evolution); tarn does not stitch such files yet "
+                       "(a later tarn release: row tracking and data evolution)")
+
+
+def _bucket(schema: TableSchema) -> int:
+    try:
+        return int(str(schema.options.get("bucket", "-1")).strip())
+    except ValueError:
+        return -1
+
+
+def is_postpone(schema: TableSchema) -> bool:
+    """Is the table in postpone bucket mode (bucket = -2)?"""
+    return _bucket(schema) == POSTPONE_BUCKET
+
