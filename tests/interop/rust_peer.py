@@ -1,0 +1,202 @@
+"""pypaimon-rust 0.4.0 interoperability peer.
+
+Runs under the pypaimon-rust venv (``pypaimon_rust`` + pyarrow, stdlib only) as
+``python rust_peer.py <command>`` with a JSON spec on stdin; prints one JSON object on stdout.
+Rows travel through Arrow IPC files (format v5). Tables are named by ``warehouse`` (a
+filesystem catalog) and ``table`` (``db.t``; ``db.t$branch_b1`` names a branch).
+
+pypaimon-rust's API as this peer uses it (module ``pypaimon_rust.datafusion``):
+``PaimonCatalog({"warehouse": dir}).get_table("db.t")`` -> Table;
+``table.new_read_builder()`` -> ReadBuilder with ``with_projection([names])``,
+``with_filter(predicate dict)``, ``new_scan().plan().splits()``, ``new_read().read(splits)``
+(a list of RecordBatches); ``table.new_batch_write_builder()`` -> ``new_write().write_arrow(batch)``,
+``prepare_commit()``, ``new_commit().commit(messages)``; ``SQLContext().register_catalog(name,
+{"warehouse": dir})`` then ``ctx.sql(text)`` (a list of RecordBatches) runs DataFusion SQL with
+DDL/DML (``CREATE TABLE ... WITH ('bucket' = '4', ...)``, ``INSERT``, ``SELECT ... WHERE``,
+``EXPLAIN``). A predicate dict is pypaimon's shape: ``{"method": "equal", "field": "id",
+"literals": [5]}``, methods equal, notEqual, lessThan, lessOrEqual, greaterThan, greaterOrEqual,
+in, notIn, between, isNull, isNotNull, startsWith, ... and ``{"method": "and" | "or",
+"children": [...]}``. Scans prune buckets by the table's ``bucket-function.type`` (``default``
+or ``mod``): a filter on the bucket key reads only the bucket the function names.
+
+Commands:
+  read     read ``table`` into ``out_ipc``: every column, or ``projection``; ``predicate`` (a dict
+           as above) is pushed into the scan; ``where`` (SQL text) reads through
+           ``SELECT <projection or *> FROM <table> WHERE <where>`` instead. Prints ``{"rows": n,
+           "schema": [[name, arrow type], ...], "splits": n}`` (``splits``: the scan's split count,
+           read-builder reads only).
+  write    one commit of the rows of ``rows_ipc`` (taken by name; integer, float, boolean, string
+           and date columns cast to the table's types, others must match); with
+           ``create`` (a SQL ``CREATE TABLE`` statement, catalog name ``paimon``) the table is
+           created first. Prints ``{"snapshot_id": id}``.
+  sql      run ``statements`` (a list of SQL texts, catalog ``paimon``) in order; the last one's
+           result goes to ``out_ipc`` when given. Prints ``{"rows": n, "text": [...]}`` where
+           ``text`` is the last result as JSON rows when it is small (EXPLAIN plans).
+  batch    ``{"calls": [[command, spec], ...]}`` -> ``{"results": [answer, ...]}``; with
+           ``"errors": "return"`` a failing call answers ``{"error": "<class>: <message>"}``.
+"""
+
+import contextlib
+import json
+import sys
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from pypaimon_rust.datafusion import PaimonCatalog, SQLContext
+
+CATALOG_NAME = "paimon"
+
+
+def catalog(spec):
+    return PaimonCatalog({"warehouse": spec["warehouse"]})
+
+
+def sql_context(spec):
+    context = SQLContext()
+    context.register_catalog(CATALOG_NAME, {"warehouse": spec["warehouse"]})
+    return context
+
+
+def sql_table_name(identifier):
+    database, name = identifier.split(".", 1)
+    return "%s.%s.`%s`" % (CATALOG_NAME, database, name) if "$" in name else \
+        "%s.%s.%s" % (CATALOG_NAME, database, name)
+
+
+def without_field_metadata(rows):
+    """The rows with plain fields (pypaimon-rust tags every field with ``PARQUET:field_id``)."""
+    fields = [pa.field(f.name, f.type, f.nullable) for f in rows.schema]
+    return pa.Table.from_batches(rows.to_batches(), pa.schema(fields)) if rows.num_rows else \
+        pa.schema(fields).empty_table()
+
+
+def save_rows(path, rows):
+    rows = without_field_metadata(rows)
+    with ipc.new_file(path, rows.schema) as sink:
+        sink.write_table(rows)
+    return {"rows": rows.num_rows, "schema": [[f.name, str(f.type)] for f in rows.schema]}
+
+
+def batches_table(batches, empty_schema=None):
+    if batches:
+        return pa.Table.from_batches(batches)
+    return (empty_schema or pa.schema([])).empty_table()
+
+
+def cmd_read(spec):
+    if spec.get("where") is not None:
+        columns = ", ".join('"%s"' % name for name in spec["projection"]) if spec.get("projection") else "*"
+        query = "SELECT %s FROM %s WHERE %s" % (columns, sql_table_name(spec["table"]), spec["where"])
+        rows = batches_table(sql_context(spec).sql(query))
+        return save_rows(spec["out_ipc"], rows)
+    table = catalog(spec).get_table(spec["table"])
+    builder = table.new_read_builder()
+    if spec.get("projection"):
+        builder = builder.with_projection(list(spec["projection"]))
+    if spec.get("predicate"):
+        builder = builder.with_filter(spec["predicate"])
+    splits = builder.new_scan().plan().splits()
+    batches = builder.new_read().read(splits) if splits else []
+    answer = save_rows(spec["out_ipc"], batches_table(batches))
+    answer["splits"] = len(splits)
+    return answer
+
+
+# Arrow types of the Paimon types the peer casts to (pypaimon-rust refuses e.g. int64 for INT).
+ARROW_OF_PAIMON = {"TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(), "INTEGER": pa.int32(),
+                   "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(),
+                   "BOOLEAN": pa.bool_(), "STRING": pa.string(), "DATE": pa.date32()}
+
+
+def cast_to_table(rows, table):
+    """``rows`` with the table's column order, simple types cast to the table's Arrow types."""
+    columns = []
+    for field in table.schema().fields():
+        column = rows.column(field.name())
+        base = field.field_type().replace(" NOT NULL", "").strip()
+        target = ARROW_OF_PAIMON.get(base)
+        if target is None and base.startswith("VARCHAR"):
+            target = pa.string()
+        columns.append(column.cast(target) if target is not None and column.type != target else column)
+    return pa.table(columns, names=[field.name() for field in table.schema().fields()])
+
+
+def cmd_write(spec):
+    if spec.get("create"):
+        sql_context(spec).sql(spec["create"])
+    table = catalog(spec).get_table(spec["table"])
+    with pa.memory_map(spec["rows_ipc"]) as source:
+        rows = cast_to_table(ipc.open_file(source).read_all(), table)
+    builder = table.new_batch_write_builder()
+    writer = builder.new_write()
+    try:
+        for batch in rows.combine_chunks().to_batches():
+            writer.write_arrow(batch)
+        messages = writer.prepare_commit()
+    finally:
+        writer.close()
+    committer = builder.new_commit()
+    try:
+        committer.commit(messages)
+    finally:
+        committer.close()
+    snapshot = catalog(spec).get_table(spec["table"]).latest_snapshot()
+    return {"snapshot_id": None if snapshot is None else snapshot.id()}
+
+
+def json_cell(value):
+    if isinstance(value, dict):
+        return {k: json_cell(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_cell(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def cmd_sql(spec):
+    context = sql_context(spec)
+    result = []
+    for statement in spec["statements"]:
+        result = context.sql(statement)
+    rows = batches_table(result)
+    answer = {"rows": rows.num_rows}
+    if spec.get("out_ipc"):
+        answer.update(save_rows(spec["out_ipc"], rows))
+    if rows.num_rows <= 100:
+        answer["text"] = json_cell(rows.to_pylist())
+    return answer
+
+
+def run_call(command, call_spec, errors):
+    if errors != "return":
+        return COMMANDS[command](call_spec)
+    try:
+        return COMMANDS[command](call_spec)
+    except Exception as error:  # reported to the caller, who asserts on it
+        return {"error": "%s: %s" % (type(error).__name__, error)}
+
+
+def cmd_batch(spec):
+    errors = spec.get("errors")
+    return {"results": [run_call(command, call_spec, errors) for command, call_spec in spec["calls"]]}
+
+
+COMMANDS = {"read": cmd_read, "write": cmd_write, "sql": cmd_sql, "batch": cmd_batch}
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] not in COMMANDS:
+        sys.stderr.write("usage: rust_peer.py {%s} < spec.json\n" % "|".join(COMMANDS))
+        return 2
+    spec = json.load(sys.stdin)
+    # Anything the peer prints must not corrupt the JSON answer on stdout.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = COMMANDS[argv[1]](spec)
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
