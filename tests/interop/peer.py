@@ -11,8 +11,10 @@ Commands:
               "snapshot_id": int?}``. Deletes need the table option ``rowkind.field``
               (see docs/research/pypaimon-2.1.md); the peer fills that column with
               ``-D`` (``+I`` for writes) when the rows lack it.
-  read        read the whole table (optionally at ``snapshot_id`` or ``tag``) into
-              ``out_ipc``; prints ``{"rows": n, "schema": [[name, arrow type], ...]}``.
+  read        read the whole table (optionally at ``snapshot_id`` or ``tag``, only the
+              ``projection`` columns, which may name ``_ROW_ID`` / ``_SEQUENCE_NUMBER`` on
+              row-tracking tables) into ``out_ipc``; prints ``{"rows": n, "schema": [[name, arrow
+              type], ...]}``. ``"table": "db.t$branch_b1"`` (with ``warehouse``) reads a branch.
   snapshots   every snapshot as its JSON object, ascending by id.
   list_tags   ``{"tags": {name: snapshot id}}``.
   plan        pypaimon's batch plan (optionally at ``snapshot_id``): ``{"splits": [{"partition",
@@ -20,6 +22,17 @@ Commands:
               decoded its manifest entry (level, min/max key values, sequence range, source, ...).
   delta       the entries of one snapshot's delta manifest list as pypaimon decodes them:
               ``{"entries": [{"kind", "partition", "bucket", "file": file}, ...]}``.
+  make        build one table of today's Paimon features in ``warehouse`` (``kind``, below) as
+              ``table`` (default ``db.<kind>``), read it back into ``out_ipc`` and print
+              ``{"table_path", "rows", "schema", ...}`` plus what the kind adds (see MAKERS):
+              ``row_tracking`` (row-tracking + data-evolution append table, two appends, then
+              ``update_by_arrow_with_row_id`` of ``score``: files holding only that column;
+              ``row_ids_ipc`` gets the rows with ``_ROW_ID``), ``variant`` (VARIANT column from
+              Python objects; ``values`` = the decoded objects), ``postpone`` (primary key,
+              ``bucket = -2``, written, never compacted), ``branch`` (tag ``t1``, branch ``b1``
+              from it, a write to each; ``branch_ipc`` gets the branch's rows), ``mod_bucket``
+              (primary key INT, ``bucket = 4``, ``bucket-function.type = mod``; ``bucket_of_id`` =
+              where pypaimon put each key), ``blob`` (BLOB column).
   batch       ``{"calls": [[command, spec], ...]}`` -> ``{"results": [answer, ...]}``;
               saves the ~1 s pypaimon import per call. With ``"errors": "return"`` a failing
               call answers ``{"error": "<exception class>: <message>"}`` instead of aborting.
@@ -161,17 +174,31 @@ def time_travel(table, spec):
     return table
 
 
-def cmd_read(spec):
-    table = time_travel(open_table(spec), spec)
+def read_arrow(table, projection=None):
+    """Every row pypaimon reads from ``table`` (only ``projection``'s columns when given)."""
     builder = table.new_read_builder()
+    if projection:
+        builder = builder.with_projection(list(projection))
     splits = builder.new_scan().plan().splits()
     rows = builder.new_read().to_arrow(splits)
     if rows is None:
-        rows = table_arrow_schema(table).empty_table()
-    with ipc.new_file(spec["out_ipc"], rows.schema) as sink:
+        schema = table_arrow_schema(table)
+        if projection:
+            schema = pa.schema([schema.field(name) for name in projection])
+        rows = schema.empty_table()
+    return rows
+
+
+def save_rows(path, rows):
+    with ipc.new_file(path, rows.schema) as sink:
         sink.write_table(rows)
     return {"rows": rows.num_rows,
             "schema": [[field.name, str(field.type)] for field in rows.schema]}
+
+
+def cmd_read(spec):
+    table = time_travel(open_table(spec), spec)
+    return save_rows(spec["out_ipc"], read_arrow(table, spec.get("projection")))
 
 
 def cmd_snapshots(spec):
@@ -231,6 +258,154 @@ def cmd_delta(spec):
     return {"entries": entries}
 
 
+# ---------------------------------------------------------------------------------------------
+# Table makers: tables with today's Paimon features (``make``), each built the way pypaimon 2.1
+# builds it. Every maker gets the catalog, the identifier and the spec, and returns what it adds
+# to the answer; ``cmd_make`` then reads the table back into ``out_ipc``.
+
+ROW_TRACKING_OPTIONS = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
+
+
+def new_table(catalog, identifier, columns, primary_keys=(), options=None, partition_keys=()):
+    catalog.create_database(identifier.split(".", 1)[0], True)
+    schema = Schema(schema_fields(columns), list(partition_keys), list(primary_keys), dict(options or {}))
+    catalog.create_table(identifier, schema, False)
+    return catalog.get_table(identifier)
+
+
+def append_rows(catalog, identifier, columns):
+    """One commit of ``columns`` (a dict of Python lists), cast to the table's Arrow schema."""
+    table = catalog.get_table(identifier)
+    target = table_arrow_schema(table)
+    commit_rows(table, pa.table({name: pa.array(values, target.field(name).type)
+                                 for name, values in columns.items()}).select(target.names).cast(target))
+
+
+def plan_files(table):
+    """Each data file of pypaimon's plan: name, bucket, row count, first row id, write columns."""
+    files = []
+    for split in table.new_read_builder().new_scan().plan().splits():
+        for meta in split.files:
+            files.append({"file_name": meta.file_name, "bucket": split.bucket,
+                          "row_count": meta.row_count, "first_row_id": meta.first_row_id,
+                          "write_cols": list(meta.write_cols) if meta.write_cols is not None else None})
+    return files
+
+
+def make_row_tracking(catalog, identifier, spec):
+    new_table(catalog, identifier, [["id", "INT"], ["name", "STRING"], ["score", "DOUBLE"]],
+              options=ROW_TRACKING_OPTIONS)
+    append_rows(catalog, identifier, {"id": [1, 2, 3], "name": ["a", "b", "c"], "score": [1.0, 2.0, 3.0]})
+    append_rows(catalog, identifier, {"id": [4, 5], "name": ["d", "e"], "score": [4.0, 5.0]})
+    table = catalog.get_table(identifier)
+    builder = table.new_batch_write_builder()
+    update = builder.new_update().with_update_type(["score"])
+    # row ids 1 and 3 are the rows of id 2 (first commit) and id 4 (second commit)
+    messages = update.update_by_arrow_with_row_id(pa.table({
+        "_ROW_ID": pa.array([1, 3], pa.int64()), "score": pa.array([20.0, 40.0], pa.float64())}))
+    committer = builder.new_commit()
+    try:
+        committer.commit(messages)
+    finally:
+        committer.close()
+    table = catalog.get_table(identifier)
+    answer = {"files": plan_files(table)}
+    if spec.get("row_ids_ipc"):
+        names = [f.name for f in table.table_schema.fields] + ["_ROW_ID", "_SEQUENCE_NUMBER"]
+        answer["row_ids"] = save_rows(spec["row_ids_ipc"], read_arrow(table, names))
+    return answer
+
+
+VARIANT_VALUES = [{"a": 1, "b": [1, 2, "x"]}, None, 3.5, "str", {"nested": {"k": True}}, [1, None]]
+
+
+def make_variant(catalog, identifier, spec):
+    from pypaimon.data.generic_variant import GenericVariant
+
+    table = new_table(catalog, identifier, [["id", "INT"], ["v", "VARIANT"]])
+    variants = GenericVariant.to_arrow_array(
+        [None if value is None else GenericVariant.from_python(value) for value in VARIANT_VALUES])
+    ids = pa.array(range(len(VARIANT_VALUES)), pa.int32())
+    commit_rows(table, pa.table({"id": ids, "v": variants}))
+    read = read_arrow(catalog.get_table(identifier))
+    decoded = [None if cell is None else GenericVariant.from_arrow_struct(cell).to_python()
+               for cell in read.column("v").to_pylist()]
+    return {"values": [[key, json_value_deep(value)]
+                       for key, value in zip(read.column("id").to_pylist(), decoded)]}
+
+
+def json_value_deep(value):
+    if isinstance(value, dict):
+        return {str(k): json_value_deep(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value_deep(v) for v in value]
+    return json_value(value)
+
+
+def make_postpone(catalog, identifier, spec):
+    new_table(catalog, identifier, [["id", "BIGINT NOT NULL"], ["v", "STRING"]], primary_keys=["id"],
+              options={"bucket": "-2"})
+    append_rows(catalog, identifier, {"id": [1, 2, 3], "v": ["a", "b", "c"]})
+    append_rows(catalog, identifier, {"id": [2, 4], "v": ["B", "d"]})
+    table = catalog.get_table(identifier)
+    # The rows sit in bucket-postpone files, which batch reads skip until a compaction
+    # (Java's) moves them into real buckets.
+    return {"written": [[1, "a"], [2, "B"], [3, "c"], [4, "d"]],
+            "snapshot_id": latest_snapshot_id(table)}
+
+
+def make_branch(catalog, identifier, spec):
+    new_table(catalog, identifier, [["id", "BIGINT"], ["v", "STRING"]])
+    append_rows(catalog, identifier, {"id": [1, 2], "v": ["a", "b"]})
+    catalog.get_table(identifier).create_tag("t1")
+    catalog.create_branch(identifier, "b1", "t1")
+    branch = identifier + "$branch_b1"
+    append_rows(catalog, branch, {"id": [10], "v": ["branch"]})
+    append_rows(catalog, identifier, {"id": [3], "v": ["main"]})
+    answer = {"branch": "b1", "branch_table": branch}
+    if spec.get("branch_ipc"):
+        answer["branch_rows"] = save_rows(spec["branch_ipc"], read_arrow(catalog.get_table(branch)))
+    return answer
+
+
+def make_mod_bucket(catalog, identifier, spec):
+    ids = spec.get("ids", list(range(10)))
+    table = new_table(catalog, identifier, [["id", "INT NOT NULL"], ["v", "STRING"]], primary_keys=["id"],
+                      options={"bucket": "4", "bucket-function.type": "mod"})
+    append_rows(catalog, identifier, {"id": ids, "v": ["v%d" % i for i in ids]})
+    table = catalog.get_table(identifier)
+    builder = table.new_read_builder()
+    bucket_of_id = {}
+    for split in builder.new_scan().plan().splits():
+        for key in builder.new_read().to_arrow([split]).column("id").to_pylist():
+            bucket_of_id[str(key)] = split.bucket
+    return {"bucket_of_id": bucket_of_id}
+
+
+BLOB_VALUES = [b"hello", bytes(range(256)) * 8, None, b""]
+
+
+def make_blob(catalog, identifier, spec):
+    new_table(catalog, identifier, [["id", "INT"], ["b", "BLOB"]], options=ROW_TRACKING_OPTIONS)
+    append_rows(catalog, identifier, {"id": list(range(len(BLOB_VALUES))), "b": BLOB_VALUES})
+    return {"files": plan_files(catalog.get_table(identifier))}
+
+
+MAKERS = {"row_tracking": make_row_tracking, "variant": make_variant, "postpone": make_postpone,
+          "branch": make_branch, "mod_bucket": make_mod_bucket, "blob": make_blob}
+
+
+def cmd_make(spec):
+    kind = spec["kind"]
+    identifier = spec.get("table") or "db." + kind
+    catalog = CatalogFactory.create({"warehouse": spec["warehouse"]})
+    answer = MAKERS[kind](catalog, identifier, spec)
+    table = catalog.get_table(identifier)
+    answer.update(save_rows(spec["out_ipc"], read_arrow(table)))
+    answer.update({"kind": kind, "table": identifier, "table_path": table.table_path})
+    return answer
+
+
 def run_call(command, call_spec, errors):
     if errors != "return":
         return COMMANDS[command](call_spec)
@@ -246,7 +421,8 @@ def cmd_batch(spec):
 
 
 COMMANDS = {"write": cmd_write, "read": cmd_read, "snapshots": cmd_snapshots,
-            "list_tags": cmd_list_tags, "plan": cmd_plan, "delta": cmd_delta, "batch": cmd_batch}
+            "list_tags": cmd_list_tags, "plan": cmd_plan, "delta": cmd_delta, "make": cmd_make,
+            "batch": cmd_batch}
 
 
 def main(argv):
