@@ -1,0 +1,284 @@
+"""The rule of tarn/features.py: tarn acts on everything in a table that changes what a reader
+sees or where a writer puts a row, or refuses it with UnsupportedFeature, never guessing. A
+refused write leaves the table's files byte for byte as they were.
+
+Tables another engine made are simulated here by adding a schema file the way any engine's
+ALTER does (options or fields tarn's own create/alter would not write); the peers' own tables
+are in tests/interop/test_today_tables.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+
+import pyarrow as pa
+import pytest
+
+import tarn
+from tarn.meta.manifest import ADD, IndexManifestEntry
+from tarn.options import (BOOL, DOUBLE, DURATION, ENUM, INT, LIST, LONG, MAP, MEMORY, OPTIONS, READS,
+                          STATS_MODE, STRING, WRITES, Opt)
+from tarn.write.message import CommitMessage
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def files_of(root: str) -> dict[str, bytes]:
+    """Every file under the table directory: relative path -> bytes."""
+    out = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, root)] = f.read()
+    return out
+
+
+def as_other_engine(table: tarn.Table, options: dict | None = None, add_fields: list[dict] = (),
+                    drop_options: tuple = ()) -> None:
+    """Add schema-(n+1) carrying `options` and `add_fields`, as another engine's ALTER writes it."""
+    schema_dir = os.path.join(table.root, "schema")
+    latest = max(int(n.split("-")[1]) for n in os.listdir(schema_dir) if n.startswith("schema-"))
+    with open(os.path.join(schema_dir, f"schema-{latest}")) as f:
+        obj = json.load(f)
+    obj["id"] = latest + 1
+    obj["options"] = {k: v for k, v in {**obj["options"], **(options or {})}.items() if k not in drop_options}
+    for field in add_fields:
+        obj["highestFieldId"] += 1
+        obj["fields"].append({"id": obj["highestFieldId"], **field})
+    with open(os.path.join(schema_dir, f"schema-{latest + 1}"), "w") as f:
+        json.dump(obj, f, indent=2)
+
+
+def refused_write(table: tarn.Table, attempt) -> tarn.UnsupportedFeature:
+    """Run a write that must be refused; the table's files must be unchanged afterwards."""
+    before = files_of(table.root)
+    with pytest.raises(tarn.UnsupportedFeature) as info:
+        attempt()
+    assert files_of(table.root) == before
+    return info.value
+
+
+@pytest.fixture
+def catalog(tmp_path):
+    return tarn.Catalog(str(tmp_path / "wh"))
+
+
+def rows(ids, prefix="v") -> pa.Table:
+    return pa.table({"id": ids, "v": [f"{prefix}{i}" for i in ids]}, schema=SCHEMA)
+
+
+# ------------------------------------------------------------------ options: every READS / WRITES row
+
+
+def sample_value(opt: Opt) -> str | None:
+    """A value of `opt` that tarn does not honour (None when every value is honoured)."""
+    honoured = {v.lower() for v in (opt.default, *opt.honoured) if v is not None}
+    candidates = {
+        BOOL: ["true", "false"],
+        ENUM: list(opt.choices),
+        INT: ["7", "3"], LONG: ["7", "3"], DOUBLE: ["0.5", "0.25"],
+        MEMORY: ["3 mb", "5 mb"], DURATION: ["3 min", "5 min"],
+        STRING: ["v", "w"], LIST: ["v", "id"], MAP: ["a:b"], STATS_MODE: ["full", "counts"],
+    }[opt.kind]
+    return next((c for c in candidates if c.lower() not in honoured), None)
+
+
+REFUSED = [o for o in OPTIONS if o.effect in (READS, WRITES)]
+
+
+@pytest.mark.parametrize("opt", REFUSED, ids=[o.name for o in REFUSED])
+def test_every_refused_option_is_refused(catalog, opt):
+    """Each READS/WRITES row of the feature table: a table carrying a value tarn does not honour
+    loads; reads are refused (READS) or work (WRITES); writes are refused before any file is
+    written. The default value is honoured."""
+    value = sample_value(opt)
+    if value is None:
+        pytest.skip(f"every value of {opt.name} is honoured")
+    for name in ("db.pk", "db.append"):
+        pk = ["id"] if name == "db.pk" else None
+        table = catalog.create_table(name, SCHEMA, primary_key=pk, options={"bucket": "1"} if pk else {})
+        table.write(rows([1, 2]))
+        as_other_engine(table, {opt.name: value})
+        table = catalog.load_table(name)  # loads whatever it carries
+        if opt.effect is READS:
+            with pytest.raises(tarn.UnsupportedFeature, match=f"table {name}: option '{opt.name}'"):
+                table.scan().to_arrow()
+        else:
+            assert table.scan().to_arrow().sort_by("id").to_pylist() == rows([1, 2]).to_pylist()
+        error = refused_write(table, lambda: table.write(rows([3])))
+        assert opt.name in str(error) and "tarn" in str(error)
+        refused_write(table, lambda: table.delete(filter="id = 1"))
+        refused_write(table, lambda: table.compact(full=True))
+        refused_write(table, lambda: table.overwrite(rows([9])))
+        catalog.drop_table(name)
+
+
+def test_default_of_a_refused_option_is_honoured(catalog):
+    table = catalog.create_table("db.t", SCHEMA, primary_key=["id"], options={"bucket": "1"})
+    as_other_engine(table, {"data-evolution.enabled": "false", "deletion-vectors.merge-on-read": "FALSE"})
+    table = catalog.load_table("db.t")
+    table.write(rows([1]))
+    assert table.scan().to_arrow().to_pylist() == rows([1]).to_pylist()
+
+
+def test_issue_options_are_classified():
+    """The options the issue found ignored are no longer carried silently."""
+    from tarn.options import option
+    for name in ("pk-clustering-override", "chain-table.enabled", "primary-key.nullable",
+                 "deletion-vectors.merge-on-read", "partition.legacy-name", "data-evolution.enabled",
+                 "row-tracking.enabled"):
+        assert option(name).effect in (READS, WRITES), name
+        assert option(name).since, name
+
+
+def test_unknown_option_refuses_writes_not_reads(catalog):
+    table = catalog.create_table("db.t", SCHEMA, primary_key=["id"], options={"bucket": "1"})
+    table.write(rows([1]))
+    as_other_engine(table, {"some-future.option": "on"})
+    table = catalog.load_table("db.t")
+    assert table.scan().to_arrow().to_pylist() == rows([1]).to_pylist()
+    error = refused_write(table, lambda: table.write(rows([2])))
+    assert "option 'some-future.option'" in str(error) and "db.t" in str(error)
+
+
+def test_alter_after_refusal_lifts_nothing_by_accident(catalog):
+    """A refused table stays refused after reloads; dropping the option (another ALTER) lifts it."""
+    table = catalog.create_table("db.t", SCHEMA, options={})
+    table.write(rows([1]))
+    as_other_engine(table, {"data-evolution.enabled": "true", "row-tracking.enabled": "true"})
+    with pytest.raises(tarn.UnsupportedFeature, match="data-evolution.enabled"):
+        catalog.load_table("db.t").scan().to_arrow()
+    as_other_engine(table, drop_options=("data-evolution.enabled", "row-tracking.enabled"))
+    table = catalog.load_table("db.t")
+    table.write(rows([2]))
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == rows([1, 2]).to_pylist()
+
+
+# ------------------------------------------------------------------ types tarn lacks
+
+
+@pytest.mark.parametrize("type_json", ["VARIANT", "BLOB", {"type": "VECTOR", "element": "FLOAT", "length": 4},
+                                       {"type": "ARRAY", "element": "VARIANT NOT NULL"}, "GEOMETRY"])
+@pytest.mark.parametrize("primary_key", [None, ["id"]])
+def test_column_of_unknown_type(catalog, type_json, primary_key):
+    """The table loads, columns other than the unknown one read, reading it (or all columns) and
+    every write are refused, and the schema keeps the type's JSON verbatim."""
+    table = catalog.create_table("db.t", SCHEMA, primary_key=primary_key,
+                                 options={"bucket": "1"} if primary_key else {})
+    table.write(rows([1, 2]))
+    as_other_engine(table, add_fields=[{"name": "payload", "type": type_json}])
+    table = catalog.load_table("db.t")
+    assert table.scan(columns=["id", "v"]).to_arrow().sort_by("id").to_pylist() == rows([1, 2]).to_pylist()
+    assert table.scan(columns=["id"], filter="v = 'v2'").to_arrow().to_pylist() == [{"id": 2}]
+    with pytest.raises(tarn.UnsupportedFeature, match="table db.t: column 'payload' has type"):
+        table.scan().to_arrow()
+    with pytest.raises(tarn.UnsupportedFeature, match="column 'payload'"):
+        table.scan(columns=["payload"]).to_arrow()
+    refused_write(table, lambda: table.write(rows([3])))
+    refused_write(table, lambda: table.delete(filter="id = 1"))
+    refused_write(table, lambda: table.compact(full=True))
+    schema_json = json.loads(open(os.path.join(table.root, "schema", "schema-1")).read())
+    assert schema_json["fields"][-1]["type"] == type_json
+    repr(table)
+
+
+# ------------------------------------------------------------------ data files tarn cannot read
+
+
+@pytest.mark.parametrize("fmt", ["lance", "vortex", "mosaic", "blob", "csv"])
+def test_data_file_in_foreign_format(catalog, fmt):
+    table = catalog.create_table("db.t", SCHEMA, options={})
+    table.write(rows([1]))
+    writer = table.new_writer()
+    writer.write(rows([2]))
+    messages = writer.prepare_commit()
+    (message,) = messages
+    (meta,) = message.new_files
+    bucket_dir = table.bucket_dir(table.schema(), message.partition, message.bucket)
+    foreign = meta.file_name.rsplit(".", 1)[0] + f".{fmt}"
+    shutil.move(os.path.join(bucket_dir, meta.file_name), os.path.join(bucket_dir, foreign))
+    table.commit([dataclasses.replace(message, new_files=[dataclasses.replace(meta, file_name=foreign)])])
+    with pytest.raises(tarn.UnsupportedFeature, match=f"data file {foreign} is in format '{fmt}'"):
+        table.scan().to_arrow()
+
+
+def test_partial_column_file_is_refused_on_read(catalog):
+    table = catalog.create_table("db.t", SCHEMA, options={})
+    writer = table.new_writer()
+    writer.write(rows([1]))
+    (message,) = writer.prepare_commit()
+    (meta,) = message.new_files
+    table.commit([dataclasses.replace(message, new_files=[dataclasses.replace(meta, write_cols=("v",),
+                                                                              first_row_id=0)])])
+    with pytest.raises(tarn.UnsupportedFeature, match=r"holds only columns \['v'\]"):
+        table.scan().to_arrow()
+
+
+# ------------------------------------------------------------------ postpone bucket
+
+
+def test_postpone_bucket_rows_stay_invisible_and_writes_are_refused(catalog):
+    """bucket = -2: files of the postpone bucket are invisible to batch reads until compacted
+    (Paimon's rule); writes and streaming reads are refused until tarn implements the mode."""
+    table = catalog.create_table("db.t", SCHEMA, primary_key=["id"], options={"bucket": "1"})
+    table.write(rows([1, 2]))
+    writer = table.new_writer()
+    writer.write(rows([2, 3], prefix="late"))
+    (message,) = writer.prepare_commit()
+    postponed = dataclasses.replace(message, bucket=-2, total_buckets=-2)
+    src = table.bucket_dir(table.schema(), message.partition, message.bucket)
+    dst = os.path.join(table.root, "bucket-postpone")
+    os.makedirs(dst, exist_ok=True)
+    for meta in message.new_files:
+        shutil.move(os.path.join(src, meta.file_name), os.path.join(dst, meta.file_name))
+    as_other_engine(table, {"bucket": "-2"})
+    table = catalog.load_table("db.t")
+    table.committer().commit([postponed], "postpone-writer")  # as another engine's postpone writer commits it
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == rows([1, 2]).to_pylist()
+    error = refused_write(table, lambda: table.write(rows([4])))
+    assert "postpone" in str(error)
+    with pytest.raises(tarn.UnsupportedFeature, match="postpone"):
+        table.changes(table.latest_snapshot().id)
+
+
+# ------------------------------------------------------------------ index types tarn does not know
+
+
+def test_unknown_index_entries_are_carried_and_kept(catalog):
+    """An index-manifest entry of a type tarn does not know (a global index) survives every
+    later commit untouched, and its file stays while a snapshot or tag references it."""
+    table = catalog.create_table("db.t", SCHEMA, primary_key=["id"],
+                                 options={"bucket": "1", "snapshot.num-retained.min": "1",
+                                          "snapshot.num-retained.max": "1"})
+    table.write(rows([1, 2]))
+    index_dir = os.path.join(table.root, "index")
+    os.makedirs(index_dir, exist_ok=True)
+    with open(os.path.join(index_dir, "btree-global-0.index"), "wb") as f:
+        f.write(b"opaque global index bytes")
+    partition = table.live_entries(table.latest_snapshot())[0].partition
+    entry = IndexManifestEntry(kind=ADD, partition=partition, bucket=0, index_type="BTREE",
+                               file_name="btree-global-0.index", file_size=25, row_count=2)
+    table.commit([CommitMessage(partition, 0, 1, new_index_files=[entry])])
+    marked = table.latest_snapshot().id
+    table.create_tag("with-index", marked)
+
+    def index_entries():
+        latest = table.latest_snapshot()
+        return [e for e in table.manifests().read_index_manifest(latest.index_manifest)
+                if e.index_type == "BTREE"]
+
+    assert index_entries() == [entry]
+    table.write(rows([3]))
+    table.delete(filter="id = 1")
+    table.compact(full=True)
+    table.expire_snapshots(retain_min=1, retain_max=1)
+    assert index_entries() == [entry]
+    table.remove_orphan_files(older_than=2**62)
+    assert os.path.exists(os.path.join(index_dir, "btree-global-0.index"))
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == rows([2, 3]).to_pylist()
