@@ -24,7 +24,9 @@ Commands:
            as above) is pushed into the scan; ``where`` (SQL text) reads through
            ``SELECT <projection or *> FROM <table> WHERE <where>`` instead. Prints ``{"rows": n,
            "schema": [[name, arrow type], ...], "splits": n}`` (``splits``: the scan's split count,
-           read-builder reads only).
+           read-builder reads only). No rows: the columns keep their names (and simple types).
+           SQL's ``SELECT *`` on a row-tracking table includes ``_ROW_ID``; the read builder's
+           reads name it only in a ``projection``.
   write    one commit of the rows of ``rows_ipc`` (taken by name; integer, float, boolean, string
            and date columns cast to the table's types, others must match); with
            ``create`` (a SQL ``CREATE TABLE`` statement, catalog name ``paimon``) the table is
@@ -84,13 +86,36 @@ def batches_table(batches, empty_schema=None):
     return (empty_schema or pa.schema([])).empty_table()
 
 
+# Arrow types of the Paimon types the peer casts to (pypaimon-rust refuses e.g. int64 for INT).
+ARROW_OF_PAIMON = {"TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(), "INTEGER": pa.int32(),
+                   "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(),
+                   "BOOLEAN": pa.bool_(), "STRING": pa.string(), "DATE": pa.date32()}
+
+
+def arrow_type(paimon_type):
+    """The Arrow type of a simple Paimon type string (``INT NOT NULL``, ``VARCHAR(10)``), or None."""
+    base = paimon_type.replace(" NOT NULL", "").strip()
+    if base.startswith("VARCHAR") or base.startswith("CHAR"):
+        return pa.string()
+    return ARROW_OF_PAIMON.get(base)
+
+
+def empty_rows(table, projection=None):
+    """No rows, with the table's column names (types of simple columns; null for others)."""
+    fields = {f.name(): pa.field(f.name(), arrow_type(f.field_type()) or pa.null())
+              for f in table.schema().fields()}
+    names = projection or list(fields)
+    return pa.schema([fields.get(name, pa.field(name, pa.int64())) for name in names]).empty_table()
+
+
 def cmd_read(spec):
+    table = catalog(spec).get_table(spec["table"])
+    empty = empty_rows(table, spec.get("projection"))
     if spec.get("where") is not None:
         columns = ", ".join('"%s"' % name for name in spec["projection"]) if spec.get("projection") else "*"
         query = "SELECT %s FROM %s WHERE %s" % (columns, sql_table_name(spec["table"]), spec["where"])
-        rows = batches_table(sql_context(spec).sql(query))
+        rows = batches_table(sql_context(spec).sql(query), empty.schema)
         return save_rows(spec["out_ipc"], rows)
-    table = catalog(spec).get_table(spec["table"])
     builder = table.new_read_builder()
     if spec.get("projection"):
         builder = builder.with_projection(list(spec["projection"]))
@@ -98,15 +123,9 @@ def cmd_read(spec):
         builder = builder.with_filter(spec["predicate"])
     splits = builder.new_scan().plan().splits()
     batches = builder.new_read().read(splits) if splits else []
-    answer = save_rows(spec["out_ipc"], batches_table(batches))
+    answer = save_rows(spec["out_ipc"], batches_table(batches, empty.schema))
     answer["splits"] = len(splits)
     return answer
-
-
-# Arrow types of the Paimon types the peer casts to (pypaimon-rust refuses e.g. int64 for INT).
-ARROW_OF_PAIMON = {"TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(), "INTEGER": pa.int32(),
-                   "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(),
-                   "BOOLEAN": pa.bool_(), "STRING": pa.string(), "DATE": pa.date32()}
 
 
 def cast_to_table(rows, table):
@@ -114,10 +133,7 @@ def cast_to_table(rows, table):
     columns = []
     for field in table.schema().fields():
         column = rows.column(field.name())
-        base = field.field_type().replace(" NOT NULL", "").strip()
-        target = ARROW_OF_PAIMON.get(base)
-        if target is None and base.startswith("VARCHAR"):
-            target = pa.string()
+        target = arrow_type(field.field_type())
         columns.append(column.cast(target) if target is not None and column.type != target else column)
     return pa.table(columns, names=[field.name() for field in table.schema().fields()])
 
