@@ -110,6 +110,19 @@ def check_columns(table_name: str, fields: Iterable[DataField]) -> None:
     _check_types(table_name, fields, "reading")
 
 
+SYSTEM_COLUMNS = {"_ROW_ID": "1.3", "_SEQUENCE_NUMBER": "1.3"}
+
+
+def check_system_columns(table_name: str, names: Iterable[str]) -> None:
+    """Paimon's row-tracking system columns, selectable in other engines: refused by name (not
+    'unknown column') until tarn implements row tracking."""
+    for name in names:
+        if name in SYSTEM_COLUMNS:
+            raise _refused(table_name, f"system column '{name}'", SYSTEM_COLUMNS[name],
+                           "(row tracking) is not selectable in tarn yet (a later tarn release: row tracking "
+                           "and data evolution)")
+
+
 def _check_types(table_name: str, fields: Iterable[DataField], verb: str) -> None:
     for f in fields:
         for root in unsupported_roots(f.type):

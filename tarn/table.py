@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -24,6 +26,7 @@ from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.options import Options, is_immutable
 from tarn.scan.planner import Planner, Split, planner_for
 from tarn.errors import MissingDependency
+from tarn.errors import OutcomeUnknown, StorageError
 from tarn.scan.arguments import limit_argument, location_argument, millis_argument, names_argument
 from tarn.scan.filters import RowFilterReader, scan_filter
 from tarn.scan.predicate import Predicate
@@ -34,6 +37,8 @@ from tarn.validate import validate_change
 from tarn.write.conform import check_static_partition, to_arrow_table
 from tarn.write.message import CommitMessage
 from tarn.write.writer import TableWriter, abort, merge_spec_of, restore_from
+
+log = logging.getLogger(__name__)
 
 
 class Table(TableContext):
@@ -143,9 +148,12 @@ class Table(TableContext):
                commit_identifier: int = BATCH_COMMIT_IDENTIFIER, overwrite: Overwrite | None = None,
                watermark: int | None = None, expected_base: int | None = None) -> Snapshot | None:
         """Commit writer messages (an APPEND or OVERWRITE snapshot, then a COMPACT one for their
-        compaction part). On failure the files no snapshot references are deleted; a compaction
-        part that fails after the data landed is dropped and the data commit stands. Maintenance
-        after the commit (tags, expiry) never turns a landed commit into an error: its failures
+        compaction part). It returns once the snapshot landed; raises `OutcomeUnknown` when the
+        store could not tell whether it did (every file is kept); any other error means it did
+        not land, and the files no snapshot references are deleted. A compaction part that
+        fails after the data landed is dropped and the data commit stands. Work after the
+        commit (a dropped compaction's files, tags, expiry) never turns a landed commit into an
+        error: its failures
         are logged and kept in `last_maintenance_errors`. `expected_base`: the commit fails
         (CommitConflict) unless it lands directly on that snapshot id (0: an empty table)."""
         schema = self.schema()
@@ -155,17 +163,16 @@ class Table(TableContext):
             abort(self.file_io, self.root, schema, messages)
             raise
         committer = self.committer(schema)
+        self.last_maintenance_errors = []
         try:
             snapshot = committer.commit(messages, commit_user or str(uuid.uuid4()),
                                         commit_identifier, overwrite, watermark, expected_base=expected_base)
-        except BaseException:
+        except BaseException:  # not landed (OutcomeUnknown: maybe landed, every file stays)
             if not committer.outcome_unknown:
-                abort(self.file_io, self.root, schema, messages, keep=committer.landed_files)
+                _best_effort(self, "deleting the files of a failed commit", lambda: abort(
+                    self.file_io, self.root, schema, messages, keep=committer.landed_files))
             raise
-        if committer.dropped_compaction is not None:
-            abort(self.file_io, self.root, schema, [m.compact_part() for m in messages],
-                  keep=committer.landed_files)
-        self.last_maintenance_errors = maintenance.after_commit(self)
+        self.last_maintenance_errors = _after_landed(self, committer, schema, messages)
         return snapshot
 
     # ------------------------------------------------------------------ writes
@@ -184,7 +191,9 @@ class Table(TableContext):
             raise
         commit_user = str(uuid.uuid4())
         snapshot = self.commit(writer.prepare_commit(), commit_user=commit_user)
-        writer.keep_key_index(self, commit_user)  # cross-partition tables: the next writer continues it
+        failure = _best_effort(self, "keeping the key index for the next write",  # cross-partition tables
+                               lambda: writer.keep_key_index(self, commit_user))
+        self.last_maintenance_errors += [failure] if failure else []
         return snapshot
 
     def compact(self, full: bool = False, partitions: list[dict] | None = None) -> Snapshot | None:
@@ -321,6 +330,7 @@ class Table(TableContext):
         columns = names_argument(columns, self.name, "columns")
         if columns is not None:
             unknown = [c for c in columns if c not in names]
+            features.check_system_columns(self.name, unknown)
             if unknown:
                 raise SchemaMismatch(f"table {self.name}: unknown column(s) {unknown} (columns: {names})")
         found = scan_filter(filter, schema.fields, self.name)
@@ -660,19 +670,67 @@ def commit_rescale(table: Table, plan: RescalePlan, messages: list[CommitMessage
     """Commit a rescale's messages as one OVERWRITE of its partitions, failing if another
     writer changed them since `plan.base`; then make `plan.bucket` the table's option."""
     committer = RescaleCommitter(table, plan.schema, plan=plan)
+    table.last_maintenance_errors = []
     try:
         snapshot = committer.commit(messages, commit_user or str(uuid.uuid4()), overwrite=Overwrite())
     except BaseException:
         if not committer.outcome_unknown:
-            abort(table.file_io, table.root, plan.schema, messages, keep=committer.landed_files)
+            _best_effort(table, "deleting the files of a failed rescale", lambda: abort(
+                table.file_io, table.root, plan.schema, messages, keep=committer.landed_files))
         raise
-    if committer.dropped_compaction is not None:
-        abort(table.file_io, table.root, plan.schema, [m.compact_part() for m in messages],
-              keep=committer.landed_files)
+    errors = []
     if str(plan.bucket) != str(plan.schema.options.get("bucket", "-1")):
-        table.alter(SetOption("bucket", str(plan.bucket)))
-    table.last_maintenance_errors = maintenance.after_commit(table)
+        errors += [e for e in [_set_bucket_option(table, plan.bucket)] if e is not None]
+    table.last_maintenance_errors = errors + _after_landed(table, committer, plan.schema, messages)
     return snapshot
+
+
+def _set_bucket_option(table: Table, bucket: int) -> Exception | None:
+    """After a rescale landed: make `bucket` the table's option, retried (the data is already
+    committed, so a failure is reported, not raised: `table.rescale(bucket)` again finishes it)."""
+    failure = None
+    for attempt in range(3):
+        try:
+            if str(table.schema().options.get("bucket", "-1")) != str(bucket):
+                table.alter(SetOption("bucket", str(bucket)))
+            return None
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failure = exc
+            if not isinstance(exc, (CommitConflict, StorageError, OutcomeUnknown)):
+                break
+            time.sleep(0.1 * 2 ** attempt)
+    log.error("table %s: the rescale landed, but setting 'bucket' to %s failed: %s; run rescale(bucket=%s) "
+              "again", table.name, bucket, failure, bucket)
+    return failure
+
+
+def _after_landed(table: Table, committer: Committer, schema: TableSchema, messages: list) -> list[Exception]:
+    """Everything after a commit landed, never raising (a caller must not retry, and so
+    duplicate, a landed commit): deleting the files of a compaction part that was dropped,
+    then post-commit maintenance. Returns the failures (the dropped compaction among them)."""
+    errors: list[Exception] = []
+    if committer.dropped_compaction is not None:
+        errors.append(committer.dropped_compaction)
+        failure = _best_effort(table, "deleting the files of the dropped compaction", lambda: abort(
+            table.file_io, table.root, schema, [m.compact_part() for m in messages], keep=committer.landed_files))
+        errors += [failure] if failure else []
+    try:
+        errors += maintenance.after_commit(table)
+    except Exception as exc:  # noqa: BLE001 - after_commit reports its own; this is a last guard
+        log.warning("table %s: maintenance after commit failed (the commit stands): %s", table.name, exc)
+        errors.append(exc)
+    return errors
+
+
+def _best_effort(table: Table, what: str, step) -> Exception | None:
+    """Run a clean-up step whose failure must not replace the operation's outcome; the failure
+    is logged and returned."""
+    try:
+        step()
+    except Exception as exc:  # noqa: BLE001
+        log.warning("table %s: %s failed: %s", table.name, what, exc)
+        return exc
+    return None
 
 
 class RescaleCommitter(Committer):
