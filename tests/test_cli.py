@@ -147,7 +147,8 @@ def test_show_refuses_bad_filters_and_targets(warehouse):
 
 
 def test_help_and_version():
-    assert run("--version").stdout.startswith("tarn ")
+    assert run("--version").stdout == f"tarn {tarn.__version__}\n"
+    assert run("--version").stdout != "tarn (not installed)\n"  # the distribution is tarn-lake, not tarn
     listing = run("--help").stdout
     for name in ("info", "snapshots", "tags", "files", "partitions", "show", "create", "import", "compact",
                  "expire", "rollback", "orphans", "analyze", "lsm"):
@@ -440,6 +441,8 @@ def test_lsm_of_an_append_table(tmp_path):
 def test_installed_tarn_script(warehouse):
     script = Path(sys.executable).parent / "tarn"
     assert script.exists(), "the tarn console script is not installed: pip install -e '.[test]'"
+    version = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=60)
+    assert (version.returncode, version.stdout) == (0, f"tarn {tarn.__version__}\n")
     info = subprocess.run([script, "info", orders(warehouse).root, "--json"], capture_output=True, text=True,
                           timeout=60)
     assert info.returncode == 0, info.stderr
@@ -447,3 +450,48 @@ def test_installed_tarn_script(warehouse):
     missing = subprocess.run([script, "info", "shop.nope", "-w", warehouse], capture_output=True, text=True,
                              timeout=60)
     assert missing.returncode == 1 and "table shop.nope does not exist" in missing.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# a missing dependency: one line naming the package, exit status 1, no traceback
+
+
+def run_main(blocked: list[str], *args: str) -> subprocess.CompletedProcess:
+    """`tarn.cli.main()` in a fresh interpreter where importing `blocked` fails as if they were
+    not installed (a None entry in sys.modules makes `import` raise ModuleNotFoundError)."""
+    code = (f"import sys\nfor name in {blocked!r}: sys.modules[name] = None\n"
+            f"sys.argv = ['tarn', *{list(args)!r}]\nfrom tarn.cli import main\nmain()\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("package", ["typer", "rich", "pyarrow"])
+def test_a_missing_dependency_is_one_line_and_status_1(package):
+    result = run_main([package], "--version")
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith("error: ") and f"'{package}'" in lines[0] and "pip install" in lines[0]
+
+
+def test_a_package_missing_when_a_command_runs_is_one_line(warehouse, tmp_path):
+    """A package a command imports on first use (here the CSV reader) is reported the same way."""
+    csv_file = tmp_path / "more.csv"
+    csv_file.write_text("dt,id,v\nd9,9,x\n")
+    result = run_main(["pyarrow.csv"], "import", orders(warehouse).root, str(csv_file))
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "'pyarrow'" in result.stderr
+
+
+def test_missing_module_of_tarn_itself_is_not_called_a_dependency():
+    from tarn.cli import missing_package_message
+
+    assert missing_package_message(ModuleNotFoundError("x", name="tarn.nope")) is None
+    assert "'typer'" in missing_package_message(ModuleNotFoundError("x", name="typer.testing"))
+
+
+def test_importing_tarn_cli_needs_no_third_party_package():
+    result = run_main(["typer", "rich", "pyarrow"], "--help")
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    code = "import sys\nfor n in ('typer', 'rich', 'pyarrow'): sys.modules[n] = None\nimport tarn.cli\nprint('ok')"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "ok\n"

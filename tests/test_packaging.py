@@ -42,6 +42,16 @@ def test_distribution_provides_the_tarn_package_and_command():
     assert scripts == {"tarn": "tarn.cli:main"}
 
 
+def test_the_command_line_needs_no_extra():
+    """`pip install tarn-lake` gives a working `tarn`: typer and rich are core dependencies; the
+    `cli` extra stays (listing them) so `pip install 'tarn-lake[cli]'` still works."""
+    def names(requirements):
+        return {re.split(r"[\[<>=!~;\s]", r, maxsplit=1)[0] for r in requirements}
+
+    assert {"typer", "rich"} <= names(PYPROJECT["project"]["dependencies"])
+    assert names(PYPROJECT["project"]["optional-dependencies"]["cli"]) == {"typer", "rich"}
+
+
 def test_license_is_apache_2():
     meta = importlib.metadata.metadata(DISTRIBUTION)
     assert meta["License-Expression"] == "Apache-2.0"

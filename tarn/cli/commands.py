@@ -1,11 +1,12 @@
-"""The `tarn` command: look at and look after Paimon tables from a shell (docs/guide-cli.md).
+"""The commands of `tarn` (the typer app); tarn/cli/__init__.py holds the entry point.
 
 TABLE is a table directory or URI (`/data/wh/shop.db/orders`, `s3://bucket/wh/shop.db/orders`),
 or `db.table` with `--warehouse WH` (or the TARN_WAREHOUSE environment variable). Every command
 prints tables for people and, with `--json`, one JSON document on stdout for scripts. Errors go
 to stderr with exit status 1 (2 for a bad command line).
 
-Needs the `cli` extra (typer and rich): `pip install 'tarn-lake[cli]'`.
+typer and rich are core dependencies of tarn-lake: a plain `pip install tarn-lake` gives the
+command.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table as RichTable
 from rich.text import Text
 
+import tarn
+import tarn.cli.lsm as lsm_drawing
 from tarn.catalog import Catalog, create_table_at
-from tarn.cli import lsm as lsm_drawing
+from tarn.cli.missing import missing_package_message
 from tarn.cli.lsm import human_size
 from tarn.cli.where import parse_value, where_predicate
 from tarn.errors import InvalidArgument, TarnError
@@ -42,11 +45,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Look at and look after Apache Paimon tables. TABLE is a table directory or URI, or db.table "
          "with --warehouse.")
-
-
-def main() -> None:
-    """The console script `tarn`."""
-    app(prog_name="tarn")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -65,13 +63,8 @@ AtOpt = Annotated[Optional[str], typer.Option(
 
 
 def _version(value: bool) -> None:
-    if value:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            typer.echo(f"tarn {version('tarn')}")
-        except PackageNotFoundError:
-            typer.echo("tarn (not installed)")
+    if value:  # tarn.__version__ is the one source (the tarn-lake distribution's version reads it)
+        typer.echo(f"tarn {tarn.__version__}")
         raise typer.Exit()
 
 
@@ -90,6 +83,11 @@ def command(name: str | None = None, **settings):
                 return function(*args, **kwargs)
             except (TarnError, OSError, pa.ArrowException) as e:
                 fail(str(e) or type(e).__name__)
+            except ModuleNotFoundError as e:  # a package a command loads on first use
+                message = missing_package_message(e)
+                if message is None:
+                    raise
+                fail(message)
 
         app.command(name, **settings)(run)
         return function

@@ -10,7 +10,11 @@ read yet. Expiring `[earliest, end)` keeps snapshot `end` and deletes:
   live over a contiguous run of snapshot ids, so if that tag lacks it no tag has it;
 - changelog files added by the expired snapshots;
 - manifest lists, manifests, index manifests, index files and statistics files of the expired
-  snapshots that neither snapshot `end` nor a tag overlapping the expired range refers to.
+  snapshots that neither snapshot `end` nor a tag overlapping the expired range refers to;
+
+and, of all those, never a file another branch's snapshot, tag or long-lived changelog
+reaches (Paimon's expiry looks at the current branch only; a branch copied from a tag or
+snapshot of main shares its files, see references.branch_references).
 
 Each manifest is read at most once per run. `plan_expire` works all that out (an
 `ExpirePlan` of paths, nothing changed); `execute_expire` writes the EARLIEST hint, deletes the
@@ -32,7 +36,8 @@ from typing import TYPE_CHECKING
 
 from tarn import paths
 from tarn.errors import FileMissing, InvalidOption, SnapshotNotFound
-from tarn.maintenance.references import FileKey, TableFiles, delete_empty_dirs, delete_paths
+from tarn.maintenance.references import (FileKey, TableFiles, branch_references, branched_since,
+                                         delete_empty_dirs, delete_paths)
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
 
@@ -89,6 +94,7 @@ class ExpirePlan:
     metadata_paths: tuple[str, ...] = ()
     earliest_hint: int | None = None
     clean_empty_dirs: bool = False
+    branches: tuple[str, ...] = ()  # the branches whose files the plan keeps
 
 
 Deleter = Callable[[list[str]], object]
@@ -176,8 +182,11 @@ def plan_expire_until(table: "Table", earliest: int, end: int, files: TableFiles
         index_names = {e.file_name for e in files.index_manifest(snapshot.index_manifest, True)}
         index.extend(files.metadata_paths(snapshot, {n for n in names if n in index_names}))
         metadata.extend(files.metadata_paths(snapshot, {n for n in names if n not in index_names}))
-    return ExpirePlan(tuple(s.id for s in expired), frozenset(t.id for t in tags), _unique(data), _unique(index),
-                      _unique(metadata), end, files.options.bool("snapshot.clean-empty-directories"))
+    branches = branch_references(table, files)
+    return ExpirePlan(tuple(s.id for s in expired), frozenset(t.id for t in tags),
+                      _unique(branches.keep_out(data)), _unique(branches.keep_out(index)),
+                      _unique(branches.keep_out(metadata)), end,
+                      files.options.bool("snapshot.clean-empty-directories"), branches.branches)
 
 
 def execute_expire(table: "Table", plan: ExpirePlan, delete: Deleter | None = None) -> int:
@@ -190,8 +199,8 @@ def execute_expire(table: "Table", plan: ExpirePlan, delete: Deleter | None = No
         store.write_hint(paths.EARLIEST, plan.earliest_hint)
     for snapshot_id in sorted(plan.snapshot_ids):  # ascending: the base of a newer commit goes first
         store.delete(snapshot_id)
-    if _tagged_since_planned(table, plan):  # its files stay (orphan removal frees them later)
-        return len(plan.snapshot_ids)
+    if _tagged_since_planned(table, plan) or _branched_since_planned(table, plan):
+        return len(plan.snapshot_ids)  # its files stay (orphan removal frees them later)
     delete_paths(table.file_io, [*plan.index_paths, *plan.metadata_paths])
     if plan.data_paths:
         delete(list(plan.data_paths))
@@ -213,6 +222,13 @@ def _tagged_since_planned(table: "Table", plan: ExpirePlan) -> bool:
     expired = set(plan.snapshot_ids)
     return any(t.snapshot.id in expired and t.snapshot.id not in plan.tagged_ids
                for t in table.tag_store.tags())
+
+
+def _branched_since_planned(table: "Table", plan: ExpirePlan) -> bool:
+    """Was a branch created after the plan was made (it may use the files the plan deletes)?"""
+    if not (plan.data_paths or plan.index_paths or plan.metadata_paths):
+        return False
+    return branched_since(table, plan.branches)
 
 
 def _unique(items: list[str]) -> tuple[str, ...]:

@@ -1,13 +1,14 @@
 """Orphan file removal (Paimon OrphanFilesClean / LocalOrphanFilesClean).
 
-A file under the table is an orphan when no snapshot, tag or long-lived changelog refers to it
-and it is older than the bound (files of writes still in flight are younger; the bound may
-be any time, Paimon insists on one in the past). Looked at:
-`manifest/`, `index/`, `statistics/`, the bucket directories (`<partition dirs>/bucket-*`),
-and the non-snapshot files of `snapshot/` (leftover temp files) and `changelog/`, and the temp
-files (`.<name>.<uuid>.tmp`) a killed writer left in `tag/`, `schema/` and `consumer/`. Used
-files are matched by name, as Paimon does; schema, tag and consumer files themselves are never
-touched.
+A file under the table is an orphan when no snapshot, tag or long-lived changelog of any branch
+refers to it and it is older than the bound (files of writes still in flight are younger; the
+bound may be any time, Paimon insists on one in the past). Looked at: `manifest/`, `index/`,
+`statistics/`, the bucket directories (`<partition dirs>/bucket-*`), which every branch shares,
+and, for main and each branch (`branch/branch-<name>/`), the non-snapshot files of `snapshot/`
+(leftover temp files) and `changelog/`, and the temp files (`.<name>.<uuid>.tmp`) a killed
+writer left in `tag/`, `schema/` and `consumer/`. Used files are matched by name, as Paimon
+does; schema, snapshot, tag and consumer files themselves are never touched. As in Paimon, a
+branch without a schema file stops the run (a branch being created, or a broken one).
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from tarn import paths
-from tarn.errors import InvalidArgument
+from tarn.errors import FileMissing, InvalidArgument
 from tarn.fs import basename, is_temp_file, join
-from tarn.maintenance.references import TableFiles, delete_empty_dirs, delete_paths
-from tarn.meta.snapshot import Snapshot
+from tarn.maintenance.references import (TableFiles, branch_snapshots, delete_empty_dirs, delete_paths,
+                                         referenced_names)
+from tarn.store.branches import MAIN_BRANCH, Branch, all_branches
 
 if TYPE_CHECKING:
     from tarn.table import Table
@@ -31,47 +33,30 @@ DEFAULT_AGE_MS = 24 * 3600 * 1000  # Paimon's default: files older than one day
 
 
 def used_file_names(table: "Table", files: TableFiles | None = None) -> set[str]:
-    """Names of every file a snapshot, tag or long-lived changelog refers to: metadata files,
-    the data files some of them can read (with their extra files) and changelog files.
-
-    Paimon also counts files named only by DELETE entries; those are read by no snapshot kept,
-    so they are orphans here. The live files of consecutive snapshots are the first one's plus
-    what each later delta adds, so every manifest is read once."""
+    """Names of every file a snapshot, tag or long-lived changelog of any branch (main
+    included) refers to: metadata files, the data files some of them can read (with their
+    extra files) and changelog files."""
     files = files or TableFiles(table)
-    snapshots, others = _all_snapshots(table)
     used: set[str] = set()
-    entries = []
-    previous = None
-    for snapshot in snapshots:
-        if previous is not None and previous == snapshot.id - 1:
-            entries.extend(files.added_in_delta(snapshot).values())
-        else:
-            entries.extend(files.live_files(snapshot, missing_ok=True).values())
-        previous = snapshot.id
-    for snapshot in others:
-        entries.extend(files.live_files(snapshot, missing_ok=True).values())
-    for snapshot in [*snapshots, *others]:
-        used.update(files.metadata_names(snapshot, changelog=True, missing_ok=True))
-        entries.extend(files.changelog_files(snapshot))
-    for entry in entries:
-        used.add(entry.file.file_name)
-        used.update(entry.file.extra_files)
+    for branch in all_branches(table.file_io, table.root, table.name):
+        used |= referenced_names(files, *branch_snapshots(table.file_io, branch))
     return used
 
 
-def _all_snapshots(table: "Table") -> tuple[list[Snapshot], list[Snapshot]]:
-    """(snapshots by id, tag and long-lived changelog snapshots)."""
-    store = table.snapshot_store
-    snapshots = [store.get(i) for i in store.list_ids() if store.exists(i)]
-    others = table.tag_store.tagged_snapshots()
-    changelog_dir = join(table.root, paths.CHANGELOG_DIR)
-    for i in paths.ids_with_prefix(table.file_io.list_dir(changelog_dir), "changelog-"):
-        path = join(changelog_dir, f"changelog-{i}")
-        others.append(Snapshot.from_json(table.file_io.read_bytes(path), path))
-    return snapshots, others
+def check_branches(table: "Table") -> list[Branch]:
+    """Every branch, main first; FileMissing when a branch has no schema file (Paimon's
+    OrphanFilesClean refuses to run then: what such a branch uses cannot be trusted)."""
+    branches = all_branches(table.file_io, table.root, table.name)
+    broken = [b for b in branches if b.name != MAIN_BRANCH and not b.schemas.list_ids()]
+    if broken:
+        listed = ", ".join(f"'{b.name}' ({b.root})" for b in broken)
+        raise FileMissing(f"table {table.name}: branch {listed} has no schema file; orphan file removal "
+                          "stopped. A branch being created gets its schema last: retry later, or "
+                          "check (or drop) the branch directory")
+    return branches
 
 
-def candidate_files(table: "Table", partition_depth: int) -> list:
+def candidate_files(table: "Table", partition_depth: int, branches: list[Branch] | None = None) -> list:
     """FileInfo of every file orphan removal may delete."""
     io, root = table.file_io, table.root
     found = []
@@ -79,13 +64,23 @@ def candidate_files(table: "Table", partition_depth: int) -> list:
         found += io.list_files(join(root, directory), recursive=False)
     for directory in _bucket_dirs(table, root, partition_depth):
         found += io.list_files(directory, recursive=False)
+    for branch in branches if branches is not None else all_branches(io, root, table.name):
+        found += _metadata_leftovers(table, branch.root)
+    return found
+
+
+def _metadata_leftovers(table: "Table", branch_dir: str) -> list:
+    """The non-snapshot files of a branch's `snapshot/` and `changelog/` directories, and the
+    temp files in its `tag/`, `schema/` and `consumer/` directories."""
+    io = table.file_io
+    found = []
     for directory, prefix in ((paths.SNAPSHOT_DIR, paths.SNAPSHOT_PREFIX), (paths.CHANGELOG_DIR, "changelog-")):
-        for info in io.list_files(join(root, directory), recursive=False):
+        for info in io.list_files(join(branch_dir, directory), recursive=False):
             name = basename(info.path)
             if not name.startswith(prefix) and name not in (paths.LATEST, paths.EARLIEST):
                 found.append(info)
     for directory in (paths.TAG_DIR, "schema", "consumer"):  # only the temp files a killed writer left
-        found += [info for info in io.list_files(join(root, directory), recursive=False)
+        found += [info for info in io.list_files(join(branch_dir, directory), recursive=False)
                   if is_temp_file(basename(info.path))]
     return found
 
@@ -126,10 +121,11 @@ def find_orphan_files(table: "Table", older_than: int | dt.datetime | None = Non
         raise InvalidArgument(f"table {table.name}: older_than must be epoch millis or a datetime, "
                               f"got {older_than!r}")
     schema = table.schema()
+    branches = check_branches(table)
     files = TableFiles(table, schema)
     used = used_file_names(table, files)
     return sorted(
-        info.path for info in candidate_files(table, len(schema.partition_keys))
+        info.path for info in candidate_files(table, len(schema.partition_keys), branches)
         if basename(info.path) not in used
         and info.mtime_ns is not None and info.mtime_ns // 1_000_000 < older_than_ms
     )

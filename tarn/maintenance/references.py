@@ -4,6 +4,11 @@ manifest and manifest list read at most once per `TableFiles` instance.
 Data files are identified as Paimon's deletion code does, by (partition, bucket, file name):
 a compaction that only moves a file to another level DELETEs and re-ADDs the same file, which
 must never delete it.
+
+Branches share the table's manifest, index, statistics and data directories with main
+(tarn.store.branches). `branch_references` names every file the other branches' snapshots,
+tags and long-lived changelogs reach; every maintenance path that deletes files leaves those
+alone (`BranchReferences.keep_out`).
 """
 
 from __future__ import annotations
@@ -15,10 +20,11 @@ from typing import TYPE_CHECKING, Iterable
 from tarn import partition as partitions
 from tarn import paths
 from tarn.errors import CorruptFile, FileMissing
-from tarn.fs import FileIO, join, parent
+from tarn.fs import FileIO, basename, join, parent
 from tarn.meta.manifest import ADD, DELETE, IndexManifestEntry, ManifestEntry, ManifestFileMeta
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
+from tarn.store.branches import Branch, all_branches, branch_names
 
 if TYPE_CHECKING:
     from tarn.table import Table
@@ -186,6 +192,91 @@ class TableFiles:
             else:
                 out.append(self.manifests.path(name))
         return out
+
+
+# ---------------------------------------------------------------------------------------------
+# branches
+
+
+def branch_snapshots(file_io: FileIO, branch: Branch) -> tuple[list[Snapshot], list[Snapshot]]:
+    """(a branch's snapshots by id, its tag and long-lived changelog snapshots); files deleted
+    while listing (a concurrent expiry) are skipped."""
+    snapshots = [s for s in (branch.snapshots.find(i) for i in branch.snapshots.list_ids()) if s is not None]
+    others = branch.tags.tagged_snapshots()
+    for i in paths.ids_with_prefix(file_io.list_dir(branch.changelog_dir), "changelog-"):
+        path = join(branch.changelog_dir, f"changelog-{i}")
+        try:
+            others.append(Snapshot.from_json(file_io.read_bytes(path), path))
+        except FileMissing:
+            continue
+    return snapshots, others
+
+
+def referenced_names(files: TableFiles, snapshots: list[Snapshot], others: list[Snapshot]) -> set[str]:
+    """Names of every file `snapshots` (one branch's, by id) and `others` (tags, long-lived
+    changelogs) refer to: manifest lists, manifests, index manifests, index files, statistics,
+    the data files some of them can read with their extra files, and changelog files.
+
+    Paimon also counts files named only by DELETE entries; tarn does not: no snapshot kept
+    reads them. The live files of consecutive snapshots are the first one's plus what each later delta
+    adds, so every manifest is read once."""
+    used: set[str] = set()
+    entries = []
+    previous = None
+    for snapshot in snapshots:
+        if previous is not None and previous == snapshot.id - 1:
+            entries.extend(files.added_in_delta(snapshot).values())
+        else:
+            entries.extend(files.live_files(snapshot, missing_ok=True).values())
+        previous = snapshot.id
+    for snapshot in others:
+        entries.extend(files.live_files(snapshot, missing_ok=True).values())
+    for snapshot in [*snapshots, *others]:
+        used.update(files.metadata_names(snapshot, changelog=True, missing_ok=True))
+        entries.extend(files.changelog_files(snapshot))
+    for entry in entries:
+        used.add(entry.file.file_name)
+        used.update(entry.file.extra_files)
+    return used
+
+
+def other_branches(table: "Table") -> list[Branch]:
+    """Every branch of the table but the one `table` reads and writes (main for a Table)."""
+    own = table.snapshot_store.root.rstrip("/")
+    return [b for b in all_branches(table.file_io, table.root, table.name) if b.root.rstrip("/") != own]
+
+
+@dataclass(frozen=True)
+class BranchReferences:
+    """The files other branches still use, by name, and the branches seen when they were read."""
+
+    names: frozenset[str] = frozenset()
+    branches: tuple[str, ...] = ()
+
+    def keep_out(self, paths_to_delete: Iterable[str]) -> list[str]:
+        """`paths_to_delete` without the files a branch uses."""
+        if not self.names:
+            return list(paths_to_delete)
+        return [p for p in paths_to_delete if basename(p) not in self.names]
+
+
+def branch_references(table: "Table", files: TableFiles | None = None) -> BranchReferences:
+    """What the other branches' snapshots, tags and long-lived changelogs refer to. Manifests
+    shared with main are read once through `files`."""
+    seen = tuple(branch_names(table.file_io, table.root))
+    others = other_branches(table)
+    if not others:
+        return BranchReferences(branches=seen)
+    files = files or TableFiles(table)
+    names: set[str] = set()
+    for branch in others:
+        names |= referenced_names(files, *branch_snapshots(table.file_io, branch))
+    return BranchReferences(frozenset(names), seen)
+
+
+def branched_since(table: "Table", seen: tuple[str, ...]) -> bool:
+    """Has a branch appeared since `seen` was listed (one created while files were planned)?"""
+    return bool(set(branch_names(table.file_io, table.root)) - set(seen))
 
 
 def delete_paths(file_io: FileIO, paths_to_delete: Iterable[str]) -> int:

@@ -2,8 +2,10 @@
 
 The table then holds exactly the data of the target again: later snapshots and tags on later
 snapshots are deleted, as Paimon does, and so are the data and metadata files only they
-referred to. Rolling back to a tag whose snapshot has expired re-creates that snapshot file
-from the tag and makes it the earliest snapshot.
+referred to, except the files another branch still uses (Paimon's rollback deletes no data
+files at all and leaves them to orphan removal; tarn frees them but keeps what any branch's
+snapshots, tags or long-lived changelogs reach). Rolling back to a tag whose snapshot has
+expired re-creates that snapshot file from the tag and makes it the earliest snapshot.
 
 Everything is read and checked first; nothing changes on disk when the target is missing.
 Metadata goes first (tag files, LATEST hint, snapshot files newest first), then files, so an
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from tarn import paths
 from tarn.errors import InvalidArgument, SnapshotNotFound
-from tarn.maintenance.references import FileKey, TableFiles, delete_paths
+from tarn.maintenance.references import FileKey, TableFiles, branch_references, branched_since, delete_paths
 from tarn.meta.manifest import ManifestEntry
 from tarn.meta.snapshot import Snapshot
 from tarn.store.tags import Tag, TagStore
@@ -40,6 +42,7 @@ class RollbackPlan:
     restore: bool = False
     data_paths: tuple[str, ...] = ()
     metadata_paths: tuple[str, ...] = ()
+    branches: tuple[str, ...] = ()  # the branches whose files the plan keeps
 
     @property
     def changes_nothing(self) -> bool:
@@ -101,8 +104,10 @@ def _plan(table: "Table", target: Snapshot, tags: TagStore) -> RollbackPlan:
         fresh = {n for n in snapshot_names if n not in kept_names}
         kept_names.update(fresh)
         metadata.extend(files.metadata_paths(snapshot, fresh))
+    branches = branch_references(table, files)
     return RollbackPlan(target, tuple(sorted(removed_ids, reverse=True)), tuple(t.name for t in removed_tags),
-                        restore, tuple(dict.fromkeys(doomed)), tuple(dict.fromkeys(metadata)))
+                        restore, tuple(dict.fromkeys(branches.keep_out(doomed))),
+                        tuple(dict.fromkeys(branches.keep_out(metadata))), branches.branches)
 
 
 def execute_rollback(table: "Table", plan: RollbackPlan,
@@ -122,6 +127,8 @@ def execute_rollback(table: "Table", plan: RollbackPlan,
         table.file_io.write_if_absent(snapshots.path(target.id), target.to_json().encode())
         snapshots.write_hint(paths.EARLIEST, target.id)
         snapshots.write_hint(paths.LATEST, target.id)
+    if (plan.data_paths or plan.metadata_paths) and branched_since(table, plan.branches):
+        return target  # a new branch may use them: orphan removal frees them later
     if plan.data_paths:
         (delete or partial(delete_paths, table.file_io))(list(plan.data_paths))
     delete_paths(table.file_io, plan.metadata_paths)

@@ -4,6 +4,8 @@
 Deleting a tag whose snapshot has expired frees the data files and metadata nothing else uses.
 A file lives over a contiguous run of snapshot ids, so only the neighbours can share files
 with the tag: the previous tag and the nearer of the next tag and the earliest snapshot.
+Files another branch's snapshots, tags or long-lived changelogs reach always stay (a branch
+created from the tag holds a copy of it).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from tarn.errors import CorruptFile, InvalidArgument, InvalidOption, SnapshotNotFound
-from tarn.maintenance.references import TableFiles, delete_empty_dirs, delete_paths
+from tarn.maintenance.references import (TableFiles, branch_references, branched_since, delete_empty_dirs,
+                                         delete_paths)
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options, parse_duration_ms
 from tarn.store.tags import Tag, TagStore
@@ -161,6 +164,7 @@ class TagDeletePlan:
     data_paths: tuple[str, ...] = ()
     metadata_paths: tuple[str, ...] = ()
     clean_empty_dirs: bool = False
+    branches: tuple[str, ...] = ()  # the branches whose files the plan keeps
 
 
 def delete_tag(table: "Table", name: str) -> None:
@@ -208,7 +212,9 @@ def plan_delete_tags(table: "Table", names: list[str], snapshot: Snapshot) -> Ta
         neighbours.append(right_snapshot)
     files = TableFiles(table)
     data, metadata = unshared_files(files, snapshot, neighbours)
-    return TagDeletePlan(tuple(names), data, metadata, files.options.bool("snapshot.clean-empty-directories"))
+    branches = branch_references(table, files)
+    return TagDeletePlan(tuple(names), tuple(branches.keep_out(data)), tuple(branches.keep_out(metadata)),
+                         files.options.bool("snapshot.clean-empty-directories"), branches.branches)
 
 
 def execute_delete_tags(table: "Table", plan: TagDeletePlan, delete: Callable[[list[str]], object] | None = None) -> None:
@@ -216,6 +222,8 @@ def execute_delete_tags(table: "Table", plan: TagDeletePlan, delete: Callable[[l
     store = tag_store(table)
     for name in plan.tag_names:
         store.delete(name)
+    if (plan.data_paths or plan.metadata_paths) and branched_since(table, plan.branches):
+        return  # a branch created from the tag meanwhile uses them: orphan removal frees them later
     if plan.data_paths:
         (delete or partial(delete_paths, table.file_io))(list(plan.data_paths))
         if plan.clean_empty_dirs:
