@@ -7,6 +7,7 @@ table carries; only what tarn itself creates or changes goes through here.
 
 from __future__ import annotations
 
+from tarn.bucket import check_bucket_function
 from tarn.codec.file_index import check_index_types
 from tarn.errors import InvalidOption, TarnError
 from tarn.lsm.aggregate import validate_aggregation
@@ -49,6 +50,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
     checks = [
         lambda: validate_options(dict(schema.options), identifier, schema.field_names),
         lambda: _check_bucket(schema, options, identifier),
+        lambda: check_bucket_function(schema, identifier),
         lambda: _check_format(options, identifier),
         lambda: _check_partition_types(schema, identifier),
         lambda: check_merge_engine(schema, options, identifier),

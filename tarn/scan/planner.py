@@ -10,9 +10,10 @@ from dataclasses import dataclass, field, replace
 
 from tarn import features
 from tarn import partition as partitions
+from tarn.bucket import KeyBuckets, bucket_function, function_problem, uses_bucket_function
 from tarn.codec.binary_row import deserialize_row
 from tarn.codec.file_index import INDEX_SUFFIX, Container, literal_keys
-from tarn.errors import CorruptFile, FileMissing
+from tarn.errors import CorruptFile, FileMissing, TarnError
 from tarn.fs import join, parent
 from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta
 from tarn.meta.schema import TableSchema
@@ -158,8 +159,11 @@ class Planner:
         features.check_read(self.name, self.schema)
         groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         table_format = self.options.file_format
+        key_buckets = self.key_buckets(predicate)
         for entry in self.live_entries(snapshot, predicate):
             if entry.bucket == features.POSTPONE_BUCKET:
+                continue
+            if key_buckets is not None and not key_buckets.may_hold(entry.bucket, entry.total_buckets):
                 continue
             features.check_file(self.name, entry.file, table_format,
                                 len(self.schemas(entry.file.schema_id).fields))
@@ -186,6 +190,27 @@ class Planner:
                                     {f.file_name: held[f.file_name]} if f.file_name in held else {}, self.root)
                               for f in files)
         return splits
+
+    def key_buckets(self, predicate: Predicate | None) -> KeyBuckets | None:
+        """The buckets a filter's bucket keys name (Java's BucketSelector): when the filter ANDs
+        an equality (`=`, `IN`, an OR of those) on every bucket-key column, only the buckets the
+        table's bucket function gives those keys (at most 1000 combinations) can hold a match.
+        Fixed-bucket tables only (and postpone ones); None: read every bucket."""
+        if predicate is None:
+            return None
+        try:
+            function = bucket_function(self.options)
+            if not uses_bucket_function(self.options.int("bucket")):
+                return None
+            key_fields = [self.schema.field(k) for k in self.schema.bucket_keys]
+        except TarnError:
+            return None
+        if not key_fields or function_problem(function, key_fields):
+            return None  # Java's scan fails on a mod/hive key it cannot hash; tarn reads every bucket
+        values = _bucket_key_values(predicate, [f.name for f in key_fields])
+        if values is None:
+            return None
+        return KeyBuckets.of(values, key_fields, function)
 
     def deletion_files(self, snapshot: Snapshot | None) -> dict[tuple[bytes, int], dict[str, IndexManifestEntry]]:
         """(partition, bucket) -> {data file name: the index entry holding its deletion vector}."""
@@ -352,6 +377,57 @@ def _conjuncts(p: Predicate) -> list[Predicate]:
     if isinstance(p, And):
         return [c for child in p.children for c in _conjuncts(child)]
     return [p]
+
+
+BUCKET_KEYS_MOST = 1000  # Java's BucketSelector.MAX_VALUES: more key combinations read every bucket
+
+
+def _bucket_key_values(predicate: Predicate, names: list[str]) -> list[list] | None:
+    """Each bucket-key column's values in the filter's equality conjuncts (nulls dropped; a
+    column in several conjuncts keeps the values common to all), None when a column has none
+    or the combinations exceed BUCKET_KEYS_MOST, as Java's BucketSelector collects them."""
+    found: dict[str, list] = {}
+    for conjunct in _conjuncts(predicate):
+        equality = _equality_values(conjunct)
+        if equality is None or equality[0] not in names:
+            continue
+        column, values = equality
+        if column in found:
+            found[column] = [v for v in found[column] if v in values]
+            if not found[column]:
+                return None  # contradictory conditions: Java reads every bucket (the rows filter out)
+        else:
+            found[column] = values
+    if any(name not in found for name in names):
+        return None
+    combinations = 1
+    for name in names:
+        combinations *= len(found[name])
+        if combinations > BUCKET_KEYS_MOST:
+            return None
+    return [found[name] for name in names]
+
+
+def _equality_values(p: Predicate) -> tuple[str, list] | None:
+    """(column, non-null values) of `col = v`, `col IN (...)` or an OR of those on one column."""
+    parts = [p]
+    column, values = None, []
+    while parts:
+        part = parts.pop()
+        if isinstance(part, Or):
+            parts.extend(part.children)
+            continue
+        if isinstance(part, Compare) and part.op == "==":
+            name, literals = part.column, [part.value]
+        elif isinstance(part, In) and not part.negated:
+            name, literals = part.column, list(part.values)
+        else:
+            return None
+        if column not in (None, name):
+            return None
+        column = name
+        values.extend(v for v in literals if v is not None)
+    return column, values
 
 
 # ---------------------------------------------------------------------- file index evaluation

@@ -16,6 +16,12 @@ own.) Where the mode cannot be set so (Spark Connect parses on the
 server later), every 32-bit word is held in a bigint in [0, 2**32) and 32-bit products are formed
 from 16-bit halves (no product exceeds 2**49). Each intermediate value is a column of its own
 nested projection, so a value used twice stays one attribute instead of a copied subtree.
+
+The other bucket functions (`bucket-function.type`, `tarn.bucket`) are plain SQL: `mod` is
+`pmod(key, N)` (Spark's pmod is Java's floorMod for N > 0; a null key as 0); `hive` folds
+h = (31 * h + hash(field)) mod 2**32 over the fields in bigints that never overflow (ANSI mode
+or not), an integer or date field hashing to its own 32 bits, a boolean to 1/0, a bigint v to
+v ^ (v >>> 32), a null to 0, and the bucket is (h & 0x7fffffff) % N.
 """
 
 from __future__ import annotations
@@ -37,8 +43,18 @@ SPARK_CAST = {"BOOLEAN": "boolean", "TINYINT": "tinyint", "SMALLINT": "smallint"
               "DATE": "date", "BIGINT": "bigint"}
 
 
-def supported(key_fields: list[DataField]) -> bool:
-    """Can `with_bucket` compute the bucket of these key fields?"""
+MOD_TYPES = ("INT", "BIGINT")  # the keys `mod` takes (tarn.bucket.MOD_KEY_TYPES)
+HIVE_TYPES = ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "DATE", "BIGINT")  # hive keys hashed as SQL here
+
+
+def supported(key_fields: list[DataField], function: str = "default") -> bool:
+    """Can `with_bucket` compute the bucket of these key fields by bucket function `function`
+    (default, mod or hive)? Other keys go through an Arrow UDF (`tarn.bucket.bucket_ids`)."""
+    function = function.lower()
+    if function == "mod":
+        return len(key_fields) == 1 and key_fields[0].type.root in MOD_TYPES
+    if function == "hive":
+        return bool(key_fields) and all(f.type.root in HIVE_TYPES for f in key_fields)
     return bool(key_fields) and len(key_fields) <= 56 and all(f.type.root in SLOT_BYTES for f in key_fields)
 
 
@@ -190,12 +206,49 @@ def _null_word(columns: list[str], nullable: list[bool], word: int) -> str | Non
     return " + ".join(terms) if terms else None
 
 
-def with_bucket(df, column_names: list[str], key_fields: list[DataField], num_buckets: int, name: str):
-    """`df` with an int column `name`: tarn's bucket (of `num_buckets`) of the key columns
-    `column_names` read as the table's `key_fields` types. Check `supported(key_fields)` first."""
+def with_bucket(df, column_names: list[str], key_fields: list[DataField], num_buckets: int, name: str,
+                function: str = "default"):
+    """`df` with an int column `name`: tarn's bucket (of `num_buckets`, by bucket function
+    `function`) of the key columns `column_names` read as the table's `key_fields` types. Check
+    `supported(key_fields, function)` first."""
+    function = function.lower()
+    if function in ("mod", "hive"):
+        columns = [_quote(c) for c in column_names]
+        make = _mod_bucket if function == "mod" else _hive_bucket
+        return df.selectExpr(*[_quote(c) for c in df.columns],
+                             f"{make(columns, key_fields, num_buckets)} AS {_quote(name)}")
     hashed, signed = _hashed(df, column_names, key_fields, name)
     return hashed.selectExpr(*[_quote(c) for c in df.columns],
                              f"CAST(abs({signed}) % {_lit(num_buckets)} AS int) AS {_quote(name)}")
+
+
+def _mod_bucket(columns: list[str], key_fields: list[DataField], num_buckets: int) -> str:
+    """SQL of Java's ModBucketFunction: floorMod(key, N) of one INT or BIGINT key, a null as 0."""
+    value = f"CAST(CAST({columns[0]} AS {SPARK_CAST[key_fields[0].type.root]}) AS bigint)"
+    return f"CAST(pmod(coalesce({value}, 0L), {_lit(num_buckets)}) AS int)"
+
+
+def _hive_word(column: str, field: DataField) -> str:
+    """SQL of Hive's hash of one field as a bigint in [0, 2**32), 0 for null."""
+    root = field.type.root
+    value = f"CAST({column} AS {SPARK_CAST[root]})"
+    if root == "BOOLEAN":
+        return f"CASE WHEN {value} THEN 1L ELSE 0L END"
+    if root == "DATE":
+        value = f"unix_date({value})"
+    value = f"CAST({value} AS bigint)"
+    if root == "BIGINT":
+        value = f"({value} ^ shiftrightunsigned({value}, 32))"
+    return f"coalesce({value} & {_lit(MASK32)}, 0L)"
+
+
+def _hive_bucket(columns: list[str], key_fields: list[DataField], num_buckets: int) -> str:
+    """SQL of Java's HiveBucketFunction: h = 31 * h + hash(field) from 0, mod 2**32 in bigints
+    (31 * h + word < 2**37), then (h & 0x7fffffff) % N."""
+    h = "0L"
+    for column, field in zip(columns, key_fields):
+        h = f"((31L * {h} + {_hive_word(column, field)}) & {_lit(MASK32)})"
+    return f"CAST(({h} & {_lit(0x7FFFFFFF)}) % {_lit(num_buckets)} AS int)"
 
 
 def with_hash(df, column_names: list[str], key_fields: list[DataField], name: str):

@@ -34,7 +34,7 @@ from tarn.spark.types import arrow_of
 from tarn.write.assign import (AssignerSpec, HashAssigner, HashIndexFiles, assign_rows, channels_of_rows,
                                index_fits_routing, pack_bucket)
 from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
-from tarn.bucket import partition_hash
+from tarn.bucket import bucket_function, check_bucket_function, partition_hash
 from tarn.write.conform import conform
 from tarn.write.cross_partition import is_cross_partition
 from tarn.write.writer import abort
@@ -46,8 +46,9 @@ ROUTABLE_MOST_KEYS = 50_000_000  # 200 MB of HASH files
 ROUTABLE_MOST_FILES = 256
 
 
-def bucket_udf(key_fields: list, num_buckets: int, table_name: str):
-    """An Arrow UDF computing tarn's bucket of each row from its bucket-key columns."""
+def bucket_udf(key_fields: list, num_buckets: int, table_name: str, function: str = "default"):
+    """An Arrow UDF computing tarn's bucket of each row from its bucket-key columns (by the
+    table's bucket function `function`)."""
     from pyspark.sql.functions import arrow_udf
 
     @arrow_udf("int")
@@ -55,7 +56,7 @@ def bucket_udf(key_fields: list, num_buckets: int, table_name: str):
         from tarn.bucket import bucket_ids
         keys = pa.Table.from_arrays(list(columns), names=[f.name for f in key_fields])
         keys = conform(keys, key_fields, table_name)  # hash the table's types, not the DataFrame's
-        return pa.array(bucket_ids(keys, key_fields, num_buckets))
+        return pa.array(bucket_ids(keys, key_fields, num_buckets, function))
 
     return bucket_of
 
@@ -93,10 +94,12 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buck
         raise SchemaMismatch(f"table {table_path}: the DataFrame lacks the bucket key column(s) {missing}")
     key_fields = [schema.field(k) for k in schema.bucket_keys]
     key_columns = [by_lower[f.name.lower()] for f in key_fields]
-    if bucket_expr.supported(key_fields):  # the hash in generated JVM code
-        df = bucket_expr.with_bucket(df, key_columns, key_fields, num_buckets, BUCKET_COLUMN)
+    function = bucket_function(schema.options)
+    check_bucket_function(schema, table_path, {**schema.options, "bucket": str(num_buckets)})
+    if bucket_expr.supported(key_fields, function):  # the hash in generated JVM code
+        df = bucket_expr.with_bucket(df, key_columns, key_fields, num_buckets, BUCKET_COLUMN, function)
     else:  # strings, decimals, timestamps, ...: BinaryRows built in Python
-        bucket = bucket_udf(key_fields, num_buckets, table_path)(*[F.col(c) for c in key_columns])
+        bucket = bucket_udf(key_fields, num_buckets, table_path, function)(*[F.col(c) for c in key_columns])
         df = df.withColumn(BUCKET_COLUMN, bucket)
     if schema.partition_keys:
         tasks = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))

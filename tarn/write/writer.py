@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import features, partition, paths
-from tarn.bucket import MAX_DYNAMIC_BUCKETS, bucket_ids, row_hashes
+from tarn.bucket import MAX_DYNAMIC_BUCKETS, bucket_function, bucket_ids, check_bucket_function, row_hashes
 from tarn.data.layout import layout_of
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
@@ -213,6 +213,7 @@ class TableWriter:
         self._hash_committed = False
 
     def _check_writable(self) -> None:
+        check_bucket_function(self.schema, self.name, self.options)  # mod/hive keys, as Java's writers check
         problem = bucket_mode_problem(self.schema, self.num_buckets)
         if problem is None and is_cross_partition(self.schema, self.num_buckets):
             problem = ignored_move_problem(self.options)
@@ -529,7 +530,7 @@ class TableWriter:
         buckets = hashes = None
         if self.num_buckets > 0:
             key_fields = [self.schema.field(k) for k in self.schema.bucket_keys]
-            buckets = bucket_ids(data, key_fields, self.num_buckets)
+            buckets = bucket_ids(data, key_fields, self.num_buckets, bucket_function(self.options))
         elif self.cross:
             buckets = data.column(GIVEN_BUCKET).to_numpy()
             data = data.drop_columns([GIVEN_BUCKET])
