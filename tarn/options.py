@@ -143,7 +143,8 @@ OPTIONS: tuple[Opt, ...] = (
         effect=READS, since="1.0", note="data files under a sub-directory; tarn looks for them in the table root"),
     Opt("changelog-file.prefix", STRING, "changelog-", effect=ACTED, since="1.0"),
     Opt("changelog-file.format", ENUM, choices=FILE_FORMATS,
-        effect=READS, since="1.1", honoured=("parquet", "orc", "avro")),
+        effect=READS, since="1.1", honoured=("parquet", "orc", "avro"),
+        note="changelog files in other formats are neither read nor written"),
     Opt("changelog-file.compression", STRING, effect=ACTED, since="1.1"),
     Opt("changelog-file.stats-mode", STATS_MODE, effect=ACTED, since="1.1"),
     Opt("file.suffix.include.compression", BOOL, "false",
@@ -533,7 +534,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("blob-compaction.enabled", BOOL, "false", effect=CARRIED, since="2.0", note="BLOB columns only (refused)"),
     Opt("snapshot.ignore-empty-commit", BOOL, effect=CARRIED, since="1.3"),
     Opt("index-file-in-data-file-dir", BOOL, "false", immutable=True,
-        effect=READS, since="1.3", note="tarn looks for index files in index/ only"),
+        effect=READS, since="1.3", note="tarn reads index files from index/ only (its maintenance honours it)"),
     Opt("global-index.external-path", STRING, effect=CARRIED, since="1.4", note="entries record their external path"),
     Opt(
         "global-index.column-update-action", ENUM, "THROW_ERROR",
