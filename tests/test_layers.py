@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tarn"
 
 # Lowest first. A name is a top-level module or package of tarn ("__init__" is the package).
 LAYERS = [
-    {"errors", "types", "options", "fs", "s3", "paths"},
+    {"errors", "types", "options", "file_fields", "fs", "s3", "paths"},
     {"codec", "bucket"},
     {"meta", "partition", "stats", "features"},
     {"store", "lsm"},
