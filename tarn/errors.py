@@ -66,3 +66,10 @@ class UnsupportedFeature(TarnError):
     """A table needs a Paimon feature tarn does not implement (an option, a type, a file format,
     an index): tarn refuses rather than guess. The message names the table, the feature and the
     Paimon version that introduced it; a refused write has written nothing."""
+
+
+class StorageError(TarnError, OSError):
+    """The file system or object store failed a request after its own retries (a dropped
+    connection, a 5xx, a refused credential); the message names the file and the store. It is
+    an OSError too. A commit raises it only when its snapshot did not land: when the store
+    cannot tell, the commit raises OutcomeUnknown instead."""

@@ -10,6 +10,12 @@ Paths are plain strings joined with "/". Every metadata file appears atomically:
   a single PUT (atomic by nature) on an object store.
 A reader never sees a half-written file; a killed writer leaves at most a hidden temp file.
 
+Errors: a missing file is `FileMissing`; any other failure of the store (an OSError from
+pyarrow after its retries: a dropped connection, a 5xx, a refused credential) is a
+`StorageError` naming the operation, the file and the store, also on writes into a stream
+from `open_output_stream` and on its close (the upload). `write_if_absent` alone may raise
+`OutcomeUnknown`: the create may have happened.
+
 The warehouse may be a local path, `s3://bucket/path` (settings from `storage_options` and the
 environment, tarn/s3.py), any URI pyarrow understands, or a path inside a ready
 `pyarrow.fs.FileSystem` or fsspec filesystem (`filesystem=`). A FileIO pickles (Spark ships
@@ -29,7 +35,7 @@ from typing import Callable, ContextManager
 import pyarrow.fs as pafs
 
 from tarn import s3
-from tarn.errors import FileMissing, InvalidOption, TarnError
+from tarn.errors import FileMissing, InvalidOption, OutcomeUnknown, StorageError, TarnError
 
 Lock = Callable[[str], ContextManager]  # lock(path) -> a context manager held around a create
 
@@ -50,6 +56,47 @@ def basename(path: str) -> str:
 def is_temp_file(name: str) -> bool:
     """A temporary file of an atomic write (`.<name>.<uuid>.tmp`), never a table file."""
     return name.startswith(".") and name.endswith(".tmp")
+
+
+@contextlib.contextmanager
+def storage_errors(what: str, path: str, store: str, missing_ok: bool = False):
+    """Map an OSError of the store into a TarnError naming the file: FileMissing for a missing
+    file (ignored with `missing_ok`), StorageError for anything else. TarnErrors pass."""
+    try:
+        yield
+    except TarnError:
+        raise
+    except FileNotFoundError as exc:
+        if not missing_ok:
+            raise FileMissing(f"file not found: {path}") from exc
+    except OSError as exc:
+        raise StorageError(f"{what} {path} failed on the {store} store: {exc}") from exc
+
+
+class _OutputStream:
+    """`with file_io.open_output_stream(path) as out:` gives the store's own stream (fast for
+    pyarrow writers); a storage error while writing into it or closing it (the upload, on an
+    object store) leaves the `with` block as a StorageError naming the file."""
+
+    def __init__(self, stream, path: str, store: str):
+        self._stream, self._path, self._store = stream, path, store
+
+    def __enter__(self):
+        return self._stream
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self._stream.close()
+        except OSError as closing:
+            if exc is None:
+                raise StorageError(f"writing {self._path} failed on the {self._store} store "
+                                   f"(closing it): {closing}") from closing
+        if isinstance(exc, OSError) and not isinstance(exc, TarnError):
+            raise StorageError(f"writing {self._path} failed on the {self._store} store: {exc}") from exc
+        return False
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 @dataclass
@@ -77,30 +124,41 @@ class FileIO:
         """The store's name for messages: local, s3, py::fsspec+memory, ..."""
         return self.fs.type_name
 
+    def _errors(self, what: str, path: str, missing_ok: bool = False):
+        return storage_errors(what, path, self.store, missing_ok)
+
     def read_bytes(self, path: str) -> bytes:
-        try:
+        with self._errors("reading", path):
             with self.fs.open_input_stream(path) as stream:
                 return stream.read()
-        except FileNotFoundError as exc:
-            raise FileMissing(f"file not found: {path}") from exc
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Atomically create or replace `path`: readers see the old bytes or the new, never a
         torn file (hints, consumers, manifests, replaced tags)."""
         if not self.is_local:
             self._mkdirs_for(path)
-            with self.fs.open_output_stream(path) as out:  # one PUT: atomic on object stores
-                out.write(data)
+            with self._errors("writing", path):
+                with self.fs.open_output_stream(path) as out:  # one PUT: atomic on object stores
+                    out.write(data)
             return
         self.mkdirs(parent(path))
         tmp = self._temp_path(path)
         try:
-            with self.fs.open_output_stream(tmp) as out:
-                out.write(data)
-            os.replace(tmp, path)
+            with self._errors("writing", path):
+                with self.fs.open_output_stream(tmp) as out:
+                    out.write(data)
+                os.replace(tmp, path)
         except BaseException:
-            self.delete(tmp)
+            self._discard(tmp)
             raise
+
+    def _discard(self, path: str) -> None:
+        """Delete a temp file of a failed write; a failure here leaves a hidden orphan, and
+        the write's own error is the one to report."""
+        try:
+            self.delete(path)
+        except Exception:  # noqa: BLE001
+            pass
 
     @staticmethod
     def _temp_path(path: str) -> str:
@@ -114,9 +172,10 @@ class FileIO:
     def write_if_absent(self, path: str, data: bytes) -> bool:
         """Atomically create `path` with `data`; False (and nothing written) if it exists.
 
-        Exactly one of racing writers gets True. On S3 an answer lost to a timeout or a server
-        error is settled by reading the object back (our bytes: True); if even that fails,
-        `OutcomeUnknown` is raised: the file may exist."""
+        Exactly one of racing writers gets True. Any other error (StorageError, ...) means the
+        file was not created by this call. On S3, and under a lock, an answer lost to a timeout,
+        a dropped connection or a server error is settled by reading the file back (our bytes:
+        True); if even that cannot tell, `OutcomeUnknown` is raised: the file may exist."""
         if self.is_local:
             return self._link_if_absent(path, data)
         if self.conditional is not None:
@@ -128,37 +187,60 @@ class FileIO:
         with self.lock(path):
             if self.exists(path):
                 return False
-            self.write_bytes(path, data)
+            try:
+                self.write_bytes(path, data)
+            except StorageError as exc:  # the write may have happened before it failed
+                return self._settle_create(path, data, exc)
             return True
 
+    def _settle_create(self, path: str, data: bytes, cause: StorageError) -> bool:
+        try:
+            return self.read_bytes(path) == data
+        except FileMissing:
+            raise cause
+        except Exception as exc:
+            raise OutcomeUnknown(f"creating {path} on the {self.store} store failed ({cause}) and the file "
+                                 f"could not be read back ({exc}): it may or may not exist") from exc
+
     def _link_if_absent(self, path: str, data: bytes) -> bool:
+        """A finished temp file hard-linked into place: the link is the create, one system
+        call that either happened or not (an error other than "exists" means it did not)."""
         self.mkdirs(parent(path))
         tmp = self._temp_path(path)
         try:
-            with self.fs.open_output_stream(tmp) as out:
-                out.write(data)
-            os.link(tmp, path)
+            with self._errors("creating", path):
+                with self.fs.open_output_stream(tmp) as out:
+                    out.write(data)
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    return False
             return True
-        except FileExistsError:
-            return False
         finally:
-            self.delete(tmp)
+            self._discard(tmp)
 
     def open_input_file(self, path: str):
-        return self.fs.open_input_file(path)
+        with self._errors("opening", path):
+            return self.fs.open_input_file(path)
 
-    def open_output_stream(self, path: str):
+    def open_output_stream(self, path: str) -> _OutputStream:
+        """A stream creating or replacing `path`; use it in a `with` block (storage errors
+        while writing or closing become StorageErrors naming the file)."""
         self._mkdirs_for(path)
-        return self.fs.open_output_stream(path)
+        with self._errors("writing", path):
+            return _OutputStream(self.fs.open_output_stream(path), path, self.store)
 
     def exists(self, path: str) -> bool:
-        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+        with self._errors("looking up", path):
+            return self.fs.get_file_info(path).type != pafs.FileType.NotFound
 
     def is_dir(self, path: str) -> bool:
-        return self.fs.get_file_info(path).type == pafs.FileType.Directory
+        with self._errors("looking up", path):
+            return self.fs.get_file_info(path).type == pafs.FileType.Directory
 
     def size(self, path: str) -> int:
-        info = self.fs.get_file_info(path)
+        with self._errors("looking up", path):
+            info = self.fs.get_file_info(path)
         if info.type == pafs.FileType.NotFound:
             raise FileMissing(f"file not found: {path}")
         return info.size
@@ -166,29 +248,40 @@ class FileIO:
     def list_dir(self, path: str) -> list[str]:
         """Names (not paths) of the entries directly under `path`; [] if it does not exist."""
         selector = pafs.FileSelector(path, allow_not_found=True, recursive=False)
-        return sorted(basename(info.path) for info in self.fs.get_file_info(selector))
+        with self._errors("listing", path):
+            return sorted(basename(info.path) for info in self.fs.get_file_info(selector))
 
     def list_files(self, path: str, recursive: bool = True) -> list[pafs.FileInfo]:
         """FileInfo of every file under `path` (with size and mtime)."""
         selector = pafs.FileSelector(path, allow_not_found=True, recursive=recursive)
-        return [i for i in self.fs.get_file_info(selector) if i.type == pafs.FileType.File]
+        with self._errors("listing", path):
+            return [i for i in self.fs.get_file_info(selector) if i.type == pafs.FileType.File]
+
+    def entries(self, path: str) -> list[pafs.FileInfo]:
+        """FileInfo of every entry (files and directories) directly under `path`; [] if it
+        does not exist."""
+        selector = pafs.FileSelector(path, allow_not_found=True, recursive=False)
+        with self._errors("listing", path):
+            return self.fs.get_file_info(selector)
+
+    def info(self, path: str) -> pafs.FileInfo:
+        """The FileInfo of `path` (type NotFound when absent: no error)."""
+        with self._errors("looking up", path):
+            return self.fs.get_file_info(path)
 
     def delete(self, path: str) -> None:
         """Delete a file; a missing file is not an error."""
-        try:
+        with self._errors("deleting", path, missing_ok=True):
             self.fs.delete_file(path)
-        except FileNotFoundError:
-            pass
 
     def delete_dir(self, path: str) -> None:
-        try:
+        with self._errors("deleting directory", path, missing_ok=True):
             self.fs.delete_dir(path)
-        except FileNotFoundError:
-            pass
 
     def mkdirs(self, path: str) -> None:
         if path:
-            self.fs.create_dir(path, recursive=True)
+            with self._errors("creating directory", path):
+                self.fs.create_dir(path, recursive=True)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,14 @@ through pyarrow's S3FileSystem; the one operation it lacks, "create this object 
 not exist", is a boto3 `put_object(IfNoneMatch="*")` (S3 answers 412 to every writer but the
 first). The boto3 client is made lazily, once per process: a `ConditionalPut` pickles as its
 settings, so it crosses to Spark executors.
+
+Retries are bounded: pyarrow retries a failed request (5xx, throttling, a dropped connection)
+with AWS's default strategy, 25 ms doubling per attempt, at most `PYARROW_RETRIES` times (about
+1.6 s in all; AWS's "standard" strategy that pyarrow defaults to waits up to 1 s doubling, ~15 s
+for five attempts, and stops retrying at all once its shared retry budget is spent). Small
+files go up in one PUT (`allow_delayed_open`: no multipart upload of three requests). boto3,
+which sends only the conditional PUT and reads its object back, does not retry by itself:
+`put_if_absent` decides what a failed attempt means.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from tarn.errors import FileMissing, InvalidOption, OutcomeUnknown, TarnError
+from tarn.errors import FileMissing, InvalidOption, OutcomeUnknown, StorageError, TarnError
 
 SCHEMES = ("s3", "s3a", "s3n")
 OPTIONS = {
@@ -35,7 +43,9 @@ ENV = {"s3.endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
        "s3.session-token": ("AWS_SESSION_TOKEN",),
        "s3.region": ("AWS_REGION", "AWS_DEFAULT_REGION")}
 CONFLICT_RETRIES = 5  # 409 ConditionalRequestConflict: another conditional write of the key is in flight
-UNCERTAIN_RETRIES = 3  # timeouts, 5xx: the PUT may or may not have landed
+UNCERTAIN_RETRIES = 4  # timeouts, 5xx, dropped connections: the PUT may or may not have landed
+READ_ATTEMPTS = 8  # reading an object back to settle an uncertain PUT (~6 s of backoff in all)
+PYARROW_RETRIES = 6  # per request of pyarrow's S3FileSystem (AWS default strategy: 25 ms doubling)
 
 
 ALIASES = {"s3.path.style.access": "s3.path-style-access"}  # Paimon's (Hadoop's) spelling
@@ -100,8 +110,8 @@ class S3Config:
         kwargs = {"region": self.region, "access_key": self.access_key, "secret_key": self.secret_key,
                   "session_token": self.session_token, "force_virtual_addressing": not self.path_style,
                   # generous limits: a busy store answering late is not a failed read
-                  "request_timeout": 30, "connect_timeout": 10,
-                  "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=5)}
+                  "request_timeout": 30, "connect_timeout": 10, "allow_delayed_open": True,
+                  "retry_strategy": pafs.AwsDefaultS3RetryStrategy(max_attempts=PYARROW_RETRIES)}
         if self.endpoint:
             url = urlparse(self.endpoint if "://" in self.endpoint else f"https://{self.endpoint}")
             kwargs.update(endpoint_override=url.netloc + url.path.rstrip("/"), scheme=url.scheme)
@@ -134,10 +144,16 @@ class ConditionalPut:
 
     def put_if_absent(self, path: str, data: bytes) -> bool:
         """Create object `path` (bucket/key) with `data`; False if it exists. Exactly one of
-        racing writers gets True. 409s are retried; after a timeout or a 5xx the object is read
-        back (our bytes: True); `OutcomeUnknown` if S3 cannot tell at all."""
+        racing writers gets True.
+
+        409s are retried. After a timeout, a dropped connection, a 5xx or a throttle the object
+        is read back: our bytes, True; other bytes, False; absent, the PUT is sent again
+        (If-None-Match keeps it single). `OutcomeUnknown` when S3 cannot tell at all (the read
+        back fails, or the last attempt timed out and may still land); a StorageError only when
+        the object was not created by this call."""
         bucket, _, key = path.partition("/")
         conflicts = failures = 0
+        timed_out = False
         while True:
             try:
                 self.client().put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
@@ -147,19 +163,29 @@ class ConditionalPut:
                 if kind == "conflict" and conflicts < CONFLICT_RETRIES:
                     conflicts += 1
                     time.sleep(0.05 * 2 ** conflicts)
-                elif kind == "uncertain" and failures < UNCERTAIN_RETRIES:
+                    continue
+                if kind in ("exists", "conflict"):  # lost, unless an earlier uncertain try was ours
+                    return failures > 0 and self._same(bucket, key, data, path, exc)
+                if kind == "uncertain":
                     failures += 1
+                    timed_out = timed_out or is_timeout(exc)
                     landed = self._settle(bucket, key, data)
                     if landed is not None:
                         return landed
-                    time.sleep(0.1 * 2 ** failures)
-                elif kind in ("exists", "conflict"):  # lost, unless an earlier uncertain try was ours
-                    return failures > 0 and self._same(bucket, key, data, path, exc)
-                elif kind == "uncertain":
-                    raise OutcomeUnknown(f"conditional PUT of s3://{path}: no answer after "
-                                         f"{failures + 1} attempts ({exc}); the file may or may not exist") from exc
-                else:
-                    raise TarnError(f"conditional PUT of s3://{path} failed: {exc}") from exc
+                    if failures <= UNCERTAIN_RETRIES:
+                        time.sleep(0.05 * 2 ** failures)
+                        continue
+                    if timed_out:  # a request that timed out may still be applied later
+                        raise OutcomeUnknown(f"conditional PUT of s3://{path}: no answer after {failures} "
+                                             f"attempts, one timed out ({exc}); the file may or may not "
+                                             "exist") from exc
+                    raise StorageError(f"conditional PUT of s3://{path} failed {failures} times ({exc}); "
+                                       "the object was not created") from exc
+                if failures > 0:  # an earlier uncertain attempt may have landed meanwhile
+                    landed = self._settle(bucket, key, data)
+                    if landed is not None:
+                        return landed
+                raise StorageError(f"conditional PUT of s3://{path} failed: {exc}") from exc
 
     def _settle(self, bucket: str, key: str, data: bytes) -> bool | None:
         """After an uncertain PUT: True if the object holds our bytes, False if other bytes,
@@ -177,13 +203,21 @@ class ConditionalPut:
                                  "object is absent") from cause
 
     def _read(self, bucket: str, key: str) -> bytes:
-        try:
-            return self.client().get_object(Bucket=bucket, Key=key)["Body"].read()
-        except Exception as exc:  # noqa: BLE001
-            if classify(exc) == "missing":
-                raise FileMissing(f"file not found: s3://{bucket}/{key}") from exc
-            raise OutcomeUnknown(f"conditional PUT of s3://{bucket}/{key}: could not read the object "
-                                 f"back to settle an uncertain write ({exc}); it may or may not exist") from exc
+        """The object's bytes, FileMissing if absent; failures are retried a few times, then
+        `OutcomeUnknown` (the caller is settling a write it could not see)."""
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                return self.client().get_object(Bucket=bucket, Key=key)["Body"].read()
+            except Exception as exc:  # noqa: BLE001
+                kind = classify(exc)
+                if kind == "missing":
+                    raise FileMissing(f"file not found: s3://{bucket}/{key}") from exc
+                if kind != "uncertain" or attempt == READ_ATTEMPTS:
+                    raise OutcomeUnknown(f"conditional PUT of s3://{bucket}/{key}: could not read the object "
+                                         f"back to settle an uncertain write ({exc}); it may or may not "
+                                         "exist") from exc
+                time.sleep(min(0.05 * 2 ** attempt, 1.6))
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def make_client(config: S3Config):
@@ -219,6 +253,13 @@ def classify(exc: Exception) -> str:
         return "error"
     if isinstance(exc, bx.EndpointConnectionError):
         return "error"  # never connected: nothing was sent
-    if isinstance(exc, (bx.ConnectionError, bx.HTTPClientError)):
-        return "uncertain"  # ReadTimeout, EndpointConnectionError, ConnectionClosedError, ...
+    if isinstance(exc, (bx.ConnectionError, bx.HTTPClientError, bx.IncompleteReadError)):
+        return "uncertain"  # ReadTimeout, ConnectionClosedError, ResponseStreamingError, ...
     return "error"
+
+
+def is_timeout(exc: Exception) -> bool:
+    """A request that timed out waiting for its answer (S3 may still be working on it)."""
+    from botocore import exceptions as bx
+
+    return isinstance(exc, bx.ReadTimeoutError)

@@ -4,6 +4,15 @@ One attempt: read the latest snapshot, turn commit messages into manifest entrie
 conflicts, write delta manifests and manifest lists, then create `snapshot-<id>` only if absent.
 A lost race retries on a fresh base; a conflict fails cleanly. Nothing a failed attempt wrote
 stays behind, and readers never see it (the snapshot file is the only commit point).
+
+Every commit ends in one of three outcomes (docs/concurrency.md):
+- it returns: its snapshot landed on top of the table;
+- it raises `OutcomeUnknown`: the store could not tell whether the snapshot file was created
+  (or whether one that was created landed on top); `outcome_unknown` is set and no file the
+  commit wrote may be deleted;
+- it raises anything else: its snapshot did not land (cleaning up its files is safe).
+Once the snapshot file exists, nothing but OutcomeUnknown leaves `_publish`: checks that fail
+are retried, the LATEST hint and the debug log are best effort.
 """
 
 from __future__ import annotations
@@ -29,6 +38,8 @@ from tarn.store.statistics import StatisticsFiles
 from tarn.write.message import CommitMessage
 
 log = logging.getLogger(__name__)
+
+CHECK_ATTEMPTS = 4  # reads after a snapshot file was created (is it on top?) before OutcomeUnknown
 
 
 @dataclass(frozen=True)
@@ -82,11 +93,12 @@ class Committer:
 
         Once the APPEND part has landed the data is committed: a COMPACT part that then fails
         (a concurrent compaction removed an input, retries ran out, an I/O error) is dropped,
-        recorded in `dropped_compaction`, and the APPEND snapshot is returned. `landed_files`
-        names every file a landed snapshot of this call references, so a caller cleaning up
-        after a failure deletes only files no snapshot references. `expected_base`: the APPEND
-        part must land directly on that snapshot (every attempt checks; CommitConflict when
-        another snapshot came first)."""
+        recorded in `dropped_compaction`, and the APPEND snapshot is returned; if whether it
+        landed is unknown, its files count as landed. `landed_files` names every file a landed
+        (or possibly landed) snapshot of this call references, so a caller cleaning up after a
+        failure deletes only files no snapshot references. `expected_base`: the APPEND part
+        must land directly on that snapshot (every attempt checks; CommitConflict when another
+        snapshot came first)."""
         messages = [m for m in messages if not m.is_empty]
         if not messages and overwrite is None:
             return None
@@ -119,6 +131,9 @@ class Committer:
                 self.landed_files |= _added_names(compactions)
             except Exception as exc:  # the data stands; only the compaction is given up
                 self.dropped_compaction = exc
+                if self.outcome_unknown:  # the COMPACT snapshot may exist: keep its files
+                    self.landed_files |= _added_names(compactions)
+                    self.outcome_unknown = False  # the call's own outcome is known: it landed
                 log.warning("table %s: compaction dropped after its data commit landed: %s",
                             self.table_name, exc)
         return result
@@ -169,13 +184,14 @@ class Committer:
         try:
             index_manifest = self._index_manifest(latest, messages, delta, request.overwrite, written)
             new_snapshot = self._write_snapshot(latest, delta, kind, request, written, changelog, index_manifest)
-            if self._publish(new_snapshot, latest, messages):
-                _log_commit(self.table_name, new_snapshot, delta, changelog)
-                return new_snapshot
+            landed = self._publish(new_snapshot, latest, messages)
         except BaseException:
             if not self.outcome_unknown:
                 self._delete(written)
             raise
+        if landed:
+            _log_commit(self.table_name, new_snapshot, delta, changelog)
+            return new_snapshot
         self._delete(written)
         return None
 
@@ -190,7 +206,9 @@ class Committer:
                 "table takes one writer at a time); nothing was committed, write again")
 
     def _publish(self, snapshot: Snapshot, base: Snapshot | None, messages) -> bool:
-        """Create the snapshot file; True when it landed on top of the table.
+        """Create the snapshot file; True when it landed on top of the table, False when it
+        did not (a lost race). Raises OutcomeUnknown when that cannot be told, anything else
+        only when the file was not created.
 
         A create that succeeded behind the latest snapshot (its id had been committed by
         another writer and then expired) is taken back and reported as a lost race."""
@@ -199,28 +217,49 @@ class Committer:
         except OutcomeUnknown:  # the store could not tell whether the file was created
             self.outcome_unknown = True
             raise
-        except Exception:  # the bare raise inside re-raises this error
-            created = self._settle_uncertain_create(snapshot)
+        except Exception as exc:
+            created = self._settle_uncertain_create(snapshot, exc)
+        except BaseException:  # interrupted (KeyboardInterrupt, ...) mid-create: it may have landed
+            self.outcome_unknown = True
+            raise
         if not created:
             return False
-        if self._landed_behind(snapshot, base, messages):
-            self.snapshots.withdraw(snapshot)
-            self._check_files_still_there(messages)
+        # the file is ours from here on: only OutcomeUnknown may leave
+        behind = self._checked(f"whether snapshot {snapshot.id}, which was created, landed on top of the table",
+                               lambda: self._landed_behind(snapshot, base, messages))
+        if behind:
+            self._checked(f"whether snapshot {snapshot.id}, created behind the latest snapshot, was taken back",
+                          lambda: self.snapshots.withdraw(snapshot))
+            self._check_files_still_there(messages)  # the file is gone: any error is a clean failure
             return False
-        self.snapshots.write_hint(paths.LATEST, snapshot.id)
+        self.snapshots.write_hint(paths.LATEST, snapshot.id)  # best effort, never raises
         return True
 
-    def _settle_uncertain_create(self, snapshot: Snapshot) -> bool:
+    def _checked(self, what: str, step):
+        """Run a step that follows the creation of our snapshot file; storage failures are
+        retried, and one that persists makes the commit's outcome unknown (the file exists)."""
+        for attempt in range(1, CHECK_ATTEMPTS + 1):
+            try:
+                return step()
+            except BaseException as exc:
+                if attempt == CHECK_ATTEMPTS or not isinstance(exc, Exception):
+                    self.outcome_unknown = True
+                    if isinstance(exc, OutcomeUnknown) or not isinstance(exc, Exception):
+                        raise
+                    raise OutcomeUnknown(f"table {self.table_name}: could not tell {what} ({exc}); the "
+                                         "commit may or may not have landed") from exc
+                log.info("table %s: checking %s failed (attempt %d), again: %s", self.table_name, what,
+                         attempt, exc)
+                time.sleep(0.05 * 2 ** attempt)
+
+    def _settle_uncertain_create(self, snapshot: Snapshot, cause: Exception) -> bool:
         """The create raised: did the snapshot land anyway? Absent: re-raise (nothing landed,
         cleaning up is safe); another writer's: a lost race; unreadable: the outcome is unknown
         and every file is kept."""
-        try:
-            on_disk = self.snapshots.find(snapshot.id)
-        except Exception:
-            self.outcome_unknown = True
-            raise
+        on_disk = self._checked(f"whether snapshot {snapshot.id} was created (its create failed: {cause})",
+                                lambda: self.snapshots.find(snapshot.id))
         if on_disk is None:
-            raise
+            raise cause
         return on_disk.uuid == snapshot.uuid
 
     def _landed_behind(self, snapshot: Snapshot, base: Snapshot | None, messages) -> bool:
@@ -498,8 +537,13 @@ class Committer:
         return latest.statistics if stats_schema == self.schema.id else None
 
     def _delete(self, names: list[str]) -> None:
+        """Delete what a failed attempt wrote; best effort (a file left is an orphan, which
+        remove_orphan_files frees; the attempt's own error is the one that matters)."""
         for name in names:
-            self.manifests.delete(name)
+            try:
+                self.manifests.delete(name)
+            except Exception as exc:  # noqa: BLE001
+                log.info("table %s: %s of a failed commit attempt left behind: %s", self.table_name, name, exc)
 
     # ------------------------------------------------------------------ idempotence
 
@@ -519,6 +563,13 @@ class Committer:
 
 def _log_commit(table_name: str, snapshot: Snapshot, delta: list[ManifestEntry], changelog: list) -> None:
     """The debug record of a landed commit: snapshot id, kind, files added and deleted."""
+    try:
+        _log_details(table_name, snapshot, delta, changelog)
+    except Exception:  # noqa: BLE001 - a log line never fails a landed commit
+        pass
+
+
+def _log_details(table_name: str, snapshot: Snapshot, delta: list[ManifestEntry], changelog: list) -> None:
     if log.isEnabledFor(logging.DEBUG):
         deleted = sum(e.kind == DELETE for e in delta)
         log.debug("table %s: committed snapshot %d (%s): %d files added, %d deleted, %d changelog files, "

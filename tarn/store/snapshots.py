@@ -1,12 +1,23 @@
-"""Reading and publishing snapshot files, with the LATEST/EARLIEST hints (FORMAT.md section 3)."""
+"""Reading and publishing snapshot files, with the LATEST/EARLIEST hints (FORMAT.md section 3).
+
+Readers check a hint against the snapshot files and fall back to listing, so a stale or
+unreadable hint costs only time. The LATEST hint is best effort: a commit whose snapshot
+landed never fails because LATEST could not be written (logged, left stale). The EARLIEST hint
+is written by expiry before it deletes anything, and committers read it to tell whether their
+snapshot landed behind an expired id: a failure to write it raises, so that expiry stops
+before deleting a snapshot the hint does not account for.
+"""
 
 from __future__ import annotations
 
+import logging
+
 from tarn import paths
-from tarn.errors import CorruptFile, FileMissing, SnapshotNotFound
+from tarn.errors import FileMissing, SnapshotNotFound
 from tarn.fs import FileIO, join
 from tarn.meta.snapshot import Snapshot
 
+log = logging.getLogger(__name__)
 
 class SnapshotStore:
     def __init__(self, file_io: FileIO, root: str, table_name: str = ""):
@@ -58,7 +69,9 @@ class SnapshotStore:
             return None
 
     def create(self, snapshot: Snapshot) -> bool:
-        """Create `snapshot-<id>` only if absent. True if our snapshot is the one on disk.
+        """Create `snapshot-<id>` only if absent. True if our snapshot is the one on disk,
+        False if another one is. `OutcomeUnknown` when the store cannot tell; any other error
+        only when our file was not created.
 
         A create that reports "exists" is settled by re-reading the file: if it holds our
         snapshot (same uuid), an earlier uncertain attempt of ours already landed. The LATEST
@@ -69,7 +82,7 @@ class SnapshotStore:
             return True
         try:
             on_disk = Snapshot.from_json(self.file_io.read_bytes(path), path)
-        except (CorruptFile, FileMissing):
+        except Exception:  # noqa: BLE001 - write_if_absent said "not created by this call": trust it
             return False
         return on_disk.uuid is not None and on_disk.uuid == snapshot.uuid
 
@@ -82,17 +95,24 @@ class SnapshotStore:
     def earliest_hint(self) -> int | None:
         return self._read_hint(paths.EARLIEST)
 
-    def write_hint(self, name: str, snapshot_id: int) -> None:
+    def write_hint(self, name: str, snapshot_id: int) -> bool:
+        """Write the LATEST or EARLIEST hint. LATEST is best effort: False (logged) if the
+        store failed. EARLIEST raises the store's error (see the module docstring)."""
         try:
             self.file_io.write_bytes(join(self.dir, name), str(snapshot_id).encode())
-        except OSError:
-            pass  # hints are best effort; readers fall back to listing
+            return True
+        except Exception as exc:  # noqa: BLE001 - never fails what wrote the snapshot
+            if name == paths.EARLIEST:
+                raise
+            log.warning("table %s: the %s hint (snapshot %d) was not written: %s", self.table_name, name,
+                        snapshot_id, exc)
+            return False
 
     def _read_hint(self, name: str) -> int | None:
         path = join(self.dir, name)
         try:
             text = self.file_io.read_bytes(path).decode().strip()
-        except (FileMissing, OSError, UnicodeDecodeError):
+        except (FileMissing, OSError, UnicodeDecodeError):  # StorageError is an OSError
             return None
         return int(text) if text.isdigit() else None
 
