@@ -70,7 +70,15 @@ def storage_errors(what: str, path: str, store: str, missing_ok: bool = False):
         if not missing_ok:
             raise FileMissing(f"file not found: {path}") from exc
     except OSError as exc:
+        if any(sign in str(exc) for sign in GONE):  # S3: deleted between pyarrow's HEAD and GET
+            if not missing_ok:
+                raise FileMissing(f"file not found: {path} ({exc})") from exc
+            return
         raise StorageError(f"{what} {path} failed on the {store} store: {exc}") from exc
+
+
+# how pyarrow words an S3 404 that it does not raise as FileNotFoundError
+GONE = ("RESOURCE_NOT_FOUND", "NO_SUCH_KEY", "HTTP status 404")
 
 
 class _OutputStream:

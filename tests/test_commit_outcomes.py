@@ -192,15 +192,24 @@ def test_storage_errors_name_the_file(tmp_path):
         assert str(tmp_path) in str(caught.value) and "NETWORK_CONNECTION" in str(caught.value)
 
 
+def test_an_s3_404_that_pyarrow_words_as_an_oserror_is_file_missing(tmp_path):
+    """Expiry deleted the file between pyarrow's HEAD and its GET."""
+    gone = FileIO(_FailingFs(tarn.fs.local_file_io().fs, "AWS Error RESOURCE_NOT_FOUND during GetObject"))
+    with pytest.raises(FileMissing, match="snapshot-1"):
+        gone.read_bytes(str(tmp_path / "snapshot-1"))
+    gone.delete(str(tmp_path / "snapshot-1"))  # deleting a missing file is fine
+
+
 class _FailingFs:
     """A filesystem whose every call fails like a dropped connection."""
 
-    def __init__(self, fs):
+    def __init__(self, fs, message="AWS Error NETWORK_CONNECTION during {name}"):
         self.type_name = fs.type_name
+        self.message = message
 
     def __getattr__(self, name):
         def fail(*args, **kwargs):
-            raise OSError(f"AWS Error NETWORK_CONNECTION during {name}")
+            raise OSError(self.message.format(name=name))
         return fail
 
 
