@@ -241,7 +241,8 @@ def test_a_locked_create_whose_write_fails_after_landing_is_settled(tmp_path, mo
     effect is read back: our bytes, created."""
     import pyarrow.fs as pafs
 
-    io = FileIO(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), lock=tarn.fs.FileLock(str(tmp_path / "locks")))
+    io = FileIO(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()),
+                lock=tarn.fs.FileLock(str(tmp_path / "locks")))
     real_write = FileIO.write_bytes
 
     def write_then_fail(self, path, data):
