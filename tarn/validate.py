@@ -58,6 +58,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: _check_file_indexes(schema, identifier),
         lambda: check_retention_options(schema.options, identifier),
         lambda: check_tag_options(options, identifier),
+        lambda: _check_streaming_overwrite(schema, options, identifier),
     ]
     problems = []
     for check in checks:
@@ -128,6 +129,13 @@ def _check_format(options: Options, identifier: str) -> None:
     if file_format not in ("parquet", "orc", "avro"):
         raise InvalidOption(f"table {identifier}: option 'file.format'='{file_format}' is a Paimon format "
                             "tarn cannot write yet (use parquet, orc or avro)")
+
+
+def _check_streaming_overwrite(schema: TableSchema, options: Options, identifier: str) -> None:
+    """Java's SchemaValidation: append tables take `streaming-read-append-overwrite` instead."""
+    if not schema.primary_keys and options.bool("streaming-read-overwrite"):
+        raise InvalidOption(f"table {identifier}: option 'streaming-read-overwrite' applies to primary-key tables; "
+                            "append tables stream their overwrite commits with 'streaming-read-append-overwrite'")
 
 
 def _check_partition_types(schema: TableSchema, identifier: str) -> None:

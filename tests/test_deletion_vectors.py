@@ -362,8 +362,9 @@ def test_a_crash_between_append_and_compact_leaves_a_readable_table(catalog):
     writer.write(rows([1000, 1001, 7], [70, 71, 72]))
     messages = writer.prepare_commit()
     table.committer().commit([m.append_part() for m in messages], "crashed")  # COMPACT never lands
+    # Paimon's batch reads leave level 0 out in deletion-vector mode: the rows wait for a compaction
+    assert by_key(table.scan().to_arrow().to_pylist()) == oracle
     oracle.update({1000: (70, "x70"), 1001: (71, "x71"), 7: (72, "x72")})
-    assert by_key(table.scan().to_arrow().to_pylist()) == oracle  # tarn merges the level-0 bucket
     table.write(rows([8], [8]))  # the next commit pushes level 0 up and marks the old rows
     oracle[8] = (8, "x8")
     check(table, oracle)

@@ -21,8 +21,7 @@ from tests.test_deletion_vectors import BASE, SCHEMA, by_key, check, dv_table, r
 
 def files_of(table, snapshot) -> dict[str, tuple[int, int]]:
     """{file name: (level, file source)} of one snapshot."""
-    return {m.file_name: (m.level, m.file_source)
-            for split in table.scan_snapshot(snapshot).plan() for m in split.files}
+    return {e.file.file_name: (e.file.level, e.file.file_source) for e in table.live_entries(snapshot)}
 
 
 def commit(table, data, row_kind=None):

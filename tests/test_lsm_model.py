@@ -508,7 +508,16 @@ class Harness:
         first = self.before.id + 1 if self.before else 1
         last = latest.id if latest else 0
         for sid in range(first if CHECK_APPEND_BEFORE_COMPACT else max(first, last), last + 1):
+            if self.hides_level_0(self.table.snapshot(sid)):
+                continue
             self.expected[sid] = self.oracle.save()
+
+    def hides_level_0(self, snapshot) -> bool:
+        """Paimon's batch reads leave level 0 out (deletion vectors, first-row): a snapshot with
+        level-0 files shows only what earlier compactions moved up, so the oracle of the latest
+        write does not describe it; such snapshots are not compared."""
+        return (snapshot is not None and self.table.planner().skips_level_0()
+                and any(e.file.level == 0 for e in self.table.live_entries(snapshot)))
 
     def expect_refused(self, action) -> None:
         before_id = _snapshot_id(self.table)
@@ -519,6 +528,8 @@ class Harness:
         assert _listing(self.table.root) == before_files, "a refused write left files behind"
 
     def check_latest(self) -> None:
+        if self.hides_level_0(self.table.latest_snapshot()):
+            return
         self.same(self.table.scan().to_arrow(), self.oracle.rows(), "scan()")
         if self.table.options.bool("deletion-vectors.enabled") and not self.knobs.write_only:
             self.check_dv_read()

@@ -53,19 +53,30 @@ class AddedFile:
 def stream_files(planner: Planner, root: str, schema: TableSchema, snapshot: Snapshot,
                  read_overwrite: bool | None = None) -> list[AddedFile]:
     """The files whose rows a stream reads from `snapshot` (see the module docstring);
-    `read_overwrite` defaults to the table's `streaming-read-overwrite`."""
+    `read_overwrite` defaults to what the table's options say (`reads_overwrite`)."""
     features.check_stream_read(planner.name, schema)
     options = Options(schema.options)
     if read_overwrite is None:
-        read_overwrite = options.bool("streaming-read-overwrite")
+        read_overwrite = reads_overwrite(schema, options)
     if options.changelog_producer != "none" and schema.primary_keys:
         return _files_of(planner, root, schema, snapshot.changelog_manifest_list)
     if snapshot.commit_kind == snap.APPEND:
         return _files_of(planner, root, schema, snapshot.delta_manifest_list)
     if snapshot.commit_kind == snap.OVERWRITE and read_overwrite:
+        if not schema.primary_keys:  # Java reads an append table's overwrite as its added files
+            return _files_of(planner, root, schema, snapshot.delta_manifest_list)
         files = _files_of(planner, root, schema, snapshot.delta_manifest_list, with_removed=True)
         return [f for f in files if f.removed] + [f for f in files if not f.removed]
     return []
+
+
+def reads_overwrite(schema: TableSchema, options: Options) -> bool:
+    """Does a stream read OVERWRITE snapshots? `streaming-read-overwrite` for primary-key
+    tables (removed rows as -D, then the added ones), `streaming-read-append-overwrite` for
+    append tables (the added rows), as Java's tables decide it."""
+    if schema.primary_keys:
+        return bool(options.bool("streaming-read-overwrite"))
+    return bool(options.bool("streaming-read-append-overwrite"))
 
 
 def committed_files(planner: Planner, root: str, schema: TableSchema, snapshot: Snapshot) -> list[AddedFile]:
@@ -127,7 +138,7 @@ def snapshot_changes(table, snapshot_id: int) -> pa.Table:
     snapshot = table.snapshot(snapshot_id)
     schema = table.schema_by_id(snapshot.schema_id)
     files = stream_files(planner_for(table, schema), table.root, schema, snapshot,
-                         Options(table.schema().options).bool("streaming-read-overwrite"))
+                         reads_overwrite(schema, Options(table.schema().options)))
     reader = FileReader(table.file_io, schema, table.schema_by_id, Options(schema.options))
     return read_changes(reader, schema, files)
 

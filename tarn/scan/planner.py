@@ -160,8 +160,9 @@ class Planner:
         groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         table_format = self.options.file_format
         key_buckets = self.key_buckets(predicate)
+        skip_level_0 = self.skips_level_0()
         for entry in self.live_entries(snapshot, predicate):
-            if entry.bucket == features.POSTPONE_BUCKET:
+            if entry.bucket == features.POSTPONE_BUCKET or (skip_level_0 and entry.file.level == 0):
                 continue
             if key_buckets is not None and not key_buckets.may_hold(entry.bucket, entry.total_buckets):
                 continue
@@ -190,6 +191,16 @@ class Planner:
                                     {f.file_name: held[f.file_name]} if f.file_name in held else {}, self.root)
                               for f in files)
         return splits
+
+    def skips_level_0(self) -> bool:
+        """Paimon's batch reads of primary-key tables leave level-0 files out when deletion
+        vectors are on (unless `deletion-vectors.merge-on-read`) and for the first-row engine:
+        those rows become visible once a compaction moves them up (CoreOptions.batchScanSkipLevel0)."""
+        if not self.schema.primary_keys:
+            return False
+        if self.options.bool("deletion-vectors.enabled"):
+            return not self.options.bool("deletion-vectors.merge-on-read")
+        return self.options.merge_engine == "first-row"
 
     def key_buckets(self, predicate: Predicate | None) -> KeyBuckets | None:
         """The buckets a filter's bucket keys name (Java's BucketSelector): when the filter ANDs

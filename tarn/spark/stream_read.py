@@ -111,7 +111,7 @@ def stream_files(table: tarn.Table, snapshot: Snapshot, options: Options) -> lis
     """The files a streaming read of `snapshot` reads (tarn.scan.changes.stream_files)."""
     schema = table.schema()
     return changes.stream_files(planner_for(table, schema), table.root, schema, snapshot,
-                                options.bool("streaming-read-overwrite"))
+                                changes.reads_overwrite(schema, options))
 
 
 def pack_files(files: list[AddedFile], target_size: int, open_cost: int) -> list[list[AddedFile]]:
