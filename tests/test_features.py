@@ -18,8 +18,8 @@ import pytest
 
 import tarn
 from tarn.meta.manifest import ADD, IndexManifestEntry
-from tarn.options import (BOOL, CARRIED, DOUBLE, DURATION, ENUM, INT, LIST, LONG, MAP, MEMORY, OPTIONS, READS,
-                          STATS_MODE, STRING, WRITES, Opt)
+from tarn.options import (BOOL, CARRIED, DOUBLE, DURATION, ENUM, FIELD_OPTIONS, INT, LIST, LONG, MAP, MEMORY,
+                          OPTIONS, READS, STATS_MODE, STRING, WRITES, Opt)
 from tarn.write.message import CommitMessage
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -89,30 +89,32 @@ def sample_value(opt: Opt) -> str | None:
     return next((c for c in candidates if c.lower() not in honoured), None)
 
 
-REFUSED = [o for o in OPTIONS if o.effect in (READS, WRITES)]
+# (key in the table, its row): every table option, and per-column options on column `v`
+REFUSED = [(o.name, o) for o in OPTIONS if o.effect in (READS, WRITES)] + \
+    [(f"fields.v.{o.name}", o) for o in FIELD_OPTIONS if o.effect in (READS, WRITES)]
 
 
-@pytest.mark.parametrize("opt", REFUSED, ids=[o.name for o in REFUSED])
-def test_every_refused_option_is_refused(catalog, opt):
+@pytest.mark.parametrize("key,opt", REFUSED, ids=[key for key, _ in REFUSED])
+def test_every_refused_option_is_refused(catalog, key, opt):
     """Each READS/WRITES row of the feature table: a table carrying a value tarn does not honour
     loads; reads are refused (READS) or work (WRITES); writes are refused before any file is
     written. The default value is honoured."""
     value = sample_value(opt)
     if value is None:
-        pytest.skip(f"every value of {opt.name} is honoured")
+        pytest.skip(f"every value of {key} is honoured")
     for name in ("db.pk", "db.append"):
         pk = ["id"] if name == "db.pk" else None
         table = catalog.create_table(name, SCHEMA, primary_key=pk, options={"bucket": "1"} if pk else {})
         table.write(rows([1, 2]))
-        as_other_engine(table, {opt.name: value})
+        as_other_engine(table, {key: value})
         table = catalog.load_table(name)  # loads whatever it carries
         if opt.effect is READS:
-            with pytest.raises(tarn.UnsupportedFeature, match=f"table {name}: option '{opt.name}'"):
+            with pytest.raises(tarn.UnsupportedFeature, match=f"table {name}: option '{key}'"):
                 table.scan().to_arrow()
         else:
             assert table.scan().to_arrow().sort_by("id").to_pylist() == rows([1, 2]).to_pylist()
         error = refused_write(table, lambda: table.write(rows([3])))
-        assert opt.name in str(error) and "tarn" in str(error)
+        assert key in str(error) and "tarn" in str(error)
         refused_write(table, lambda: table.delete(filter="id = 1"))
         refused_write(table, lambda: table.compact(full=True))
         refused_write(table, lambda: table.overwrite(rows([9])))
