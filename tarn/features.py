@@ -95,6 +95,21 @@ def check_write(table_name: str, schema: TableSchema) -> None:
     _check_types(table_name, schema.fields, "writing")
 
 
+def check_write_base(table_name: str, snapshot, entries) -> None:
+    """What a write builds on: a snapshot carrying fields tarn does not know (a newer Paimon's;
+    tarn's commit would not carry them on) or data files with row ids (row tracking: files tarn
+    adds would have none, and engines refuse a table mixing both) refuse the write."""
+    unknown = sorted(getattr(snapshot, "extra", None) or ())
+    if unknown:
+        raise _refused(table_name, f"snapshot {snapshot.id} has field(s) {unknown}", "",
+                       "unknown to tarn; a commit by tarn would drop them, so writing is refused")
+    for entry in entries:
+        if entry.file.first_row_id is not None:
+            raise _refused(table_name, f"data file {entry.file.file_name} carries row ids (_FIRST_ROW_ID)", "1.3",
+                           "(row tracking); files tarn writes would have none, so writing is refused (a later "
+                           "tarn release: row tracking and data evolution)")
+
+
 def check_stream_read(table_name: str, schema: TableSchema) -> None:
     """A streaming read: `check_read`, and the postpone-bucket layout, whose streaming reads
     Paimon defines by its changelog producer (not implemented by tarn)."""

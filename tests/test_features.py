@@ -284,3 +284,28 @@ def test_unknown_index_entries_are_carried_and_kept(catalog):
     table.remove_orphan_files(older_than=2**62)
     assert os.path.exists(os.path.join(index_dir, "btree-global-0.index"))
     assert table.scan().to_arrow().sort_by("id").to_pylist() == rows([2, 3]).to_pylist()
+
+
+def test_write_on_a_snapshot_with_fields_tarn_does_not_know_is_refused(catalog):
+    table = catalog.create_table("db.t", SCHEMA, primary_key=["id"], options={"bucket": "1"})
+    table.write(rows([1]))
+    path = os.path.join(table.root, "snapshot", f"snapshot-{table.latest_snapshot().id}")
+    obj = json.load(open(path))
+    obj["someFutureField"] = 7
+    with open(path, "w") as f:
+        json.dump(obj, f)
+    assert table.scan().to_arrow().to_pylist() == rows([1]).to_pylist()
+    error = refused_write(table, lambda: table.write(rows([2])))
+    assert "someFutureField" in str(error)
+
+
+def test_write_next_to_files_with_row_ids_is_refused(catalog):
+    table = catalog.create_table("db.t", SCHEMA, options={})
+    writer = table.new_writer()
+    writer.write(rows([1]))
+    (message,) = writer.prepare_commit()
+    (meta,) = message.new_files
+    table.commit([dataclasses.replace(message, new_files=[dataclasses.replace(meta, first_row_id=0)])])
+    assert table.scan().to_arrow().to_pylist() == rows([1]).to_pylist()
+    error = refused_write(table, lambda: table.write(rows([2])))
+    assert "_FIRST_ROW_ID" in str(error)

@@ -82,7 +82,9 @@ def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot
         for attempt in range(attempts):
             try:
                 snapshot = context.snapshot(snapshot_id) if snapshot_id else context.latest_snapshot()
-                restored = _restored_of(context.live_entries(snapshot, schema))
+                entries = context.live_entries(snapshot, schema)
+                features.check_write_base(context.name, snapshot, entries)  # before the first file
+                restored = _restored_of(entries)
                 restored.snapshot_id = snapshot.id if snapshot is not None else 0
                 manifests = context.manifests(schema)
                 if snapshot is not None and snapshot.index_manifest:
