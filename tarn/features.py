@@ -88,6 +88,9 @@ def check_write(table_name: str, schema: TableSchema) -> None:
     needs semantics tarn lacks. Called before any file is written."""
     for error in _option_refusals(table_name, dict(schema.options), (READS, WRITES), unknown_refused=True):
         raise error
+    if schema.extra:
+        raise _refused(table_name, f"schema {schema.id} has field(s) {sorted(schema.extra)}", "",
+                       "unknown to tarn; they may change where rows go, so writing is refused")
     if _bucket(schema) == POSTPONE_BUCKET:
         raise _refused(table_name, "bucket = -2 (postpone bucket mode)", "1.2",
                        "writes rows no reader sees until a postpone compaction assigns them to buckets; tarn "

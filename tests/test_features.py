@@ -309,3 +309,19 @@ def test_write_next_to_files_with_row_ids_is_refused(catalog):
     assert table.scan().to_arrow().to_pylist() == rows([1]).to_pylist()
     error = refused_write(table, lambda: table.write(rows([2])))
     assert "_FIRST_ROW_ID" in str(error)
+
+
+def test_schema_fields_tarn_does_not_know_are_kept_and_refuse_writes(catalog):
+    table = catalog.create_table("db.t", SCHEMA, primary_key=["id"], options={"bucket": "1"})
+    table.write(rows([1]))
+    path = os.path.join(table.root, "schema", "schema-0")
+    obj = json.load(open(path))
+    obj["someFutureKey"] = {"a": 1}
+    with open(path, "w") as f:
+        json.dump(obj, f)
+    table = catalog.load_table("db.t")
+    assert table.scan().to_arrow().to_pylist() == rows([1]).to_pylist()
+    error = refused_write(table, lambda: table.write(rows([2])))
+    assert "someFutureKey" in str(error)
+    table.alter(tarn.SetOption("snapshot.num-retained.min", "3"))  # an ALTER keeps what it does not know
+    assert json.load(open(os.path.join(table.root, "schema", "schema-1")))["someFutureKey"] == {"a": 1}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence, Union
 
 import pyarrow as pa
@@ -56,6 +56,7 @@ class TableSchema:
     comment: str | None
     time_millis: int
     version: int = CURRENT_VERSION
+    extra: dict = field(default_factory=dict, compare=False)  # keys tarn does not know, kept verbatim
 
     def __post_init__(self):
         object.__setattr__(self, "fields", tuple(self.fields))
@@ -141,6 +142,7 @@ class TableSchema:
         if self.comment is not None:
             obj["comment"] = self.comment
         obj["timeMillis"] = self.time_millis
+        obj.update(self.extra)
         return jackson_json(obj)
 
     @staticmethod
@@ -168,9 +170,14 @@ class TableSchema:
                 comment=None if comment is None else str(comment),
                 time_millis=int(obj.get("timeMillis") or 0),
                 version=version,
+                extra={k: v for k, v in obj.items() if k not in _SCHEMA_KEYS},
             )
         except (ValueError, KeyError, TypeError, AttributeError, SchemaMismatch, InvalidOption) as e:
             raise CorruptFile(f"cannot parse {source}: {e}") from e
+
+
+_SCHEMA_KEYS = {"version", "id", "fields", "highestFieldId", "partitionKeys", "primaryKeys", "options", "comment",
+                "timeMillis"}
 
 
 def _option_text(value) -> str:
@@ -718,6 +725,7 @@ def apply_changes(schema: TableSchema, changes: Iterable[SchemaChange],
             options=draft.options,
             comment=draft.comment,
             time_millis=int(time.time() * 1000) if time_millis is None else time_millis,
+            extra=dict(schema.extra),
         )
     except (SchemaMismatch, InvalidOption) as e:
         raise SchemaEvolutionError(str(e)) from e
