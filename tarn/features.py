@@ -25,9 +25,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tarn.errors import UnsupportedFeature
+from tarn.file_fields import FILE_FIELDS
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
-from tarn.options import (BOOL, ENUM, FILE_FORMATS, READS, WRITES, Opt, match_key, parse_bool, parse_enum)
+from tarn.options import (BOOL, CARRIED, ENUM, FILE_FORMATS, READS, WRITES, Opt, match_key, parse_bool,
+                          parse_enum)
 from tarn.types import DataField, unsupported_roots
 
 READABLE_FORMATS = ("parquet", "orc", "avro")
@@ -88,8 +90,9 @@ def check_write(table_name: str, schema: TableSchema) -> None:
     needs semantics tarn lacks. Called before any file is written."""
     for error in _option_refusals(table_name, dict(schema.options), (READS, WRITES), unknown_refused=True):
         raise error
-    if schema.extra:
-        raise _refused(table_name, f"schema {schema.id} has field(s) {sorted(schema.extra)}", "",
+    unknown = sorted(k for k in schema.extra if k not in _CARRIED_SCHEMA_KEYS)
+    if unknown:
+        raise _refused(table_name, f"schema {schema.id} has field(s) {unknown}", "",
                        "unknown to tarn; they may change where rows go, so writing is refused")
     if _bucket(schema) == POSTPONE_BUCKET:
         raise _refused(table_name, "bucket = -2 (postpone bucket mode)", "1.2",
@@ -98,11 +101,15 @@ def check_write(table_name: str, schema: TableSchema) -> None:
     _check_types(table_name, schema.fields, "writing")
 
 
+_CARRIED_SNAPSHOT_KEYS = {f.name for f in FILE_FIELDS if f.file == "snapshot" and f.effect is CARRIED}
+_CARRIED_SCHEMA_KEYS = {f.name for f in FILE_FIELDS if f.file == "schema" and f.effect is CARRIED}
+
+
 def check_write_base(table_name: str, snapshot, entries) -> None:
     """What a write builds on: a snapshot carrying fields tarn does not know (a newer Paimon's;
     tarn's commit would not carry them on) or data files with row ids (row tracking: files tarn
     adds would have none, and engines refuse a table mixing both) refuse the write."""
-    unknown = sorted(getattr(snapshot, "extra", None) or ())
+    unknown = sorted(k for k in getattr(snapshot, "extra", None) or () if k not in _CARRIED_SNAPSHOT_KEYS)
     if unknown:
         raise _refused(table_name, f"snapshot {snapshot.id} has field(s) {unknown}", "",
                        "unknown to tarn; a commit by tarn would drop them, so writing is refused")

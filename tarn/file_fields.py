@@ -95,6 +95,8 @@ FILE_FIELDS: tuple[FileField, ...] = (
               "per commit, not inherited; tarn writes only its own commit's"),
     FileField("snapshot", "nextRowId", ACTED, "1.3", "carried from the previous snapshot (tarn assigns no row ids)"),
     FileField("snapshot", "operation", CARRIED, "2.0", "SQL operation of the commit (TRUNCATE, ...); tarn writes none"),
+    FileField("snapshot", "writerVersion", CARRIED, "2.1",
+              "the Paimon version that wrote the snapshot (pypaimon 2.1 writes it); not inherited: tarn writes none"),
     FileField("tag", "tagCreateTime", ACTED, "0.8"),
     FileField("tag", "tagTimeRetained", ACTED, "0.8"),
     # --- manifest entry (ManifestEntry)

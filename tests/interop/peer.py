@@ -43,12 +43,13 @@ write); the flag applies the patch of shared/javaref/README.md (a missing field 
 columns) for the rest of the process.
 """
 
-import contextlib
 import json
 import sys
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
+
+import bridge
 
 from pypaimon import CatalogFactory, Schema
 from pypaimon.common.json_util import JSON
@@ -406,36 +407,10 @@ def cmd_make(spec):
     return answer
 
 
-def run_call(command, call_spec, errors):
-    if errors != "return":
-        return COMMANDS[command](call_spec)
-    try:
-        return COMMANDS[command](call_spec)
-    except Exception as error:  # reported to the caller, who asserts on it
-        return {"error": "%s: %s" % (type(error).__name__, error)}
-
-
-def cmd_batch(spec):
-    errors = spec.get("errors")
-    return {"results": [run_call(command, call_spec, errors) for command, call_spec in spec["calls"]]}
-
 
 COMMANDS = {"write": cmd_write, "read": cmd_read, "snapshots": cmd_snapshots,
-            "list_tags": cmd_list_tags, "plan": cmd_plan, "delta": cmd_delta, "make": cmd_make,
-            "batch": cmd_batch}
-
-
-def main(argv):
-    if len(argv) != 2 or argv[1] not in COMMANDS:
-        sys.stderr.write("usage: peer.py {%s} < spec.json\n" % "|".join(COMMANDS))
-        return 2
-    spec = json.load(sys.stdin)
-    # Anything pypaimon prints must not corrupt the JSON answer on stdout.
-    with contextlib.redirect_stdout(sys.stderr):
-        result = COMMANDS[argv[1]](spec)
-    sys.stdout.write(json.dumps(result) + "\n")
-    return 0
+            "list_tags": cmd_list_tags, "plan": cmd_plan, "delta": cmd_delta, "make": cmd_make}
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(bridge.run(COMMANDS, sys.argv))

@@ -38,12 +38,12 @@ Commands:
            ``"errors": "return"`` a failing call answers ``{"error": "<class>: <message>"}``.
 """
 
-import contextlib
-import json
 import sys
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
+
+import bridge
 
 from pypaimon_rust.datafusion import PaimonCatalog, SQLContext
 
@@ -185,34 +185,9 @@ def cmd_sql(spec):
     return answer
 
 
-def run_call(command, call_spec, errors):
-    if errors != "return":
-        return COMMANDS[command](call_spec)
-    try:
-        return COMMANDS[command](call_spec)
-    except Exception as error:  # reported to the caller, who asserts on it
-        return {"error": "%s: %s" % (type(error).__name__, error)}
 
-
-def cmd_batch(spec):
-    errors = spec.get("errors")
-    return {"results": [run_call(command, call_spec, errors) for command, call_spec in spec["calls"]]}
-
-
-COMMANDS = {"read": cmd_read, "write": cmd_write, "sql": cmd_sql, "batch": cmd_batch}
-
-
-def main(argv):
-    if len(argv) != 2 or argv[1] not in COMMANDS:
-        sys.stderr.write("usage: rust_peer.py {%s} < spec.json\n" % "|".join(COMMANDS))
-        return 2
-    spec = json.load(sys.stdin)
-    # Anything the peer prints must not corrupt the JSON answer on stdout.
-    with contextlib.redirect_stdout(sys.stderr):
-        result = COMMANDS[argv[1]](spec)
-    sys.stdout.write(json.dumps(result) + "\n")
-    return 0
+COMMANDS = {"read": cmd_read, "write": cmd_write, "sql": cmd_sql}
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(bridge.run(COMMANDS, sys.argv))
