@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from tarn.errors import (
     CommitConflict, CorruptFile, FileMissing, InvalidArgument, InvalidFilter, InvalidOption, MissingDependency,
     SchemaEvolutionError, SchemaMismatch, SnapshotNotFound, TableAlreadyExists, TableNotFound, TarnError, UnsupportedFeature, OutcomeUnknown,
+    StorageError,
 )
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports these on use
@@ -57,7 +58,7 @@ __all__ = [
     "Catalog", "Table", "Scan", "load_table", "col", "Overwrite",
     "TarnError", "InvalidArgument", "SchemaMismatch", "InvalidOption", "TableNotFound", "TableAlreadyExists",
     "SnapshotNotFound", "CorruptFile", "FileMissing", "CommitConflict", "SchemaEvolutionError", "InvalidFilter",
-    "MissingDependency", "UnsupportedFeature", "OutcomeUnknown",
+    "MissingDependency", "UnsupportedFeature", "OutcomeUnknown", "StorageError",
     "AddColumn", "DropColumn", "RenameColumn", "UpdateColumnType", "UpdateColumnComment",
     "UpdateColumnNullability", "SetOption", "RemoveOption", "UpdateComment",
 ]

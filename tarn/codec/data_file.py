@@ -25,10 +25,12 @@ from dataclasses import dataclass, replace
 import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 import tarn.codec.avro as avro_container
-from tarn.errors import CorruptFile, FileMissing, InvalidOption, SchemaMismatch, TarnError
+from tarn.errors import CorruptFile, FileMissing, InvalidOption, SchemaMismatch, StorageError, TarnError
+from tarn.fs import GONE
 from tarn.types import FIELD_ID_KEY, DataField, DataType, INT, to_arrow_type
 
 FORMATS = ("parquet", "orc", "avro")
@@ -463,7 +465,7 @@ def read_data_file(file_io, path: str, file_format: str, fields: list[DataField]
     except TarnError:
         raise
     except (pa.ArrowException, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
-        raise CorruptFile(f"cannot read {fmt} data file {path}: {exc}") from exc
+        raise read_error(file_io, path, fmt, exc) from exc
     if fields is None:
         return table
     return _to_logical(table, fields, path)
@@ -494,7 +496,37 @@ def iter_data_file(file_io, path: str, file_format: str, fields: list[DataField]
         except TarnError:
             raise
         except (pa.ArrowException, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
-            raise CorruptFile(f"cannot read parquet data file {path}: {exc}") from exc
+            raise read_error(file_io, path, "parquet", exc) from exc
+
+
+# how a store's own failure reads in pyarrow's messages (parse failures carry none of these)
+STORAGE_SIGNS = ("AWS Error", "curlCode", "google::cloud")
+
+
+def read_error(file_io, path: str, fmt: str, exc: BaseException) -> TarnError:
+    """What a failed read of a data file was, naming the file: FileMissing (it is gone),
+    StorageError (the store failed), else CorruptFile (its bytes do not parse). pyarrow raises
+    OSError for some parse failures too (a bad thrift footer, corrupt compressed pages): an
+    OSError without a store's signature is settled by looking the file up."""
+    if isinstance(exc, FileNotFoundError) or any(sign in str(exc) for sign in GONE):
+        return FileMissing(f"data file not found: {path} ({exc})")
+    corrupt = CorruptFile(f"cannot read {fmt} data file {path}: {exc}")
+    if not isinstance(exc, OSError):
+        return corrupt
+    store = getattr(file_io, "store", "file")
+    storage = StorageError(f"reading {fmt} data file {path} failed on the {store} store: {exc}")
+    if exc.errno is not None or isinstance(exc, (ConnectionError, TimeoutError)) \
+            or any(sign in str(exc) for sign in STORAGE_SIGNS):
+        return storage
+    try:
+        info = file_io.info(path)
+    except FileMissing as missing:
+        return missing
+    except Exception:  # noqa: BLE001 - the store fails now too: not the file's fault
+        return storage
+    if info.type == pafs.FileType.NotFound:
+        return FileMissing(f"data file not found: {path} ({exc})")
+    return corrupt
 
 
 def _check_columns(columns: list[str] | None, present: list[str], path: str) -> None:
@@ -537,12 +569,16 @@ def parquet_row_groups(file_io, path: str, fields: list[DataField],
 
 def _parquet_footer(file_io, path: str) -> pq.FileMetaData:
     try:
-        with file_io.open_input_file(path) as source:
-            return pq.read_metadata(source)
+        source = file_io.open_input_file(path)
     except FileNotFoundError as exc:
         raise FileMissing(f"data file not found: {path}") from exc
+    try:
+        with source:
+            return pq.read_metadata(source)
+    except TarnError:
+        raise
     except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
-        raise CorruptFile(f"cannot read parquet data file {path}: {exc}") from exc
+        raise read_error(file_io, path, "parquet", exc) from exc
 
 
 def read_parquet_groups(file_io, path: str, fields: list[DataField], groups: list[int],
@@ -564,7 +600,7 @@ def read_parquet_groups(file_io, path: str, fields: list[DataField], groups: lis
     except TarnError:
         raise
     except (pa.ArrowException, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
-        raise CorruptFile(f"cannot read parquet data file {path}: {exc}") from exc
+        raise read_error(file_io, path, "parquet", exc) from exc
     return _to_logical(table.select(columns), fields, path)
 
 

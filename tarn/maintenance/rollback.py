@@ -10,6 +10,12 @@ expired re-creates that snapshot file from the tag and makes it the earliest sna
 Everything is read and checked first; nothing changes on disk when the target is missing.
 Metadata goes first (tag files, LATEST hint, snapshot files newest first), then files, so an
 interrupted rollback leaves only orphans behind, and never a tag whose files are gone.
+
+Outcomes (docs/concurrency.md): the metadata steps decide. Each is retried and a failed
+request is settled by looking at the file (tarn/store/tags.py); an error that survives that
+is raised as it is when nothing had changed yet, as OutcomeUnknown once something had (the
+table is readable at every step; `rollback_to` again finishes the job). Once the metadata
+change landed, failures deleting files are logged and kept in `table.last_maintenance_errors`.
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from tarn import paths
-from tarn.errors import InvalidArgument, SnapshotNotFound
+from tarn.errors import InvalidArgument, OutcomeUnknown, SnapshotNotFound
 from tarn.maintenance.references import FileKey, TableFiles, branch_references, branched_since, delete_paths
+from tarn.maintenance.tags import kept_error
 from tarn.meta.manifest import ManifestEntry
 from tarn.meta.snapshot import Snapshot
-from tarn.store.tags import Tag, TagStore
+from tarn.store.tags import Tag, TagStore, create_settled, delete_settled, retried
 
 if TYPE_CHECKING:
     from tarn.table import Table
@@ -112,27 +119,65 @@ def _plan(table: "Table", target: Snapshot, tags: TagStore) -> RollbackPlan:
 
 def execute_rollback(table: "Table", plan: RollbackPlan,
                      delete: Callable[[list[str]], object] | None = None) -> Snapshot:
-    """Carry out a plan; `delete(paths)` removes the data files (default: from this process)."""
+    """Carry out a plan; `delete(paths)` removes the data files (default: from this process).
+    Returns once the metadata change landed (see the module docstring for the outcomes)."""
+    table.last_maintenance_errors = []
     if plan.changes_nothing:
         return plan.target
+    _change_metadata(table, plan)
+    try:
+        if (plan.data_paths or plan.metadata_paths) and branched_since(table, plan.branches):
+            return plan.target  # a new branch may use them: orphan removal frees them later
+        if plan.data_paths:
+            (delete or partial(delete_paths, table.file_io))(list(plan.data_paths))
+        delete_paths(table.file_io, plan.metadata_paths)
+    except Exception as exc:  # noqa: BLE001 - the rollback landed
+        kept_error(table, f"the rollback to snapshot {plan.target.id} landed, but deleting the files only the "
+                   "removed snapshots and tags used failed (remove_orphan_files deletes them)", exc)
+    return plan.target
+
+
+def _change_metadata(table: "Table", plan: RollbackPlan) -> None:
+    """Tag files, snapshot files newest first, the re-created target: each step retried and
+    settled; a failure raised as it is while nothing changed, else as OutcomeUnknown."""
     snapshots = table.snapshot_store
-    tags = table.tag_store
     target = plan.target
-    for name in plan.removed_tags:  # first: a tag never outlives the snapshots it shares files with
-        tags.delete(name)
-    snapshots.write_hint(paths.LATEST, target.id)
-    for snapshot_id in plan.removed_ids:
-        snapshots.delete(snapshot_id)
-    if plan.restore:
-        table.file_io.write_if_absent(snapshots.path(target.id), target.to_json().encode())
-        snapshots.write_hint(paths.EARLIEST, target.id)
-        snapshots.write_hint(paths.LATEST, target.id)
-    if (plan.data_paths or plan.metadata_paths) and branched_since(table, plan.branches):
-        return target  # a new branch may use them: orphan removal frees them later
-    if plan.data_paths:
-        (delete or partial(delete_paths, table.file_io))(list(plan.data_paths))
-    delete_paths(table.file_io, plan.metadata_paths)
-    return target
+    changed = False
+    what = ""
+    try:
+        for name in plan.removed_tags:  # first: a tag never outlives the snapshots it shares files with
+            what = f"deleting tag '{name}'"
+            table.tag_store.delete(name)
+            changed = True
+        snapshots.write_hint(paths.LATEST, target.id)  # best effort: readers check it
+        for snapshot_id in plan.removed_ids:
+            what = f"deleting snapshot {snapshot_id}"
+            delete_settled(table.file_io, snapshots.path(snapshot_id))
+            changed = True
+        if plan.restore:
+            what = f"re-creating snapshot {target.id} from its tag"
+            _restore(table, target)
+            changed = True
+            what = "writing the EARLIEST hint"
+            retried(lambda: snapshots.write_hint(paths.EARLIEST, target.id))
+            snapshots.write_hint(paths.LATEST, target.id)
+    except Exception as exc:
+        if not changed and not isinstance(exc, OutcomeUnknown):
+            raise  # nothing changed: a clean failure
+        raise OutcomeUnknown(f"table {table.name}: the rollback to snapshot {target.id} is partly done: {what} "
+                             f"failed ({exc}); the table stays readable, and rolling back to the same target "
+                             "again finishes it") from exc
+
+
+def _restore(table: "Table", target: Snapshot) -> None:
+    """Create the target's snapshot file from its tag; one that exists must be the target."""
+    path = table.snapshot_store.path(target.id)
+    if create_settled(table.file_io, path, target.to_json().encode()):
+        return
+    on_disk = retried(lambda: table.snapshot_store.find(target.id))
+    if on_disk is None or on_disk.to_dict() != target.to_dict():
+        raise SnapshotNotFound(f"table {table.name}: snapshot {target.id} could not be re-created: another "
+                               f"snapshot {target.id} appeared meanwhile")
 
 
 def _referenced_only_after(files: TableFiles, removed: list[Snapshot], removed_tags: list[Tag]

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from tarn.errors import CorruptFile, InvalidArgument, InvalidOption, SnapshotNotFound
+from tarn.errors import CorruptFile, InvalidArgument, InvalidOption, OutcomeUnknown, SnapshotNotFound
 from tarn.maintenance.references import (TableFiles, branch_references, branched_since, delete_empty_dirs,
                                          delete_paths)
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options, parse_duration_ms
-from tarn.store.tags import Tag, TagStore
+from tarn.store.tags import Tag, TagStore, retried
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,15 @@ LONG_MIN = -(1 << 63)
 
 def tag_store(table: "Table") -> TagStore:
     return table.tag_store
+
+
+def kept_error(table: "Table", what: str, exc: Exception) -> None:
+    """A failure after the operation's change landed: logged and kept in the table's
+    `last_maintenance_errors`, never raised (the caller must not retry a landed change)."""
+    log.warning("table %s: %s (the change stands): %s", table.name, what, exc)
+    errors = getattr(table, "last_maintenance_errors", None)
+    if isinstance(errors, list):
+        errors.append(exc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,7 +100,11 @@ def find_snapshot(table: "Table", snapshot_id: int) -> Snapshot:
 def create_tag(table: "Table", name: str, snapshot_id: int | None = None, time_retained=None,
                ignore_if_exists: bool = False) -> Tag:
     """Tag a snapshot (default: the latest). `time_retained` defaults to
-    `tag.default-time-retained`; without one the tag never expires by time."""
+    `tag.default-time-retained`; without one the tag never expires by time.
+
+    Returns once the tag landed. A create whose request failed is settled by reading the
+    tag file back; OutcomeUnknown when neither that nor the check that its snapshot did not
+    expire meanwhile can be done; any other error means no tag was created."""
     check_tag_name(name, table.name)
     retained = as_duration(time_retained, table.name)
     if retained is None:
@@ -117,19 +130,44 @@ def create_tag(table: "Table", name: str, snapshot_id: int | None = None, time_r
 def _check_still_there(table: "Table", tag: Tag) -> None:
     """Expiry deletes a snapshot's file before its files and re-reads the tags after: a tag
     written while its snapshot still exists is seen by that expiry. If the snapshot is already
-    gone (and no other tag holds it), its files may be too: take the tag back."""
+    gone (and no other tag holds it), its files may be too: take the tag back. The tag file
+    exists by now: a check that keeps failing is OutcomeUnknown, never another error."""
     snapshot_id = tag.snapshot.id
-    if table.snapshot_store.exists(snapshot_id):
-        return
-    if any(t.snapshot.id == snapshot_id and t.name != tag.name for t in tag_store(table).tags()):
-        return
-    tag_store(table).delete(tag.name)
+    store = tag_store(table)
+
+    def held() -> bool:
+        if table.snapshot_store.exists(snapshot_id):
+            return True
+        for name in store.names():
+            try:
+                other = store.find(name) if name != tag.name else None
+            except CorruptFile:  # an unreadable tag holds nothing
+                continue
+            if other is not None and other.snapshot.id == snapshot_id:
+                return True
+        return False
+
+    try:
+        if retried(held):
+            return
+    except Exception as exc:
+        raise OutcomeUnknown(f"table {table.name}: tag '{tag.name}' was created, but whether its snapshot "
+                             f"{snapshot_id} had expired meanwhile could not be checked ({exc}): check that the "
+                             "tag reads (scan(tag=...)) before using it") from exc
+    try:
+        store.delete(tag.name)
+    except Exception as exc:
+        raise OutcomeUnknown(f"table {table.name}: snapshot {snapshot_id} expired while tag '{tag.name}' was "
+                             f"being created, and taking the tag back failed ({exc}): delete_tag('{tag.name}') "
+                             "removes it") from exc
     raise SnapshotNotFound(f"table {table.name}: snapshot {snapshot_id} expired while tag '{tag.name}' was "
                            "being created; no tag was created")
 
 
 def replace_tag(table: "Table", name: str, snapshot_id: int | None = None, time_retained=None) -> Tag:
-    """Point an existing tag at another snapshot (the old snapshot's files are not freed)."""
+    """Point an existing tag at another snapshot (the old snapshot's files are not freed).
+    A write whose request failed is settled by reading the tag file back (our bytes: it
+    landed); OutcomeUnknown when it cannot be read; any other error: the tag is unchanged."""
     check_tag_name(name, table.name)
     store = tag_store(table)
     store.get(name)
@@ -141,13 +179,21 @@ def replace_tag(table: "Table", name: str, snapshot_id: int | None = None, time_
 
 
 def rename_tag(table: "Table", name: str, new_name: str) -> None:
+    """The rename lands with the creation of the new name (settled as `create_tag`'s); a
+    failure to delete the old name after that is kept in `last_maintenance_errors`."""
     check_tag_name(name, table.name, "original tag name")
     check_tag_name(new_name, table.name, "new tag name")
+    table.last_maintenance_errors = []
     store = tag_store(table)
     if not store.exists(name):
         raise SnapshotNotFound(f"table {table.name}: tag '{name}' does not exist (tags: {store.names()})")
-    if not store.rename(name, new_name):  # create-if-absent: one winner
+    if not store.copy(name, new_name):  # create-if-absent: one winner
         raise InvalidArgument(f"table {table.name}: tag '{new_name}' already exists")
+    try:
+        store.delete(name)
+    except Exception as exc:  # noqa: BLE001 - the rename landed
+        kept_error(table, f"tag '{name}' was renamed to '{new_name}', but deleting the old name failed "
+                   f"(delete_tag('{name}') removes it)", exc)
 
 
 def list_tags(table: "Table") -> list[Tag]:
@@ -168,7 +214,10 @@ class TagDeletePlan:
 
 
 def delete_tag(table: "Table", name: str) -> None:
-    """Delete a tag and the files only it kept alive."""
+    """Delete a tag and the files only it kept alive. The deletion of the tag file decides
+    (settled: an error means the tag is still there); failures deleting the files after it
+    are kept in `last_maintenance_errors` (remove_orphan_files frees those files later)."""
+    table.last_maintenance_errors = []
     execute_delete_tags(table, plan_delete_tag(table, name))
 
 
@@ -218,17 +267,33 @@ def plan_delete_tags(table: "Table", names: list[str], snapshot: Snapshot) -> Ta
 
 
 def execute_delete_tags(table: "Table", plan: TagDeletePlan, delete: Callable[[list[str]], object] | None = None) -> None:
-    """Carry out a plan; `delete(paths)` removes the data files (default: from this process)."""
+    """Carry out a plan; `delete(paths)` removes the data files (default: from this process).
+
+    The tag files go first and decide the outcome: an error while deleting the first means
+    nothing changed, one after some were deleted is OutcomeUnknown. Failures deleting the
+    files after that are logged and kept in `table.last_maintenance_errors`, not raised."""
     store = tag_store(table)
-    for name in plan.tag_names:
-        store.delete(name)
-    if (plan.data_paths or plan.metadata_paths) and branched_since(table, plan.branches):
-        return  # a branch created from the tag meanwhile uses them: orphan removal frees them later
-    if plan.data_paths:
-        (delete or partial(delete_paths, table.file_io))(list(plan.data_paths))
-        if plan.clean_empty_dirs:
-            delete_empty_dirs(table.file_io, table.root, plan.data_paths)
-    delete_paths(table.file_io, plan.metadata_paths)
+    deleted: list[str] = []
+    try:
+        for name in plan.tag_names:
+            store.delete(name)
+            deleted.append(name)
+    except Exception as exc:
+        if not deleted or isinstance(exc, OutcomeUnknown):
+            raise
+        raise OutcomeUnknown(f"table {table.name}: tags {deleted} were deleted, but deleting tag "
+                             f"'{plan.tag_names[len(deleted)]}' failed ({exc}); delete it again") from exc
+    try:
+        if (plan.data_paths or plan.metadata_paths) and branched_since(table, plan.branches):
+            return  # a branch created from the tag meanwhile uses them: orphan removal frees them later
+        if plan.data_paths:
+            (delete or partial(delete_paths, table.file_io))(list(plan.data_paths))
+            if plan.clean_empty_dirs:
+                delete_empty_dirs(table.file_io, table.root, plan.data_paths)
+        delete_paths(table.file_io, plan.metadata_paths)
+    except Exception as exc:  # noqa: BLE001 - the tags are gone: the change landed
+        kept_error(table, f"tag(s) {list(plan.tag_names)} were deleted, but deleting the files only they kept "
+                   "failed (remove_orphan_files deletes them)", exc)
 
 
 def unshared_files(files: TableFiles, snapshot: Snapshot, neighbours: list[Snapshot]

@@ -33,7 +33,11 @@ commit lands only directly on top of it (else CommitConflict naming the table, n
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import pickle
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -46,7 +50,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 import tarn
 from tarn.catalog import create_table_at
 from tarn.commit.committer import Overwrite
-from tarn.errors import CommitConflict, InvalidOption, SchemaMismatch, TableNotFound, TarnError
+from tarn.errors import CommitConflict, InvalidOption, OutcomeUnknown, SchemaMismatch, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
 from tarn.meta.schema import TableSchema
 from tarn.options import Options, is_immutable
@@ -67,6 +71,8 @@ ROUTE_OPTION = "write.assigner-channels"
 # with ROUTE_OPTION: the snapshot whose HASH index the writer tasks assign against (0: none)
 ROUTE_SNAPSHOT_OPTION = "write.assigner-snapshot"
 KIND_COLUMN = "__tarn_kind"  # row kinds of rows placed into a cross-partition table (tarn.spark.cross_partition)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -309,7 +315,8 @@ class WritePlan:
         kwargs = {} if commit_identifier is None else {"commit_identifier": commit_identifier}
         if self.placed_rows:
             kwargs["expected_base"] = _placed_against(table, results)
-        table.commit(messages, commit_user=self.commit_user, overwrite=self.overwrite, **kwargs)
+        with noting_unknown_outcome(self.token_of(commit_identifier)):
+            table.commit(messages, commit_user=self.commit_user, overwrite=self.overwrite, **kwargs)
 
     def landed(self, table: tarn.Table, batch_id: int | None = None) -> bool:
         """Did this write (this micro-batch) commit? Then nothing of it may be deleted."""
@@ -322,7 +329,10 @@ class WritePlan:
     def abort(self, results: list, batch_id: int | None = None, settle_seconds: float = 3.0) -> None:
         """Delete what the job wrote; drop the table if this write created it. An abort marker
         tells tasks still running to delete their files; files of killed tasks are found by
-        name, and a second sweep after `settle_seconds` catches workers killed mid-file."""
+        name, and a second sweep after `settle_seconds` catches workers killed mid-file. After
+        a commit of unknown outcome (its snapshot may exist) nothing is deleted."""
+        if kept_after_unknown_outcome(self.token_of(batch_id), f"table {self.path}"):
+            return
         table = self.open()
         if self.landed(table, batch_id):
             return
@@ -421,6 +431,44 @@ def _route_base_exists(table: tarn.Table, snapshot_id: int) -> bool:
     if not snapshot_id:
         return latest is None
     return latest is not None and snapshot_id <= latest.id and table.snapshot_store.exists(snapshot_id)
+
+
+# Spark calls a writer's `abort` after its `commit` raised, each on a fresh copy of the writer
+# (unpickled again in a Python worker on the driver): a commit that raised OutcomeUnknown leaves
+# a note in the driver's temp directory, keyed by the job token, and the abort that follows
+# finds it and deletes nothing (the snapshot may exist and reference every file).
+
+
+def _unknown_outcome_note(token: str) -> str:
+    return os.path.join(tempfile.gettempdir(), f"tarn-outcome-unknown-{token.rstrip('-')}")
+
+
+@contextlib.contextmanager
+def noting_unknown_outcome(token: str):
+    """Around a commit on the driver: an OutcomeUnknown it raises is noted for `abort`."""
+    try:
+        yield
+    except OutcomeUnknown:
+        try:
+            with open(_unknown_outcome_note(token), "w"):
+                pass
+        except OSError as exc:
+            log.error("job %s: the commit's outcome is unknown, but noting it for Spark's abort failed (%s): "
+                      "the abort may delete files of a snapshot that landed", token, exc)
+        raise
+
+
+def kept_after_unknown_outcome(token: str, what: str) -> bool:
+    """In `abort`: True (and nothing may be deleted) when the commit of job `token` raised
+    OutcomeUnknown; the note is removed."""
+    note = _unknown_outcome_note(token)
+    if not os.path.exists(note):
+        return False
+    log.warning("%s: the commit of job %s has an unknown outcome: its files are kept (orphans if it did not "
+                "land; remove_orphan_files deletes them)", what, token)
+    with contextlib.suppress(OSError):
+        os.remove(note)
+    return True
 
 
 def new_job_token() -> str:

@@ -30,7 +30,8 @@ from tarn.fs import FileIO, join
 from tarn.maintenance import expire, orphans, rollback, tags
 from tarn.maintenance.references import delete_paths
 from tarn.s3 import check_options as check_storage
-from tarn.spark.batch_write import TaskMessages, job_prefixes, new_job_token, sweep_job
+from tarn.spark.batch_write import (TaskMessages, job_prefixes, kept_after_unknown_outcome, new_job_token,
+                                   noting_unknown_outcome, sweep_job)
 from tarn.spark.target import storage_of
 from tarn.write.writer import abort
 
@@ -75,9 +76,14 @@ class CompactWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list) -> None:
         table = self.plan.open()
-        table.commit([m for r in messages if r is not None for m in r.messages])
+        with noting_unknown_outcome(self.plan.job_token):
+            table.commit([m for r in messages if r is not None for m in r.messages])
 
     def abort(self, messages: list) -> None:
+        """Delete the job's files, unless its commit raised OutcomeUnknown (the COMPACT
+        snapshot may exist: every file stays)."""
+        if kept_after_unknown_outcome(self.plan.job_token, f"table {self.plan.path}"):
+            return
         table = self.plan.open()
         table.file_io.write_bytes(self.marker(table), b"")
         abort(table.file_io, table.root, table.schema(),
@@ -185,7 +191,8 @@ class AppendCompactWriter(CompactWriter):
         except BaseException:
             abort(table.file_io, table.root, table.schema(), rewritten)
             raise
-        table.commit(finished)  # deletes the new files itself when it fails
+        with noting_unknown_outcome(self.plan.job_token):
+            table.commit(finished)  # deletes the new files itself when it fails (not when unknown)
 
 
 class AppendCompactSource(DataSource):

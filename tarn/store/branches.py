@@ -26,9 +26,8 @@ BRANCH_PREFIX = "branch-"
 
 def branch_names(file_io: FileIO, table_root: str) -> list[str]:
     """Names of the table's branches other than main, sorted (directories `branch/branch-<name>`)."""
-    selector = pafs.FileSelector(join(table_root, BRANCH_DIR), allow_not_found=True, recursive=False)
     names = []
-    for info in file_io.fs.get_file_info(selector):
+    for info in file_io.entries(join(table_root, BRANCH_DIR)):
         entry = basename(info.path)
         name = entry[len(BRANCH_PREFIX):]
         if info.type == pafs.FileType.Directory and entry.startswith(BRANCH_PREFIX) and name:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import time
 from dataclasses import dataclass
 
 from tarn import paths
-from tarn.errors import CorruptFile, FileMissing, SnapshotNotFound
+from tarn.errors import CorruptFile, FileMissing, OutcomeUnknown, SnapshotNotFound
 from tarn.fs import FileIO, join
 from tarn.meta.snapshot import Snapshot
 
@@ -116,6 +117,82 @@ def parse_tag(name: str, text: str | bytes, source: str) -> Tag:
 
 
 # ---------------------------------------------------------------------------------------------
+# Settled writes: a metadata change whose request failed is looked at again (tags, rollback)
+
+SETTLE_ATTEMPTS = 4  # tries of a request (or a look at its effect) before giving up
+
+
+def retried(step, attempts: int = SETTLE_ATTEMPTS):
+    """`step()`, tried again after a storage error (an OSError but not FileMissing)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return step()
+        except FileMissing:
+            raise
+        except OSError:  # StorageError is one
+            if attempt == attempts:
+                raise
+            time.sleep(0.05 * 2 ** attempt)
+
+
+def holds(file_io: FileIO, path: str, data: bytes, cause: Exception) -> bool:
+    """After a write of `data` to `path` raised `cause`: does the file hold `data`? Absent
+    raises `cause` (nothing was written); unreadable raises OutcomeUnknown."""
+    try:
+        on_disk = retried(lambda: file_io.read_bytes(path))
+    except FileMissing:
+        on_disk = None
+    except Exception as exc:
+        raise OutcomeUnknown(f"writing {path} failed ({cause}) and the file could not be read back ({exc}): "
+                             "it may or may not hold what was written") from exc
+    if on_disk is None:
+        raise cause
+    return on_disk == data
+
+
+def create_settled(file_io: FileIO, path: str, data: bytes) -> bool:
+    """`FileIO.write_if_absent`, a failed create settled by reading the file back (as a
+    snapshot's create is): our bytes True, another's False, absent the store's error (not
+    created), unreadable OutcomeUnknown."""
+    try:
+        return file_io.write_if_absent(path, data)
+    except OutcomeUnknown:
+        raise
+    except Exception as exc:  # noqa: BLE001 - settled below
+        return holds(file_io, path, data, exc)
+
+
+def write_settled(file_io: FileIO, path: str, data: bytes) -> None:
+    """`FileIO.write_bytes` (create or replace); a failed write whose bytes are there anyway
+    (a PUT that landed before its answer was lost) counts as done."""
+    try:
+        file_io.write_bytes(path, data)
+    except OutcomeUnknown:
+        raise
+    except Exception as exc:  # noqa: BLE001 - settled below
+        if not holds(file_io, path, data, exc):
+            raise
+
+
+def delete_settled(file_io: FileIO, path: str) -> None:
+    """Delete `path`, retried; one that keeps failing is settled by looking: gone is done.
+    Raises the store's error when the file is still there, OutcomeUnknown when that cannot
+    be told."""
+    try:
+        retried(lambda: file_io.delete(path))
+        return
+    except Exception as exc:  # noqa: BLE001 - settled below
+        failure = exc
+    try:
+        there = retried(lambda: file_io.exists(path))
+    except Exception as exc:
+        raise OutcomeUnknown(f"deleting {path} failed ({failure}) and whether it is gone could not be told "
+                             f"({exc})") from exc
+    if there:
+        raise failure
+
+
+# ---------------------------------------------------------------------------------------------
 # Storage
 
 
@@ -169,28 +246,37 @@ class TagStore:
     def write(self, name: str, snapshot: Snapshot, create_time: dt.datetime | None = None,
               time_retained: dt.timedelta | None = None, create: bool = False) -> Tag | None:
         """Write the tag file atomically (readers never see a torn one). `create`: only if no
-        tag of that name exists (None when one does: another writer created it first)."""
+        tag of that name exists (None when one does: another writer created it first). A
+        write that failed is settled by reading the file back: returns when it landed, raises
+        the store's error when it did not, OutcomeUnknown when that cannot be told."""
         text = tag_json(snapshot, create_time, time_retained)
         if create:
-            if not self.file_io.write_if_absent(self.path(name), text.encode()):
+            if not create_settled(self.file_io, self.path(name), text.encode()):
                 return None
         else:
-            self.file_io.write_bytes(self.path(name), text.encode())
+            write_settled(self.file_io, self.path(name), text.encode())
         return parse_tag(name, text, self.path(name))
 
     def delete(self, name: str) -> None:
-        self.file_io.delete(self.path(name))
+        """Delete the tag file (settled: raises only when it is still there, OutcomeUnknown
+        when that cannot be told)."""
+        delete_settled(self.file_io, self.path(name))
+
+    def copy(self, name: str, new_name: str) -> bool:
+        """Create the new name with the tag file's bytes; False if the new name was taken
+        (settled as `write(create=True)`)."""
+        data = self.file_io.read_bytes(self.path(name))
+        return create_settled(self.file_io, self.path(new_name), data)
 
     def rename(self, name: str, new_name: str) -> bool:
         """Move the tag file to the new name, bytes unchanged; False if the new name was taken."""
-        data = self.file_io.read_bytes(self.path(name))
-        if not self.file_io.write_if_absent(self.path(new_name), data):
+        if not self.copy(name, new_name):
             return False
-        self.file_io.delete(self.path(name))
+        self.delete(name)
         return True
 
     def modification_time_ms(self, name: str) -> int | None:
-        info = self.file_io.fs.get_file_info(self.path(name))
+        info = self.file_io.info(self.path(name))
         if info.mtime_ns is None:
             return None
         return info.mtime_ns // 1_000_000

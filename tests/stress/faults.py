@@ -201,8 +201,7 @@ class Outcome:
         ops = "; ".join(f"{op} {sum(n.values())}: " + ", ".join(f"{k} {v}" for k, v in sorted(n.items()))
                         for op, n in sorted(by_op.items()))
         f = self.figures
-        known = f" ({len(f['known_raw'])} of them a known bare OSError, see KNOWN_RAW)" if f.get("known_raw") else ""
-        return (f"{len(self.calls)} calls ({ops}){known}; slowest call {f.get('slowest_s', 0):.1f} s; "
+        return (f"{len(self.calls)} calls ({ops}); slowest call {f.get('slowest_s', 0):.1f} s; "
                 f"snapshots {f.get('snapshots')}; unknown outcomes landed {f.get('unknown_landed', 0)}"
                 f"/{f.get('unknown_judged', 0)}; problems {len(self.problems)}")
 
@@ -250,20 +249,10 @@ def run(uri: str, options: dict, plan: Plan, work_dir: str, context, proxy) -> O
     return outcome
 
 
-# Known places that still let a bare OSError through, outside the commit path: listing the
-# branch directory (tarn/store/branches.py calls file_io.fs.get_file_info directly instead of
-# FileIO.entries). Raised by expiry only, which commits nothing; reported in `known_raw`, not
-# as problems. Remove an entry once its place goes through FileIO.
-KNOWN_RAW = ("< branches.py:",)
-
-
 def verify(catalog: tarn.Catalog, outcome: Outcome) -> None:
     calls, problems = outcome.calls, outcome.problems
     for c in calls:
         if c["outcome"] == "raw":
-            if c["op"] == "expire" and any(k in c["error"] for k in KNOWN_RAW):
-                outcome.figures.setdefault("known_raw", []).append(f"{c['marker']}: {c['error']}")
-                continue
             problems.append(f"{c['op']} {c['marker']} raised a non-tarn error: {c['error']}")
     failed = {c["marker"] for c in calls if c["outcome"] in ("conflict", "error")}
     snapshots = {}
