@@ -172,7 +172,8 @@ class Table(TableContext):
                 _best_effort(self, "deleting the files of a failed commit", lambda: abort(
                     self.file_io, self.root, schema, messages, keep=committer.landed_files))
             raise
-        self.last_maintenance_errors = _after_landed(self, committer, schema, messages)
+        # `+=` on the list maintenance steps append to (kept_error): none of their failures is lost
+        self.last_maintenance_errors += _after_landed(self, committer, schema, messages)
         return snapshot
 
     # ------------------------------------------------------------------ writes

@@ -556,3 +556,42 @@ def test_bytes_that_do_not_parse_are_corrupt_file(data_file, reader, damage):
 def test_storage_error_is_exported():
     assert tarn.StorageError is StorageError and "StorageError" in tarn.__all__
     assert issubclass(tarn.StorageError, tarn.TarnError) and issubclass(tarn.StorageError, OSError)
+
+
+def test_failures_maintenance_keeps_after_a_commit_are_not_lost(tmp_path, monkeypatch):
+    """A maintenance step that keeps its failure on the table (tag clean-up after its change
+    landed) and one that returns it both reach `last_maintenance_errors`; the write returns."""
+    from tarn import maintenance
+    from tarn.maintenance.tags import kept_error
+
+    kept, returned = StorageError("deleting an expired tag's files"), StorageError("expiring snapshots")
+
+    def after_commit(table):
+        kept_error(table, "tag expiry", kept)
+        return [returned]
+
+    monkeypatch.setattr(maintenance, "after_commit", after_commit)
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", schema=SCHEMA, primary_key=["k"],
+                                                     options={"bucket": "1"})
+    assert table.write(rows([1])) is not None
+    assert table.last_maintenance_errors == [kept, returned]
+    assert read(table) == [(1, "x1")]
+
+
+def test_a_store_failing_while_looking_for_a_users_snapshot_is_not_taken_for_expiry(tmp_path, monkeypatch):
+    """Committer.latest_of_user answers "this user has no snapshot" only when the history ran
+    out (expired); a store error is raised, never read as "not landed"."""
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", schema=SCHEMA, primary_key=["k"],
+                                                     options={"bucket": "1"})
+    table.write(rows([1]))
+    table.commit(table.new_writer().prepare_commit() or [], commit_user="other")
+    table.write(rows([2]))
+    committer = table.committer()
+    mine = table.snapshot(1).commit_user
+
+    def failing_get(snapshot_id):
+        raise StorageError(f"reading snapshot-{snapshot_id}: connection reset")
+
+    monkeypatch.setattr(committer.snapshots, "get", failing_get)
+    with pytest.raises(StorageError):
+        committer.latest_of_user(table.latest_snapshot(), mine)

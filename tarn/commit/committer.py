@@ -553,8 +553,8 @@ class Committer:
         while sid >= earliest:
             try:
                 s = latest if sid == latest.id else self.snapshots.get(sid)
-            except TarnError:
-                break  # expired under us
+            except (FileMissing, SnapshotNotFound):
+                break  # expired under us (a store that fails raises: "not landed" is not known then)
             if s.commit_user == commit_user:
                 return s
             sid -= 1
