@@ -317,6 +317,23 @@ class WritePlan:
             kwargs["expected_base"] = _placed_against(table, results)
         with noting_unknown_outcome(self.token_of(commit_identifier)):
             table.commit(messages, commit_user=self.commit_user, overwrite=self.overwrite, **kwargs)
+        self.compact_level_0(table)
+
+    def compact_level_0(self, table: tarn.Table) -> None:
+        """Tasks that did not own their buckets wrote level-0 files without compacting them.
+        Deletion-vector and first-row tables hide level 0 from batch reads (in every engine), so
+        after the commit the driver compacts what is due, pushing level 0 up; a failure is logged
+        and kept in `last_maintenance_errors` (the write landed)."""
+        schema = table.schema()
+        if not schema.primary_keys or self.bucket_owned or Options(schema.options).write_only:
+            return
+        try:
+            if table.planner(schema).skips_level_0():
+                table.compact()
+        except Exception as exc:  # noqa: BLE001 - the data commit stands
+            log.warning("table %s: compacting level 0 after the Spark write failed (the write stands): %s",
+                        table.name, exc)
+            table.last_maintenance_errors.append(exc)
 
     def landed(self, table: tarn.Table, batch_id: int | None = None) -> bool:
         """Did this write (this micro-batch) commit? Then nothing of it may be deleted."""
