@@ -36,7 +36,8 @@ from tarn.types import arrow_schema
 from tarn.validate import validate_change
 from tarn.write.conform import check_static_partition, to_arrow_table
 from tarn.write.message import CommitMessage
-from tarn.write.writer import TableWriter, abort, merge_spec_of, restore_from
+from tarn.lsm.merge import merge_spec_of
+from tarn.write.writer import TableWriter, abort, restore_from
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,8 @@ from tarn.lsm.kv import (  # noqa: F401  (re-exported: the key-value vocabulary)
 )
 from tarn.lsm.partial_update import DELETE_NOT_ACCEPTED, merge_partial_update, partial_update_rules
 from tarn.lsm.policy import needs_lookup
-from tarn.options import as_options
+from tarn.meta.schema import TableSchema
+from tarn.options import Options, as_options
 
 LEVEL = "__tarn_level"  # the LSM level a row was read from (a merge-time helper column)
 
@@ -256,3 +257,22 @@ def _sorted_member(probe: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
 
 def _numpy_comparable(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t)
+
+
+def merge_spec_of(schema: TableSchema, options: Options) -> MergeSpec:
+    """How this table merges rows of one bucket. Engines that compute values column by column
+    also treat the partition columns as keys (constant within a bucket, never aggregated)."""
+    engine = options.get("merge-engine") or "deduplicate"
+    keys = list(schema.trimmed_primary_keys)
+    if engine in ("aggregation", "partial-update"):
+        keys += [k for k in schema.partition_keys if k not in keys]
+    padding = [p.strip().lower() for p in options.list("sequence.auto-padding")]
+    return MergeSpec(tuple(keys), engine, _ignore_delete(options), tuple(options.list("sequence.field")),
+                     tuple(schema.fields), options,
+                     sequence_descending=(options.get("sequence.field.sort-order") or "").lower() == "descending",
+                     row_kind_flag="row-kind-flag" in padding)
+
+
+def _ignore_delete(options: Options) -> bool:
+    """`ignore-delete` (Options resolves its older spellings such as first-row.ignore-delete)."""
+    return bool(options.bool("ignore-delete"))

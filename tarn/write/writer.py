@@ -21,7 +21,7 @@ from tarn.errors import FileMissing, SchemaMismatch, SnapshotNotFound, TarnError
 from tarn.fs import FileIO, join
 from tarn.lsm.levels import Levels
 from tarn.lsm.merge import (INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, merge_sorted,
-                            merge_table, sort_indices)
+                            merge_spec_of, merge_table, sort_indices)
 from tarn.lsm.policy import (PickState, drops_deletes, estimate_last_full_compaction, full_compaction_delta_commits,
                              full_compaction_due, full_compaction_unit, num_levels, pick, should_stop_writes)
 from tarn.data.lookup import KeyCodec, KeyLookup, sorted_member, sorted_unique
@@ -750,25 +750,6 @@ def bucket_mode_problem(schema: TableSchema, bucket: int) -> str | None:
         return ("writing primary-key tables with bucket=-2 (postpone bucket mode) is not supported by tarn yet; "
                 "use bucket=-1 (dynamic) or a fixed 'bucket' > 0")
     return None
-
-
-def merge_spec_of(schema: TableSchema, options: Options) -> MergeSpec:
-    """How this table merges rows of one bucket. Engines that compute values column by column
-    also treat the partition columns as keys (constant within a bucket, never aggregated)."""
-    engine = options.get("merge-engine") or "deduplicate"
-    keys = list(schema.trimmed_primary_keys)
-    if engine in ("aggregation", "partial-update"):
-        keys += [k for k in schema.partition_keys if k not in keys]
-    padding = [p.strip().lower() for p in options.list("sequence.auto-padding")]
-    return MergeSpec(tuple(keys), engine, _ignore_delete(options), tuple(options.list("sequence.field")),
-                     tuple(schema.fields), options,
-                     sequence_descending=(options.get("sequence.field.sort-order") or "").lower() == "descending",
-                     row_kind_flag="row-kind-flag" in padding)
-
-
-def _ignore_delete(options: Options) -> bool:
-    """`ignore-delete` (Options resolves its older spellings such as first-row.ignore-delete)."""
-    return bool(options.bool("ignore-delete"))
 
 
 def _setdiff(keys: np.ndarray, other: np.ndarray) -> np.ndarray:
