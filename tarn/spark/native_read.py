@@ -21,46 +21,18 @@ than being kept or dropped by a mask that does not fit. Files without deleted ro
 masked scan (empty masks) when they hold no more rows than the masked files: one scan and no
 union to plan.
 
-Measured on local[2] (bench/bench_spark_dv.py: 2M live rows of 2.38M stored, 16% deleted, 6
-files; four runs of 21-31 alternating pairs): a read of a snapshot read before costs
-1.10-1.16x `spark.read.parquet` of the live rows (CPU 1.17-1.23x), its first read 1.39-1.46x.
-Against a scan of the same files without the filter, the masked scan costs about 20% more CPU,
-Spark's row index alone about 12%; a broadcast left-anti join on (file name, row index) pairs
-costs 2.5x. Per action, measured on a 20k-row table where the rows cost nothing: the literal
-costs about 15 ms less than the scalar subquery over a one-row local relation used before (a
-stage of its own that adaptive execution plans and runs), which stays as the fallback for a
-Spark without those classes; finding the file by `_metadata.file_size` costs about 9 ms more
-than a filter on the row index alone. Building the frame (the first read) takes about 75 ms:
-the relation over the files 30 (what `spark.read.parquet` of known columns costs), the filter's
-analysis 25-30 (its literal arrays and CASE), the literal 13.
-Tried and dropped: Spark's `_tmp_metadata_row_index` column instead of `_metadata.row_index`
-(no `_metadata` struct per row: no measurable gain), Paimon's `_SEQUENCE_NUMBER` column as a
-row's position (it costs what the row index costs to decode, and is not unique in every file),
-the mask as an array of SQL literals (printed into the plan strings every action builds and
-boxed one by one: the read took 2-2.7x longer), the slot arrays put into the mask's array or
-built with the Column API (more py4j calls, no faster to analyse or run), a scan per file
-(union planning: 1.7-2.4x), a cheap first test against the OR of all masks with the file looked
-up by `input_file_name()`, the file found by `input_file_block_length()` instead of
-`_metadata.file_size` (nondeterministic expressions: the scan got 17% slower), a filter without
-the CASE checks (within noise).
+The mask's costs against `spark.read.parquet` and against the alternatives tried and dropped
+(a broadcast anti join, SQL literal arrays, a scan per file, ...) are measured in
+docs/research/spark-native-read.md.
 
-So a snapshot's frame is planned once: `read` keeps it (`keep_frame`) under everything it
+Building a frame costs tens of milliseconds, so a snapshot's frame is planned once: `read` keeps it (`keep_frame`) under everything it
 depends on, and a later read of that snapshot returns it after resolving the snapshot (about
 2 ms).
 
 Spark packs the files of a scan into tasks counting 4 MB per file opened, so a few large files
-may share one task (the two compacted files of a 2-bucket table on local[2]); `scan_groups`
-splits such reads into a few scans whose tasks end sooner, as Spark would pack them.
-Its model counts bytes, not row groups: a piece of a file cut at the split size reads only the
-row groups whose midpoints it holds, so a one-row-group file's second piece costs nothing.
-Measured on the bench's table (2M live of 2.38M rows, files of 1M, 1M, 185k, 98k, 50k, 50k
-rows): one scan packs tasks of 1.0M, 1.28M and 0.1M rows, where two balanced scans would end
-after ~1.2M rows per core, about 20 ms sooner on a 0.3 s read, and an extra masked scan costs
-Spark about 80 ms of CPU per action to plan; so one scan stays. What the scan costs beyond the
-live rows (JFR, 30 reads): 18% more executor CPU, of it about 10 points in Spark's row-index
-generator (`ParquetRowIndexUtil`, a boxed iterator per row) and the rest the deleted rows
-decoded; lowering `spark.sql.files.openCostInBytes` would balance the tasks, but it is the
-session's setting for every scan and tarn does not change it.
+may share one task; `scan_groups` splits such reads into a few scans whose tasks end sooner, as
+Spark would pack them (its model counts bytes, not row groups). One masked scan stays one scan:
+an extra one costs more to plan than balanced tasks save (docs/research/spark-native-read.md).
 
 `read` plans the table on the driver with tarn (time travel options included) and uses the
 native scan when every planned split is raw-convertible, every file is parquet written with
