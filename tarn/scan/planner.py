@@ -20,7 +20,7 @@ from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
 from tarn.scan.predicate import (And, ColumnStats, Compare, In, IsNull, Not, Or, Predicate, StartsWith, columns_of,
-                                  eval_values, may_match_stats)
+                                  eval_values, may_match_stats, negate)
 from tarn.stats import decode_stats
 from tarn.store.manifests import ManifestStore
 
@@ -486,8 +486,6 @@ class _IndexFiles:
 
 _INDEX_FILES = _IndexFiles()
 
-_DUAL = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
-
 
 def _may_hold_rows(result) -> bool:
     if result is True:
@@ -530,7 +528,8 @@ def _index_result(p: Predicate, container: Container, fields: dict):
     if isinstance(p, Or):
         return _or_results(_index_result(c, container, fields) for c in p.children)
     if isinstance(p, Not):
-        return _negated_result(p.child, container, fields)
+        dual = negate(p.child)
+        return True if isinstance(dual, Not) else _index_result(dual, container, fields)
     if isinstance(p, StartsWith):
         return True
     found = fields.get(p.column)
@@ -560,20 +559,4 @@ def _index_result(p: Predicate, container: Container, fields: dict):
         if p.negated:
             return _and_results(r.not_equal_all(keys) for r in readers)
         return _and_results(r.equal_any(keys) for r in readers)
-    return True
-
-
-def _negated_result(p: Predicate, container: Container, fields: dict):
-    if isinstance(p, Compare):
-        return _index_result(Compare(p.column, _DUAL[p.op], p.value), container, fields)
-    if isinstance(p, In):
-        return _index_result(In(p.column, p.values, not p.negated), container, fields)
-    if isinstance(p, IsNull):
-        return _index_result(IsNull(p.column, not p.negated), container, fields)
-    if isinstance(p, And):
-        return _or_results(_negated_result(c, container, fields) for c in p.children)
-    if isinstance(p, Or):
-        return _and_results(_negated_result(c, container, fields) for c in p.children)
-    if isinstance(p, Not):
-        return _index_result(p.child, container, fields)
     return True

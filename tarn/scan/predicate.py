@@ -550,7 +550,8 @@ def may_match_stats(p: Predicate, stats: dict[str, ColumnStats], row_count: int)
     if isinstance(p, Or):
         return any(may_match_stats(c, stats, row_count) for c in p.children)
     if isinstance(p, Not):
-        return _may_match_negated(p.child, stats, row_count)
+        dual = negate(p.child)
+        return True if isinstance(dual, Not) else may_match_stats(dual, stats, row_count)
     if isinstance(p, In) and p.negated and any(v is None for v in p.values):
         return False  # x NOT IN (..., NULL) is never true
     s = stats.get(p.column)
@@ -601,19 +602,24 @@ def _compare_may_match(op: str, value, lo, hi) -> bool:
     return True
 
 
-def _may_match_negated(p: Predicate, stats, row_count) -> bool:
-    """Stats pruning for NOT p: push the negation down where it has an exact dual."""
+_DUAL = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+def negate(p: Predicate) -> Predicate:
+    """NOT p with the negation pushed down to the leaves where each has an exact dual: De Morgan
+    over And / Or, a comparison's opposite, In and IsNull flipped, NOT NOT x as x. A leaf
+    without a dual (StartsWith) stays `Not(leaf)`, so a Not in the result wraps only such a
+    leaf: what pruning (stats, file indexes) reads as "may match"."""
     if isinstance(p, Compare):
-        dual = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}[p.op]
-        return may_match_stats(Compare(p.column, dual, p.value), stats, row_count)
+        return Compare(p.column, _DUAL[p.op], p.value)
     if isinstance(p, In):
-        return may_match_stats(In(p.column, p.values, not p.negated), stats, row_count)
+        return In(p.column, p.values, not p.negated)
     if isinstance(p, IsNull):
-        return may_match_stats(IsNull(p.column, not p.negated), stats, row_count)
+        return IsNull(p.column, not p.negated)
     if isinstance(p, And):
-        return any(_may_match_negated(c, stats, row_count) for c in p.children)
+        return Or(tuple(negate(c) for c in p.children))
     if isinstance(p, Or):
-        return all(_may_match_negated(c, stats, row_count) for c in p.children)
+        return And(tuple(negate(c) for c in p.children))
     if isinstance(p, Not):
-        return may_match_stats(p.child, stats, row_count)
-    return True
+        return p.child
+    return Not(p)
