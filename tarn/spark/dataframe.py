@@ -23,7 +23,9 @@ import pyarrow as pa
 import tarn
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.options import Options
-from tarn.spark import bucket_expr, cross_partition
+from tarn.spark.bucket_expr import supported as bucket_expr_supported
+from tarn.spark.bucket_expr import with_bucket, with_hash
+from tarn.spark.cross_partition import place
 from tarn import partition as partitions
 from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import (BUCKET_COLUMN, ROUTE_OPTION, ROUTE_SNAPSHOT_OPTION, check_fits, collect_messages,
@@ -83,7 +85,7 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buck
     if num_buckets is None:
         num_buckets = Options(schema.options).int("bucket")
     if is_cross_partition(schema, num_buckets):  # placed against the latest snapshot when tasks run
-        return cross_partition.place(df, table, storage_options)
+        return place(df, table, storage_options)
     if num_buckets == -1 and schema.primary_keys:
         return assign_dynamic(df, table_path, storage_options)
     if num_buckets <= 0:
@@ -96,8 +98,8 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buck
     key_columns = [by_lower[f.name.lower()] for f in key_fields]
     function = bucket_function(schema.options)
     check_bucket_function(schema, table_path, {**schema.options, "bucket": str(num_buckets)})
-    if bucket_expr.supported(key_fields, function):  # the hash in generated JVM code
-        df = bucket_expr.with_bucket(df, key_columns, key_fields, num_buckets, BUCKET_COLUMN, function)
+    if bucket_expr_supported(key_fields, function):  # the hash in generated JVM code
+        df = with_bucket(df, key_columns, key_fields, num_buckets, BUCKET_COLUMN, function)
     else:  # strings, decimals, timestamps, ...: BinaryRows built in Python
         bucket = bucket_udf(key_fields, num_buckets, table_path, function)(*[F.col(c) for c in key_columns])
         df = df.withColumn(BUCKET_COLUMN, bucket)
@@ -144,8 +146,8 @@ def _routed(df, table, parallelism: int | None = None):
     columns = _keyed_columns(df, schema, [f.name for f in fields])
     name = table.name
 
-    if bucket_expr.supported(fields[:len(schema.trimmed_primary_keys)]) and (
-            not schema.partition_keys or bucket_expr.supported(fields[len(schema.trimmed_primary_keys):])):
+    if bucket_expr_supported(fields[:len(schema.trimmed_primary_keys)]) and (
+            not schema.partition_keys or bucket_expr_supported(fields[len(schema.trimmed_primary_keys):])):
         routed = _with_channel(df, schema, columns, fields, spec)  # in generated JVM code
     else:
         @F.arrow_udf("int")
@@ -164,9 +166,9 @@ def _with_channel(df, schema, columns: list[str], fields: list, spec: AssignerSp
     from pyspark.sql import functions as F
 
     keys = len(schema.trimmed_primary_keys)
-    out = bucket_expr.with_hash(df, columns[:keys], fields[:keys], "__tarn_key_hash")
+    out = with_hash(df, columns[:keys], fields[:keys], "__tarn_key_hash")
     if schema.partition_keys:
-        out = bucket_expr.with_hash(out, columns[keys:], fields[keys:], "__tarn_part_hash")
+        out = with_hash(out, columns[keys:], fields[keys:], "__tarn_part_hash")
         start = F.abs(F.col("__tarn_part_hash")) % F.lit(spec.channels)
     else:  # abs(h % n) == abs(h) % n: the one partition's start channel, computed here
         start = F.lit(abs(partition_hash(partitions.to_bytes(schema, []))) % spec.channels)
@@ -321,7 +323,7 @@ def _placed(df, table, mode: str, storage: dict | None):
         raise InvalidOption(f"table {table.name}: INSERT OVERWRITE of a cross-partition upsert table is not "
                             "supported: keys in other partitions would stay")
     latest = table.latest_snapshot()
-    return cross_partition.place(df, table, storage, snapshot_id=latest.id if latest is not None else 0)
+    return place(df, table, storage, snapshot_id=latest.id if latest is not None else 0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from tarn.spark import errors
+from tarn.spark.errors import install as install_error_hook
 from tarn.spark.maintenance import CompactSource
 from tarn.spark.source import TarnDataSource, TarnDataSourceWithoutPushdown
 
@@ -50,7 +50,7 @@ def register(spark) -> None:
     see `pushdown_is_safe`. tarn errors raised in Spark's Python workers reach the caller
     with tarn's message first (`tarn.spark.errors`): catch them as the tarn error class or
     as Spark's."""
-    errors.install()
+    install_error_hook()
     safe = pushdown_is_safe(spark)
     spark.dataSource.register(TarnDataSource if safe else TarnDataSourceWithoutPushdown)
     spark.dataSource.register(CompactSource)
