@@ -16,7 +16,7 @@ from tarn.lsm.partial_update import validate_partial_update
 from tarn.maintenance.expire import check_retention_options
 from tarn.maintenance.tags import check_tag_options
 from tarn.meta.schema import TableSchema
-from tarn.options import Options, validate_options
+from tarn.options import Options, is_immutable, validate_options
 from tarn.write.assign import check_dynamic_options
 from tarn.write.cross_partition import check_cross_partition, is_cross_partition
 from tarn.write.writer import bucket_mode_problem
@@ -32,8 +32,9 @@ def validate_table(schema: TableSchema, identifier: str) -> None:
 
 
 def validate_change(before: TableSchema, after: TableSchema, identifier: str) -> None:
-    """The checks of `validate_table` on an altered schema. A problem the table already had (a
-    table another engine made with options tarn cannot write) does not block other changes."""
+    """The checks of `validate_table` on an altered schema, and no option Paimon treats as
+    immutable changed. A problem the table already had (a table another engine made with
+    options tarn cannot write) does not block other changes."""
     known = {str(p) for p in table_problems(before, identifier)}
     new = [p for p in table_problems(after, identifier) if str(p) not in known]
     if new:
@@ -42,6 +43,14 @@ def validate_change(before: TableSchema, after: TableSchema, identifier: str) ->
         _check_bucket_change(before, after, identifier)
     except ValueError:  # an unparsable bucket was reported above, or came with the table
         pass
+    _check_immutable_options(before, after, identifier)
+
+
+def _check_immutable_options(before: TableSchema, after: TableSchema, identifier: str) -> None:
+    """Options Paimon refuses to change once the table exists."""
+    for key in set(before.options) | set(after.options):
+        if before.options.get(key) != after.options.get(key) and is_immutable(key):
+            raise InvalidOption(f"table {identifier}: option '{key}' cannot be changed after creation")
 
 
 def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
