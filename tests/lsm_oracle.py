@@ -365,7 +365,7 @@ class Bitmap(Agg):
     def agg(self, acc, value):
         if acc is None or value is None:
             return value if acc is None else acc
-        from tarn.lsm.field_aggs import bitmap32_bytes, bitmap32_values, bitmap64_bytes, bitmap64_values
+        from tarn.codec.roaring import bitmap32_bytes, bitmap32_values, bitmap64_bytes, bitmap64_values
         if self.bits == 32:
             return bitmap32_bytes(np.union1d(bitmap32_values(acc), bitmap32_values(value)))
         return bitmap64_bytes(np.union1d(bitmap64_values(acc), bitmap64_values(value)).view(np.int64))

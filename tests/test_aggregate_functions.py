@@ -22,7 +22,7 @@ import pytest
 import tarn
 from tarn.errors import InvalidOption, TarnError
 from tarn.lsm.aggregate import merge_aggregate, validate_aggregation
-from tarn.lsm.field_aggs import bitmap32_bytes, bitmap32_values, bitmap64_bytes, bitmap64_values
+from tarn.codec.roaring import bitmap32_bytes, bitmap32_values, bitmap64_bytes, bitmap64_values
 from tarn.lsm.merge import MergeSpec, merge_sorted
 from tarn.options import Options
 from tarn.types import (ARRAY, BIGINT, BINARY, BYTES, INT, MAP, ROW, STRING, VARBINARY, DataField,

@@ -35,7 +35,7 @@ from tarn import col
 from tarn.data.reader import FileReader
 from tarn.options import Options
 from tarn.store.deletion_vectors import DeletionVectorFiles
-from tarn.lsm.field_aggs import bitmap32_bytes, bitmap32_values, bitmap64_bytes, bitmap64_values
+from tarn.codec.roaring import bitmap32_bytes, bitmap32_values, bitmap64_bytes, bitmap64_values
 from tests.lsm_oracle import RETRACT_KINDS, Column, LsmOracle, Row, TableDef, merge_order
 from tests.helpers import canonical_rows
 
