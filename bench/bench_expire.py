@@ -26,9 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import tarn  # noqa: E402
-from tarn.maintenance.expire import expire_snapshots  # noqa: E402
-from tarn.maintenance.references import TableFiles  # noqa: E402
-from tarn.maintenance.tags import create_tag  # noqa: E402
+from tarn.ops.expire import expire_snapshots  # noqa: E402
+from tarn.ops.references import TableFiles  # noqa: E402
+from tarn.ops.tags import create_tag  # noqa: E402
 from tarn.meta.manifest import ADD, DELETE, EMPTY_ROW, EMPTY_STATS, DataFileMeta, ManifestEntry  # noqa: E402
 from tarn.meta.snapshot import Snapshot  # noqa: E402
 from tarn.store.manifests import ManifestStore  # noqa: E402

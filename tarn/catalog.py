@@ -10,7 +10,7 @@ from tarn.errors import InvalidArgument, SchemaMismatch, TableAlreadyExists, Tab
 from tarn.fs import FileIO, file_io_for, join
 from tarn.meta.schema import new_schema
 from tarn.scan.arguments import location_argument, names_argument
-from tarn.validate import validate_table
+from tarn.ops.validate import validate_table
 from tarn.store.schemas import SchemaStore
 from tarn.table import Table
 from tarn.types import DataField

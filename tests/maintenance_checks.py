@@ -6,9 +6,9 @@ import os
 
 import pyarrow as pa
 
-from tarn.maintenance.orphans import candidate_files
-from tarn.maintenance.references import TableFiles
-from tarn.maintenance.time_travel import scan_at
+from tarn.ops.orphans import candidate_files
+from tarn.ops.references import TableFiles
+from tarn.ops.time_travel import scan_at
 from tarn.store.tags import TagStore
 
 EVENTS = pa.schema([("p", pa.string()), ("k", pa.int64()), ("v", pa.string())])

@@ -1,4 +1,4 @@
-"""Compaction of append tables (tarn/append_compaction.py): which files Paimon's rules pick in
+"""Compaction of append tables (tarn/ops/append_compaction.py): which files Paimon's rules pick in
 fixed-bucket and unaware-bucket tables, rows and their order kept, sequence ranges, COMPACT
 snapshots, deletion vectors dropped with their files, concurrent commits, and the writes and
 reads of fixed-bucket append tables with a bucket key."""
@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import tarn
-from tarn import append_compaction as ac
+from tarn.ops import append_compaction as ac
 from tarn.bucket import bucket_ids
 from tarn.errors import CommitConflict
 from tarn.meta.manifest import APPEND_SOURCE, COMPACT_SOURCE

@@ -13,10 +13,10 @@ import time
 import pytest
 
 from tarn.errors import FileMissing
-from tarn.maintenance import expire, rollback
-from tarn.maintenance import tags as T
-from tarn.maintenance.orphans import find_orphan_files, remove_orphan_files
-from tarn.maintenance.references import TableFiles
+from tarn.ops import expire, rollback
+from tarn.ops import tags as T
+from tarn.ops.orphans import find_orphan_files, remove_orphan_files
+from tarn.ops.references import TableFiles
 from tarn.store.branches import all_branches, branch_names
 from tarn.store.schemas import SchemaStore, branch_root
 from tarn.store.snapshots import SnapshotStore

@@ -355,7 +355,7 @@ def test_no_table_is_created_over_existing_snapshots(catalog):
 
 
 def test_interrupted_expiry_leaves_only_unreferenced_files(catalog, monkeypatch):
-    from tarn.maintenance import expire
+    from tarn.ops import expire
 
     t = append_table(catalog)
     for k in range(6):

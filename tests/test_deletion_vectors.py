@@ -415,7 +415,8 @@ def test_lookup_cache_spills_to_disk_and_stays_right(catalog):
 
 
 def test_a_delete_landing_during_a_compaction_commit_is_never_undone(catalog):
-    from tarn import append_compaction, col
+    from tarn import col
+    from tarn.ops import append_compaction
 
     table = catalog.create_table("a", schema=APPEND, options={"deletion-vectors.enabled": "true"})
     for start in range(0, 40, 10):

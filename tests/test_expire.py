@@ -8,10 +8,10 @@ import time
 import pytest
 
 from tarn.errors import InvalidOption
-from tarn.maintenance import after_commit
-from tarn.maintenance import tags as T
-from tarn.maintenance import time_travel as TT
-from tarn.maintenance.expire import check_retention_options, expire_snapshots
+from tarn.ops.post_commit import after_commit
+from tarn.ops import tags as T
+from tarn.ops import time_travel as TT
+from tarn.ops.expire import check_retention_options, expire_snapshots
 from tarn.store.consumers import ConsumerStore
 from tarn.store.manifests import ManifestStore
 from tests.maintenance_checks import (

@@ -606,7 +606,7 @@ def test_changelog_files_get_no_index(catalog):
         "bucket": "1", "changelog-producer": "input", "file-index.bloom-filter.columns": "name",
         "file-index.bloom-filter.name.items": "100"})
     t.write(pa.table({"k": [1, 2], "name": ["a", "b"]}, schema=schema))
-    from tarn.maintenance.references import TableFiles
+    from tarn.ops.references import TableFiles
 
     files = TableFiles(t)
     changelog = files.changelog_files(t.latest_snapshot())

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import tarn
-from tarn.maintenance import tags as T
-from tarn.maintenance.expire import expire_snapshots
-from tarn.maintenance.orphans import remove_orphan_files
-from tarn.maintenance.rollback import rollback_to
-from tarn.maintenance.time_travel import snapshot_by_tag
+from tarn.ops import tags as T
+from tarn.ops.expire import expire_snapshots
+from tarn.ops.orphans import remove_orphan_files
+from tarn.ops.rollback import rollback_to
+from tarn.ops.time_travel import snapshot_by_tag
 from tests.maintenance_checks import missing_files, rows, unreferenced_files
 
 LONG = os.environ.get("TARN_HYPOTHESIS_PROFILE", "ci") == "long"

@@ -8,10 +8,10 @@ import time
 import pytest
 
 from tarn.errors import InvalidArgument
-from tarn.maintenance import tags as T
-from tarn.maintenance.expire import expire_snapshots
-from tarn.maintenance.orphans import remove_orphan_files
-from tarn.maintenance.time_travel import snapshot_by_tag
+from tarn.ops import tags as T
+from tarn.ops.expire import expire_snapshots
+from tarn.ops.orphans import remove_orphan_files
+from tarn.ops.time_travel import snapshot_by_tag
 from tests.maintenance_checks import events, make_events, missing_files, rows, tree, unreferenced_files
 
 FUTURE = int(time.time() * 1000) + 10**9

@@ -95,7 +95,7 @@ def _compact_job(table, writer_cls, plan):
     if writer_cls is maintenance.AppendCompactWriter:
         import pickle
 
-        from tarn import append_compaction
+        from tarn.ops import append_compaction
 
         groups = append_compaction.plan(table, True, None)
         batch = pa.record_batch({"group": pa.array([pickle.dumps(g) for g in groups], pa.binary()),
@@ -561,8 +561,8 @@ def test_storage_error_is_exported():
 def test_failures_maintenance_keeps_after_a_commit_are_not_lost(tmp_path, monkeypatch):
     """A maintenance step that keeps its failure on the table (tag clean-up after its change
     landed) and one that returns it both reach `last_maintenance_errors`; the write returns."""
-    from tarn import maintenance
-    from tarn.maintenance.tags import kept_error
+    from tarn.ops import post_commit
+    from tarn.ops.tags import kept_error
 
     kept, returned = StorageError("deleting an expired tag's files"), StorageError("expiring snapshots")
 
@@ -570,7 +570,7 @@ def test_failures_maintenance_keeps_after_a_commit_are_not_lost(tmp_path, monkey
         kept_error(table, "tag expiry", kept)
         return [returned]
 
-    monkeypatch.setattr(maintenance, "after_commit", after_commit)
+    monkeypatch.setattr(post_commit, "after_commit", after_commit)
     table = tarn.Catalog(str(tmp_path)).create_table("db.t", schema=SCHEMA, primary_key=["k"],
                                                      options={"bucket": "1"})
     assert table.write(rows([1])) is not None

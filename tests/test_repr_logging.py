@@ -102,7 +102,7 @@ def test_append_compaction_logs_its_plan(catalog, caplog):
         table.write(pa.table({"x": [i]}))
     caplog.set_level(logging.DEBUG, logger="tarn")
     table.compact(full=True)
-    assert messages(caplog, "tarn.append_compaction") == ["table db.log: compacting 3 files in 1 groups (full)"]
+    assert messages(caplog, "tarn.ops.append_compaction") == ["table db.log: compacting 3 files in 1 groups (full)"]
 
 
 def test_expiry_logs_the_snapshots_and_files_removed(catalog, caplog):
@@ -113,7 +113,7 @@ def test_expiry_logs_the_snapshots_and_files_removed(catalog, caplog):
         table.write(pa.table({"dt": ["d"], "id": [i], "v": ["x"]}, schema=SCHEMA))
     caplog.set_level(logging.DEBUG, logger="tarn")
     assert table.expire_snapshots(retain_max=2) == 2
-    expired = messages(caplog, "tarn.maintenance.expire")
+    expired = messages(caplog, "tarn.ops.expire")
     assert len(expired) == 1 and expired[0].startswith("table db.exp: expired snapshots 1..2: ")
 
 

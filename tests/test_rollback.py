@@ -7,10 +7,10 @@ import time
 import pytest
 
 from tarn.errors import InvalidArgument, SnapshotNotFound
-from tarn.maintenance import tags as T
-from tarn.maintenance import time_travel as TT
-from tarn.maintenance.expire import expire_snapshots
-from tarn.maintenance.rollback import rollback_to
+from tarn.ops import tags as T
+from tarn.ops import time_travel as TT
+from tarn.ops.expire import expire_snapshots
+from tarn.ops.rollback import rollback_to
 from tests.maintenance_checks import events, make_events, missing_files, rows, tree, unreferenced_files
 
 FAR_FUTURE = int(time.time() * 1000) + 10**9

@@ -20,8 +20,8 @@ import pytest
 
 import tarn
 from tarn.errors import CorruptFile, FileMissing, SchemaMismatch, SnapshotNotFound
-from tarn.maintenance import statistics as S
-from tarn.maintenance.orphans import remove_orphan_files
+from tarn.ops import analyze as S
+from tarn.ops.orphans import remove_orphan_files
 from tarn.meta.statistics import (ColStats, Statistics, java_float_text, parse_java_float, text_of,
                                   timestamp_text, value_of)
 from tarn.scan import reader as scan_reader
@@ -475,7 +475,7 @@ def test_a_failed_analyze_commit_leaves_no_statistics_file(catalog, monkeypatch)
     def boom(*args, **kwargs):
         raise tarn.CommitConflict("lost")
 
-    monkeypatch.setattr(tarn.table.Committer, "commit_statistics", boom)
+    monkeypatch.setattr(tarn.commit.committer.Committer, "commit_statistics", boom)
     with pytest.raises(tarn.CommitConflict):
         t.analyze()
     assert os.listdir(os.path.join(t.root, "statistics")) == []

@@ -13,9 +13,9 @@ import pytest
 from tarn.errors import InvalidArgument
 from tarn.meta.manifest import ADD, HASH_INDEX, IndexManifestEntry
 from tarn.store.deletion_vectors import DeletionVectorFiles
-from tarn.maintenance import tags as T
+from tarn.ops import tags as T
 from tarn.store.consumers import ConsumerStore
-from tarn.system_tables import SYSTEM_TABLES, cast_text, internal_text, java_double_text, system_table
+from tarn.ops.system_tables import SYSTEM_TABLES, cast_text, internal_text, java_double_text, system_table
 from tarn.types import DATE, DECIMAL, FLOAT, TIMESTAMP
 from tests.helpers import ORDERS_SCHEMA, orders_rows
 

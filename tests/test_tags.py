@@ -10,9 +10,9 @@ import pytest
 
 import tarn
 from tarn.errors import InvalidArgument, InvalidOption, SnapshotNotFound
-from tarn.maintenance import tags as T
-from tarn.maintenance import time_travel as TT
-from tarn.maintenance.expire import expire_snapshots
+from tarn.ops import tags as T
+from tarn.ops import time_travel as TT
+from tarn.ops.expire import expire_snapshots
 from tarn.meta.snapshot import Snapshot
 from tarn.store.tags import (
     duration_seconds_text, local_datetime_array, parse_local_datetime, parse_tag, tag_json,

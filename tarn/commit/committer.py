@@ -49,6 +49,20 @@ class Overwrite:
 
     static: dict = field(default_factory=dict)
     dynamic: bool = False
+    # exactly these partitions (partition bytes), whatever the new data touches (a rescale);
+    # None: `static` / `dynamic` decide
+    partitions: frozenset | None = None
+
+
+@dataclass(frozen=True)
+class UntouchedSince:
+    """A requirement on an overwrite: it fails (CommitConflict) when a snapshot after `base`,
+    by another commit user, changed the data files or index files of `partitions` (None: any
+    partition): the overwrite would drop that commit's rows. Paimon's
+    `commit.strict-mode.last-safe-snapshot`, which its rescale sets."""
+
+    base: Snapshot
+    partitions: frozenset | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +78,8 @@ class CommitRequest:
     # the commit must land directly on this snapshot id (0: an empty table), else CommitConflict:
     # rows placed against it (cross-partition upserts on Spark) would be wrong on any other
     expected_base: int | None = None
+    # an overwrite's requirement on the snapshots committed since it read its data (a rescale)
+    untouched_since: UntouchedSince | None = None
 
 
 @dataclass
@@ -85,7 +101,8 @@ class Committer:
     def commit(self, messages: list[CommitMessage], commit_user: str,
                commit_identifier: int = snap.BATCH_COMMIT_IDENTIFIER,
                overwrite: Overwrite | None = None, watermark: int | None = None,
-               properties: dict | None = None, expected_base: int | None = None) -> Snapshot | None:
+               properties: dict | None = None, expected_base: int | None = None,
+               untouched_since: UntouchedSince | None = None) -> Snapshot | None:
         """Commit the messages: new files as one APPEND (or OVERWRITE) snapshot, then compaction
         changes as one COMPACT snapshot, as Java Paimon does. Returns the last snapshot made;
         None when there is nothing to commit or this streaming (commit_user,
@@ -98,7 +115,7 @@ class Committer:
         (or possibly landed) snapshot of this call references, so a caller cleaning up after a
         failure deletes only files no snapshot references. `expected_base`: the APPEND part
         must land directly on that snapshot (every attempt checks; CommitConflict when another
-        snapshot came first)."""
+        snapshot came first). `untouched_since`: the overwrite's requirement (UntouchedSince)."""
         messages = [m for m in messages if not m.is_empty]
         if not messages and overwrite is None:
             return None
@@ -114,14 +131,14 @@ class Committer:
         compactions = [m.compact_part() for m in messages]
         compactions = [m for m in compactions if not m.is_empty]
         request = CommitRequest(commit_user, commit_identifier, overwrite, watermark, properties,
-                                expected_base=expected_base)
+                                expected_base=expected_base, untouched_since=untouched_since)
         result = None
         if appends or overwrite is not None:
             result = self._commit_with_retry(appends, request)
             if result is not None:
                 self.landed_files |= _added_names(appends)
         if compactions:
-            compact_request = replace(request, overwrite=None, expected_base=None)
+            compact_request = replace(request, overwrite=None, expected_base=None, untouched_since=None)
             if not appends and overwrite is None:  # a compaction job: its failure is the caller's
                 result = self._commit_with_retry(compactions, compact_request)
                 self.landed_files |= _added_names(compactions)
@@ -167,6 +184,10 @@ class Committer:
     def _try_once(self, latest, messages, request: "CommitRequest") -> Snapshot | None:
         if request.expected_base is not None:
             self._check_base(latest, request.expected_base)
+        required = request.untouched_since
+        if required is not None and request.overwrite is not None and latest is not None \
+                and latest.id != required.base.id:
+            self._check_untouched(latest, request.commit_user, required)
         delta = self._delta_entries(messages)
         deletes = any(e.kind == DELETE for e in delta)
         if deletes:  # the files the messages remove (an overwrite's own come from live entries)
@@ -194,6 +215,37 @@ class Committer:
             return new_snapshot
         self._delete(written)
         return None
+
+    def _check_untouched(self, latest: Snapshot, commit_user: str, required: UntouchedSince) -> None:
+        """CommitConflict when a snapshot after `required.base`, by another commit user, changed
+        the data or index files of its partitions."""
+        previous_index = required.base.index_manifest
+        for snapshot_id in range(required.base.id + 1, latest.id + 1):
+            try:
+                snapshot = latest if snapshot_id == latest.id else self.snapshots.get(snapshot_id)
+            except (SnapshotNotFound, FileMissing):
+                raise CommitConflict(f"table {self.table_name}: snapshot {snapshot_id}, committed while the "
+                                     "rescale ran, expired before it could be checked; nothing was committed, "
+                                     "rescale again") from None
+            if snapshot.commit_user != commit_user and self._touches(snapshot, previous_index, required.partitions):
+                raise CommitConflict(
+                    f"table {self.table_name}: snapshot {snapshot_id} ({snapshot.commit_kind}, by another writer) "
+                    "changed the data being rescaled while the rescale ran; nothing was committed. Stop other "
+                    "writers of these partitions and rescale again")
+            previous_index = snapshot.index_manifest
+
+    def _touches(self, snapshot: Snapshot, previous_index: str | None, wanted: frozenset | None) -> bool:
+        for meta in self.manifests.read_manifest_list(snapshot.delta_manifest_list):
+            for entry in self.manifests.read_manifest(meta.file_name):
+                if wanted is None or entry.partition in wanted:
+                    return True
+        if snapshot.index_manifest == previous_index:
+            return False
+        before = {(e.partition, e.file_name) for e in self.manifests.read_index_manifest(previous_index)} \
+            if previous_index else set()
+        after = {(e.partition, e.file_name) for e in self.manifests.read_index_manifest(snapshot.index_manifest)} \
+            if snapshot.index_manifest else set()
+        return any(wanted is None or part in wanted for part, _ in before ^ after)
 
     def _check_base(self, latest: Snapshot | None, expected: int) -> None:
         """CommitConflict unless `latest` is snapshot `expected` (0: no snapshot)."""
@@ -399,6 +451,8 @@ class Committer:
         return live, [*others, *again, *new], removed
 
     def _replaced_partitions(self, live, delta, overwrite: Overwrite) -> set[bytes]:
+        if overwrite.partitions is not None:
+            return set(overwrite.partitions)
         partitions = {e.partition for e in live}
         if overwrite.dynamic:
             return {e.partition for e in delta}
@@ -462,7 +516,9 @@ class Committer:
 
     def _overwrite_deletes(self, latest, delta, overwrite: Overwrite) -> list[ManifestEntry]:
         live = self.manifests.live_entries(latest)
-        if overwrite.dynamic:
+        if overwrite.partitions is not None:
+            doomed = [e for e in live if e.partition in overwrite.partitions]
+        elif overwrite.dynamic:
             touched = {e.partition for e in delta}
             doomed = [e for e in live if e.partition in touched]
         elif overwrite.static:

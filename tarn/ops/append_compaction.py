@@ -66,14 +66,14 @@ from tarn.meta.manifest import COMPACT_SOURCE, DELETE, DataFileMeta, IndexManife
 from tarn.options import Options
 from tarn.store.deletion_vectors import DeletionVectorFiles, deletion_vectors_by_file, live_index_entries
 from tarn.write.message import CommitMessage
-from tarn.write.writer import abort
+from tarn.commit.abort import abort
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from tarn.meta.schema import TableSchema
     from tarn.meta.snapshot import Snapshot
-    from tarn.table import Table
+    from tarn.core import TableCore
 
 FULL_COMPACT_MIN_FILES = 3  # Java's FULL_COMPACT_MIN_FILE
 UNBOUNDED = str(1 << 60)  # target-file-size handed to FileWriter: the rewrite rolls files itself
@@ -146,7 +146,7 @@ class _Bucket:
 # planning
 
 
-def plan(table: "Table", full: bool = False, partitions_filter: list[dict] | None = None) -> list[Group]:
+def plan(table: "TableCore", full: bool = False, partitions_filter: list[dict] | None = None) -> list[Group]:
     """The groups a compaction of the append table's latest snapshot rewrites ([] when none)."""
     schema = table.schema()
     features.check_write(table.name, schema)
@@ -335,7 +335,7 @@ def _pack(files: list[Input], settings: Settings) -> list[list[Input]]:
 # rewriting one group
 
 
-def rewrite(table: "Table", group: Group, options: dict | None = None) -> CommitMessage:
+def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> CommitMessage:
     """Rewrite the group's files (minus deleted rows) into new files numbered from the first
     input's minimum sequence number. `options` override table options for the new files (the
     file-name prefixes of a Spark job). On failure the new files are deleted."""
@@ -419,7 +419,7 @@ def _as_delete(entry: IndexManifestEntry) -> IndexManifestEntry:
 # finishing and the local run
 
 
-def finish(table: "Table", messages: list[CommitMessage]) -> list[CommitMessage]:
+def finish(table: "TableCore", messages: list[CommitMessage]) -> list[CommitMessage]:
     """One message per (partition, bucket); with deletion vectors, the index files holding
     vectors of rewritten files replaced by one new file with the remaining vectors. The
     `deleted_index_files` of `rewrite`'s messages are the bucket's index files when planned:
@@ -471,7 +471,7 @@ def finish(table: "Table", messages: list[CommitMessage]) -> list[CommitMessage]
     return list(merged.values())
 
 
-def compact(table: "Table", full: bool = False, partitions_filter: list[dict] | None = None) -> "Snapshot | None":
+def compact(table: "TableCore", full: bool = False, partitions_filter: list[dict] | None = None) -> "Snapshot | None":
     """Plan, rewrite the groups in threads, commit once (COMPACT). None when nothing is due."""
     groups = plan(table, full, partitions_filter)
     if not groups:

@@ -26,21 +26,45 @@ import pyarrow.compute as pc
 from tarn import features
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
+from tarn.errors import InvalidArgument, SchemaMismatch
 from tarn.meta.manifest import DELETE
+from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.scan.predicate import columns_of, to_arrow
+from tarn.ops.write import write
 from tarn.store.deletion_vectors import DeletionVectorFiles
+from tarn.types import arrow_schema
+from tarn.write.conform import to_arrow_table
 from tarn.write.message import CommitMessage
-from tarn.write.writer import abort
+from tarn.commit.abort import abort
 
 if TYPE_CHECKING:
     from tarn.meta.snapshot import Snapshot
-    from tarn.table import Table
+    from tarn.core import TableCore
 
 _POSITION = "__tarn_position"
 
 
-def delete_where(table: "Table", filter) -> "Snapshot | None":
+def delete(core: "TableCore", keys=None, filter=None) -> "Snapshot | None":
+    """`Table.delete`: by primary key (`keys`) or every row matching `filter`."""
+    if filter is not None:
+        if keys is not None:
+            raise InvalidArgument(f"table {core.name}: delete takes keys or filter, not both")
+        return delete_where(core, filter)
+    return delete_keys(core, keys)
+
+
+def delete_keys(core: "TableCore", keys) -> "Snapshot | None":
+    """Delete rows by primary key in one commit (`keys`: rows holding at least the key columns,
+    written as -D rows, the other columns padded)."""
+    schema = core.schema()
+    if not schema.primary_keys:
+        raise SchemaMismatch(f"table {core.name}: delete by key needs a primary-key table")
+    rows = _complete_rows(to_arrow_table(keys, core.name), schema, core.name)
+    return write(core, rows, row_kind="-D")
+
+
+def delete_where(table: "TableCore", filter) -> "Snapshot | None":
     """`filter`: anything `Table.scan` takes (a tarn predicate, a pyarrow Expression, a SQL-like
     string), its literals converted to the columns' types as a scan does."""
     schema = table.schema()
@@ -51,9 +75,9 @@ def delete_where(table: "Table", filter) -> "Snapshot | None":
         # as Paimon's DELETE writes them; the other engines only need the keys.
         aggregation = Options(schema.options).get("merge-engine") == "aggregation"
         columns = None if aggregation else list(schema.primary_keys)
-        rows = table.scan(filter=filter, columns=columns).to_arrow()
-        return table.delete(rows) if rows.num_rows else None
-    scan = table.scan(filter=filter)
+        rows = table.scan_latest(filter=filter, columns=columns).to_arrow()
+        return delete_keys(table, rows) if rows.num_rows else None
+    scan = table.scan_latest(filter=filter)
     options = Options(schema.options)
     if not options.bool("deletion-vectors.enabled"):
         return rewrite_matching(table, scan, lambda rows, matched: rows.filter(pc.invert(matched)))
@@ -65,7 +89,7 @@ def delete_where(table: "Table", filter) -> "Snapshot | None":
     return table.commit(messages) if messages else None
 
 
-def rewrite_matching(table: "Table", scan, change) -> "Snapshot | None":
+def rewrite_matching(table: "TableCore", scan, change) -> "Snapshot | None":
     """Copy-on-write of an append table in one OVERWRITE snapshot: every file of `scan` with
     a row matching its filter is replaced by `change(rows, matched)` (the file's rows and a
     boolean mask of the matches -> the rows to keep in its place, written with the file's
@@ -177,3 +201,32 @@ def _match_mask(rows: pa.Table, predicate: pc.Expression) -> pa.Array:
     mask = np.zeros(rows.num_rows, dtype=bool)
     mask[found] = True
     return pa.array(mask)
+
+
+def _complete_rows(keys: pa.Table, schema: TableSchema, table_name: str) -> pa.Table:
+    """Key rows padded with the columns they lack (null, or a zero value for NOT NULL columns)."""
+    missing_keys = [k for k in schema.primary_keys if k not in keys.column_names]
+    if missing_keys:
+        raise SchemaMismatch(f"table {table_name}: delete needs the primary key column(s) {missing_keys}")
+    columns = {}
+    for f in schema.fields:
+        if f.name in keys.column_names:
+            columns[f.name] = keys.column(f.name)
+        else:
+            t = arrow_schema([f]).field(0).type
+            columns[f.name] = pa.nulls(keys.num_rows, t) if f.type.nullable else _zeros(t, keys.num_rows)
+    return pa.table(columns)
+
+
+def _zeros(t: pa.DataType, n: int) -> pa.Array:
+    """A placeholder value for a NOT NULL column of a delete row (its value is never read)."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.repeat(pa.scalar("", t), n)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.repeat(pa.scalar(b"", t), n)
+    if pa.types.is_boolean(t):
+        return pa.repeat(pa.scalar(False), n)
+    try:
+        return pa.repeat(pa.scalar(0).cast(t), n)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pc.cast(pa.nulls(n, t), t)

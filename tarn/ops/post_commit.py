@@ -1,7 +1,7 @@
-"""Table maintenance: tags, time travel, snapshot expiration, rollback, orphan files.
-
-`after_commit(table)` is what Paimon's committer runs after each commit unless the table is
-`write-only`: automatic tag creation, tag expiry, consumer expiry, then snapshot expiration.
+"""Post-commit maintenance: `after_commit(table)` is what Paimon's committer runs after each
+commit unless the table is `write-only`: automatic tag creation, tag expiry, consumer expiry,
+then snapshot expiration. The facade (tarn/table.py) installs it as a post-commit hook of its
+TableCore, so the kernel runs it without importing it.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from tarn.maintenance.expire import expire_snapshots
-from tarn.maintenance.tags import auto_create_tags, expire_tags
+from tarn.ops.expire import expire_snapshots
+from tarn.ops.tags import auto_create_tags, expire_tags
 
 if TYPE_CHECKING:
-    from tarn.table import Table
+    from tarn.core import TableCore
 
 log = logging.getLogger(__name__)
 
 
-def after_commit(table: "Table") -> list[Exception]:
+def after_commit(table: "TableCore") -> list[Exception]:
     """Post-commit maintenance, in Paimon's order (TableCommitImpl.maintain).
 
     The commit has landed: a failing step (a concurrent expiry, an unreadable tag file) is
@@ -49,6 +49,6 @@ def after_commit(table: "Table") -> list[Exception]:
     return errors
 
 
-def _failed(what: str, table: "Table", exc: Exception) -> list[Exception]:
+def _failed(what: str, table: "TableCore", exc: Exception) -> list[Exception]:
     log.warning("table %s: %s after commit failed (the commit stands): %s", table.name, what, exc)
     return [exc]

@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING
 
 from tarn import paths
 from tarn.errors import InvalidArgument, OutcomeUnknown, SnapshotNotFound
-from tarn.maintenance.references import FileKey, TableFiles, branch_references, branched_since, delete_paths
-from tarn.maintenance.tags import kept_error
+from tarn.ops.references import FileKey, TableFiles, branch_references, branched_since, delete_paths
+from tarn.ops.tags import kept_error
 from tarn.meta.manifest import ManifestEntry
 from tarn.meta.snapshot import Snapshot
 from tarn.store.tags import Tag, TagStore, create_settled, delete_settled, retried
 
 if TYPE_CHECKING:
-    from tarn.table import Table
+    from tarn.core import TableCore
 
 
 @dataclass(frozen=True)
@@ -56,14 +56,14 @@ class RollbackPlan:
         return not self.removed_ids and not self.removed_tags and not self.restore
 
 
-def rollback_to(table: "Table", target: int | str) -> Snapshot:
+def rollback_to(table: "TableCore", target: int | str) -> Snapshot:
     """Roll back to snapshot id `target` (an int) or to tag `target` (a str).
 
     A snapshot id that has expired but is tagged rolls back to that tag."""
     return execute_rollback(table, plan_rollback(table, target))
 
 
-def plan_rollback(table: "Table", target: int | str) -> RollbackPlan:
+def plan_rollback(table: "TableCore", target: int | str) -> RollbackPlan:
     """The plan of `rollback_to`; changes nothing (raises when the target does not exist)."""
     store = table.tag_store
     if isinstance(target, bool) or not isinstance(target, (int, str)):
@@ -82,7 +82,7 @@ def plan_rollback(table: "Table", target: int | str) -> RollbackPlan:
                            f"exist ({span}) and no tag holds it")
 
 
-def _plan(table: "Table", target: Snapshot, tags: TagStore) -> RollbackPlan:
+def _plan(table: "TableCore", target: Snapshot, tags: TagStore) -> RollbackPlan:
     snapshots = table.snapshot_store
     latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
     removed = []
@@ -117,7 +117,7 @@ def _plan(table: "Table", target: Snapshot, tags: TagStore) -> RollbackPlan:
                         tuple(dict.fromkeys(branches.keep_out(metadata))), branches.branches)
 
 
-def execute_rollback(table: "Table", plan: RollbackPlan,
+def execute_rollback(table: "TableCore", plan: RollbackPlan,
                      delete: Callable[[list[str]], object] | None = None) -> Snapshot:
     """Carry out a plan; `delete(paths)` removes the data files (default: from this process).
     Returns once the metadata change landed (see the module docstring for the outcomes)."""
@@ -137,7 +137,7 @@ def execute_rollback(table: "Table", plan: RollbackPlan,
     return plan.target
 
 
-def _change_metadata(table: "Table", plan: RollbackPlan) -> None:
+def _change_metadata(table: "TableCore", plan: RollbackPlan) -> None:
     """Tag files, snapshot files newest first, the re-created target: each step retried and
     settled; a failure raised as it is while nothing changed, else as OutcomeUnknown."""
     snapshots = table.snapshot_store
@@ -169,7 +169,7 @@ def _change_metadata(table: "Table", plan: RollbackPlan) -> None:
                              "again finishes it") from exc
 
 
-def _restore(table: "Table", target: Snapshot) -> None:
+def _restore(table: "TableCore", target: Snapshot) -> None:
     """Create the target's snapshot file from its tag; one that exists must be the target."""
     path = table.snapshot_store.path(target.id)
     if create_settled(table.file_io, path, target.to_json().encode()):

@@ -20,7 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from tarn.errors import CorruptFile, InvalidArgument, InvalidOption, OutcomeUnknown, SnapshotNotFound
-from tarn.maintenance.references import (TableFiles, branch_references, branched_since, delete_empty_dirs,
+from tarn.ops.references import (TableFiles, branch_references, branched_since, delete_empty_dirs,
                                          delete_paths)
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options, parse_duration_ms
@@ -29,17 +29,17 @@ from tarn.store.tags import Tag, TagStore, retried
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from tarn.table import Table
+    from tarn.core import TableCore
 
 BATCH_TAG_PREFIX = "batch-write-"
 LONG_MIN = -(1 << 63)
 
 
-def tag_store(table: "Table") -> TagStore:
+def tag_store(table: "TableCore") -> TagStore:
     return table.tag_store
 
 
-def kept_error(table: "Table", what: str, exc: Exception) -> None:
+def kept_error(table: "TableCore", what: str, exc: Exception) -> None:
     """A failure after the operation's change landed: logged and kept in the table's
     `last_maintenance_errors`, never raised (the caller must not retry a landed change)."""
     log.warning("table %s: %s (the change stands): %s", table.name, what, exc)
@@ -84,7 +84,7 @@ def as_duration(value, table_name: str, what: str = "time_retained") -> dt.timed
     return result
 
 
-def find_snapshot(table: "Table", snapshot_id: int) -> Snapshot:
+def find_snapshot(table: "TableCore", snapshot_id: int) -> Snapshot:
     """The snapshot with that id, from the snapshot files or, once expired, from a tag."""
     if table.snapshot_store.exists(snapshot_id):
         return table.snapshot_store.get(snapshot_id)
@@ -97,7 +97,7 @@ def find_snapshot(table: "Table", snapshot_id: int) -> Snapshot:
                            f"({span}; expired snapshots live on only in tags)")
 
 
-def create_tag(table: "Table", name: str, snapshot_id: int | None = None, time_retained=None,
+def create_tag(table: "TableCore", name: str, snapshot_id: int | None = None, time_retained=None,
                ignore_if_exists: bool = False) -> Tag:
     """Tag a snapshot (default: the latest). `time_retained` defaults to
     `tag.default-time-retained`; without one the tag never expires by time.
@@ -127,7 +127,7 @@ def create_tag(table: "Table", name: str, snapshot_id: int | None = None, time_r
                           f"(snapshot {store.get(name).snapshot.id})")
 
 
-def _check_still_there(table: "Table", tag: Tag) -> None:
+def _check_still_there(table: "TableCore", tag: Tag) -> None:
     """Expiry deletes a snapshot's file before its files and re-reads the tags after: a tag
     written while its snapshot still exists is seen by that expiry. If the snapshot is already
     gone (and no other tag holds it), its files may be too: take the tag back. The tag file
@@ -164,7 +164,7 @@ def _check_still_there(table: "Table", tag: Tag) -> None:
                            "being created; no tag was created")
 
 
-def replace_tag(table: "Table", name: str, snapshot_id: int | None = None, time_retained=None) -> Tag:
+def replace_tag(table: "TableCore", name: str, snapshot_id: int | None = None, time_retained=None) -> Tag:
     """Point an existing tag at another snapshot (the old snapshot's files are not freed).
     A write whose request failed is settled by reading the tag file back (our bytes: it
     landed); OutcomeUnknown when it cannot be read; any other error: the tag is unchanged."""
@@ -178,7 +178,7 @@ def replace_tag(table: "Table", name: str, snapshot_id: int | None = None, time_
     return store.write(name, snapshot, dt.datetime.now() if retained else None, retained)
 
 
-def rename_tag(table: "Table", name: str, new_name: str) -> None:
+def rename_tag(table: "TableCore", name: str, new_name: str) -> None:
     """The rename lands with the creation of the new name (settled as `create_tag`'s); a
     failure to delete the old name after that is kept in `last_maintenance_errors`."""
     check_tag_name(name, table.name, "original tag name")
@@ -196,7 +196,7 @@ def rename_tag(table: "Table", name: str, new_name: str) -> None:
                    f"(delete_tag('{name}') removes it)", exc)
 
 
-def list_tags(table: "Table") -> list[Tag]:
+def list_tags(table: "TableCore") -> list[Tag]:
     """Every tag, by tagged snapshot id then name."""
     return tag_store(table).tags()
 
@@ -213,7 +213,7 @@ class TagDeletePlan:
     branches: tuple[str, ...] = ()  # the branches whose files the plan keeps
 
 
-def delete_tag(table: "Table", name: str) -> None:
+def delete_tag(table: "TableCore", name: str) -> None:
     """Delete a tag and the files only it kept alive. The deletion of the tag file decides
     (settled: an error means the tag is still there); failures deleting the files after it
     are kept in `last_maintenance_errors` (remove_orphan_files frees those files later)."""
@@ -221,7 +221,7 @@ def delete_tag(table: "Table", name: str) -> None:
     execute_delete_tags(table, plan_delete_tag(table, name))
 
 
-def plan_delete_tag(table: "Table", name: str) -> TagDeletePlan:
+def plan_delete_tag(table: "TableCore", name: str) -> TagDeletePlan:
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument(f"table {table.name}: tag name must not be blank (got {name!r})")
     store = tag_store(table)
@@ -235,13 +235,13 @@ def plan_delete_tag(table: "Table", name: str) -> TagDeletePlan:
     return plan_delete_tags(table, [name], tag.snapshot)
 
 
-def delete_tags_of_snapshot(table: "Table", names: list[str], snapshot: Snapshot) -> None:
+def delete_tags_of_snapshot(table: "TableCore", names: list[str], snapshot: Snapshot) -> None:
     """Delete the tag files `names` (all on `snapshot`) and, when the snapshot has expired and
     no other tag holds it, the data and metadata files nothing else refers to."""
     execute_delete_tags(table, plan_delete_tags(table, names, snapshot))
 
 
-def plan_delete_tags(table: "Table", names: list[str], snapshot: Snapshot) -> TagDeletePlan:
+def plan_delete_tags(table: "TableCore", names: list[str], snapshot: Snapshot) -> TagDeletePlan:
     """The plan of `delete_tags_of_snapshot`; changes nothing."""
     if table.snapshot_store.exists(snapshot.id):
         return TagDeletePlan(tuple(names))
@@ -266,7 +266,7 @@ def plan_delete_tags(table: "Table", names: list[str], snapshot: Snapshot) -> Ta
                          files.options.bool("snapshot.clean-empty-directories"), branches.branches)
 
 
-def execute_delete_tags(table: "Table", plan: TagDeletePlan, delete: Callable[[list[str]], object] | None = None) -> None:
+def execute_delete_tags(table: "TableCore", plan: TagDeletePlan, delete: Callable[[list[str]], object] | None = None) -> None:
     """Carry out a plan; `delete(paths)` removes the data files (default: from this process).
 
     The tag files go first and decide the outcome: an error while deleting the first means
@@ -317,7 +317,7 @@ def _unique_snapshots(tags: list[Tag]) -> list[Snapshot]:
     return [by_id[i] for i in sorted(by_id)]
 
 
-def _default_retention(table: "Table") -> dt.timedelta | None:
+def _default_retention(table: "TableCore") -> dt.timedelta | None:
     ms = table.options.duration_ms("tag.default-time-retained")
     return None if ms is None else dt.timedelta(milliseconds=ms)
 
@@ -326,7 +326,7 @@ def _default_retention(table: "Table") -> dt.timedelta | None:
 # tag expiry
 
 
-def expire_tags(table: "Table", now: dt.datetime | None = None,
+def expire_tags(table: "TableCore", now: dt.datetime | None = None,
                 older_than: dt.datetime | None = None) -> list[str]:
     """Delete tags past their retention (`create time + time retained < now`, local clock) and,
     when `older_than` is given, tags created before it (tags without a create time use their
@@ -428,7 +428,7 @@ def check_tag_options(options: Options, table_name: str) -> None:
         raise InvalidOption(f"table {table_name}: tag.default-time-retained must be positive")
 
 
-def auto_create_tags(table: "Table") -> list[str]:
+def auto_create_tags(table: "TableCore") -> list[str]:
     """Run `tag.automatic-creation` after a commit; returns the tags created."""
     options = table.options
     mode = options.enum("tag.automatic-creation")
@@ -440,7 +440,7 @@ def auto_create_tags(table: "Table") -> list[str]:
     return _periodic_tags(table, options, mode)
 
 
-def _periodic_tags(table: "Table", options: Options, mode: str) -> list[str]:
+def _periodic_tags(table: "TableCore", options: Options, mode: str) -> list[str]:
     period = tag_period(options, table.name)
     delay = dt.timedelta(milliseconds=options.duration_ms("tag.creation-delay") or 0)
     store = tag_store(table)
@@ -481,7 +481,7 @@ def _periodic_tags(table: "Table", options: Options, mode: str) -> list[str]:
     return created
 
 
-def _trim_auto_tags(table: "Table", period: TagPeriod, retained_max: int | None) -> None:
+def _trim_auto_tags(table: "TableCore", period: TagPeriod, retained_max: int | None) -> None:
     if retained_max is None:
         return
     auto = [t for t in tag_store(table).tags() if period.tag_time(t.name) is not None]
@@ -489,7 +489,7 @@ def _trim_auto_tags(table: "Table", period: TagPeriod, retained_max: int | None)
         delete_tags_of_snapshot(table, [tag.name], tag.snapshot)
 
 
-def _batch_tag(table: "Table", options: Options) -> list[str]:
+def _batch_tag(table: "TableCore", options: Options) -> list[str]:
     snapshot = table.latest_snapshot()
     if snapshot is None:
         return []
@@ -506,7 +506,7 @@ def _batch_tag(table: "Table", options: Options) -> list[str]:
     return [name]
 
 
-def _trim_all_tags(table: "Table", retained_max: int | None) -> None:
+def _trim_all_tags(table: "TableCore", retained_max: int | None) -> None:
     """Delete the oldest tags (by snapshot, then file age) beyond `retained_max`."""
     if retained_max is None:
         return

@@ -17,10 +17,11 @@ from tarn.meta.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from tarn.scan.predicate import Predicate
-    from tarn.table import Scan, Table
+    from tarn.core import TableCore
+    from tarn.scan.scan import Scan
 
 
-def resolve(table: "Table", snapshot_id: int | None = None, tag: str | None = None,
+def resolve(table: "TableCore", snapshot_id: int | None = None, tag: str | None = None,
             timestamp_ms: int | None = None) -> Snapshot | None:
     """The snapshot to read: at most one selector may be given; none means the latest."""
     given = [k for k, v in (("snapshot_id", snapshot_id), ("tag", tag), ("as_of_timestamp_ms", timestamp_ms))
@@ -40,7 +41,7 @@ def resolve(table: "Table", snapshot_id: int | None = None, tag: str | None = No
     return found
 
 
-def check_read_mode(table: "Table", snapshot: Snapshot) -> None:
+def check_read_mode(table: "TableCore", snapshot: Snapshot) -> None:
     """The deletion-vector PIP's migration rule: time travel across a switch of
     'deletion-vectors.enabled' is refused (those snapshots were written for the other mode)."""
     then = bool(Options(table.schema_by_id(snapshot.schema_id).options).bool("deletion-vectors.enabled"))
@@ -51,7 +52,7 @@ def check_read_mode(table: "Table", snapshot: Snapshot) -> None:
                         f"{str(now).lower()}; time travel across that switch is not allowed")
 
 
-def snapshot_by_id(table: "Table", snapshot_id: int) -> Snapshot:
+def snapshot_by_id(table: "TableCore", snapshot_id: int) -> Snapshot:
     if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
         raise InvalidArgument(f"table {table.name}: snapshot id must be an int, got {snapshot_id!r}")
     store = table.snapshot_store
@@ -65,13 +66,13 @@ def snapshot_by_id(table: "Table", snapshot_id: int) -> Snapshot:
     raise SnapshotNotFound(f"table {table.name}: snapshot {snapshot_id} does not exist ({span})")
 
 
-def snapshot_by_tag(table: "Table", name: str) -> Snapshot:
+def snapshot_by_tag(table: "TableCore", name: str) -> Snapshot:
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument(f"table {table.name}: tag name must not be blank (got {name!r})")
     return table.tag_store.get(name).snapshot
 
 
-def snapshot_at_time(table: "Table", timestamp_ms: int) -> Snapshot:
+def snapshot_at_time(table: "TableCore", timestamp_ms: int) -> Snapshot:
     found = table.snapshot_store.at_or_before(timestamp_ms)
     if found is not None:
         return found
@@ -86,7 +87,7 @@ def snapshot_at_time(table: "Table", timestamp_ms: int) -> Snapshot:
                            f"{timestamp_ms} ({first})")
 
 
-def scan_at(table: "Table", snapshot: Snapshot | None, filter: "Predicate | None" = None,
+def scan_at(table: "TableCore", snapshot: Snapshot | None, filter: "Predicate | None" = None,
             columns: list[str] | None = None) -> "Scan":
     """A Scan of `snapshot` (read with the schema it was written with)."""
     return table.scan_snapshot(snapshot, filter, columns)

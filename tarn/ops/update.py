@@ -35,17 +35,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import features
-from tarn.delete import rewrite_matching
+from tarn.ops.delete import rewrite_matching
 from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
 from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.scan.predicate import coerce_literal
 from tarn.types import DataField, arrow_schema, type_to_sql
-from tarn.write.writer import abort
+from tarn.commit.abort import abort
 
 if TYPE_CHECKING:
     from tarn.meta.snapshot import Snapshot
-    from tarn.table import Table
+    from tarn.core import TableCore
 
 _ATOMIC_EXCLUDED = ("ARRAY", "MAP", "MULTISET", "ROW")
 _REFUSED_ENGINES = {
@@ -79,7 +79,7 @@ class Assignments:
         return pa.table(columns, schema=arrow_schema(self.fields))
 
 
-def update_where(table: "Table", assignments: dict, filter) -> "Snapshot | None":
+def update_where(table: "TableCore", assignments: dict, filter) -> "Snapshot | None":
     """Set the columns `assignments` names on every row matching `filter` (anything
     `Table.scan` takes; None: every row), in one commit; None when no row matches. See the
     module docstring for what each kind of table does."""
@@ -92,17 +92,17 @@ def update_where(table: "Table", assignments: dict, filter) -> "Snapshot | None"
         raise InvalidArgument(f"table {table.name}: update of an append table with deletion vectors is not "
                               "supported (the old rows would be marked in one snapshot and the new ones added "
                               "in another); use delete(filter=...) then write(...), or disable deletion vectors")
-    scan = table.scan(filter=filter)
+    scan = table.scan_latest(filter=filter)
     return rewrite_matching(table, scan, lambda rows, matched: _updated(parsed, rows, matched))
 
 
-def _upsert(table: "Table", parsed: Assignments, filter) -> "Snapshot | None":
+def _upsert(table: "TableCore", parsed: Assignments, filter) -> "Snapshot | None":
     """The matched rows read split by split, updated and buffered by one writer (memory bounded
     by its buffer, not by the number of matches), committed once."""
     writer = table.new_writer()
     matched = 0
     try:
-        for batch in table.scan(filter=filter).to_batches():
+        for batch in table.scan_latest(filter=filter).to_batches():
             if batch.num_rows:
                 matched += batch.num_rows
                 writer.write(parsed.apply(pa.Table.from_batches([batch])), row_kind="+U")

@@ -13,8 +13,8 @@ from tarn.errors import InvalidOption, TarnError
 from tarn.lsm.aggregate import validate_aggregation
 from tarn.lsm.first_row import validate_first_row
 from tarn.lsm.partial_update import validate_partial_update
-from tarn.maintenance.expire import check_retention_options
-from tarn.maintenance.tags import check_tag_options
+from tarn.ops.expire import check_retention_options
+from tarn.ops.tags import check_tag_options
 from tarn.meta.schema import TableSchema
 from tarn.options import Options, is_immutable, validate_options
 from tarn.write.assign import check_dynamic_options

@@ -12,7 +12,7 @@ call is recorded with its outcome:
 - `raw`: it raised something that is not a TarnError (a broken promise by itself).
 
 Each call carries a unique marker: in its rows (append: the `m` column of every row it
-wrote; upsert: the value it gave its keys) and as its commit user (the `tarn.table` module's
+wrote; upsert: the value it gave its keys) and as its commit user (the `tarn.core` module's
 uuid4 is replaced in the workers, so `Table.commit` names its snapshots after the call). With
 the proxy quiet again, `verify` demands: every acknowledged row exactly once; no row and no
 snapshot of a call that raised anything but OutcomeUnknown; a call of unknown outcome
@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 import tarn
-import tarn.table
+import tarn.core
+import tarn.ops.write
 
 from tests.stress import checks
 
@@ -77,7 +78,7 @@ def create_tables(catalog: tarn.Catalog) -> None:
 
 
 class _Markers:
-    """Stands in for the `uuid` module of tarn.table: `Table.commit`'s commit user is the
+    """Stands in for the `uuid` module of tarn.core and tarn.ops.write: `Table.commit`'s commit user is the
     marker of the call in progress (a fresh uuid outside calls)."""
 
     current: str | None = None
@@ -130,7 +131,7 @@ def _open(uri: str, options: dict, name: str) -> tarn.Table:
 
 def worker_main(role: str, index: int, uri: str, options: dict, seconds: float, seed: int,
                 out_path: str, start) -> None:
-    tarn.table.uuid = MARKERS  # commit users name the call (see _Markers)
+    tarn.core.uuid = tarn.ops.write.uuid = MARKERS  # commit users name the call (see _Markers)
     logging.getLogger("tarn").setLevel(logging.ERROR)  # warnings of retried requests: thousands
     rng = random.Random(f"{seed}-{role}-{index}")
     ledger: list[dict] = []

@@ -1,0 +1,57 @@
+"""Writing rows in one commit (`Table.write`, `Table.overwrite`): upserts or appends, and
+INSERT OVERWRITE of the whole table, a static partition or the partitions the rows touch."""
+
+from __future__ import annotations
+
+import uuid
+
+from tarn.commit.committer import Overwrite
+from tarn.core import TableCore, best_effort
+from tarn.errors import SchemaMismatch
+from tarn.meta.snapshot import Snapshot
+from tarn.options import Options
+from tarn.write.conform import check_static_partition, to_arrow_table
+from tarn.commit.abort import abort
+
+
+def write(core: TableCore, data, row_kind=None) -> Snapshot | None:
+    """Write `data` in one commit with one writer (the files of earlier flushes are deleted
+    when a later one fails), then keep a cross-partition table's key index for the next write
+    (a failure there is kept in `last_maintenance_errors`, the commit stands)."""
+    writer = core.new_writer()
+    try:
+        writer.write(data, row_kind=row_kind)
+    except BaseException:  # a flush failed: delete the files earlier flushes wrote
+        abort(core.file_io, core.root, writer.schema, writer.messages())
+        raise
+    commit_user = str(uuid.uuid4())
+    snapshot = core.commit(writer.prepare_commit(), commit_user=commit_user)
+    failure = best_effort(core, "keeping the key index for the next write",  # cross-partition tables
+                          lambda: writer.keep_key_index(core, commit_user))
+    core.last_maintenance_errors += [failure] if failure else []
+    return snapshot
+
+
+def overwrite(core: TableCore, data, partition: dict | None = None, dynamic: bool | None = None) -> Snapshot | None:
+    """INSERT OVERWRITE (see `Table.overwrite`): None when a dynamic overwrite wrote nothing."""
+    schema = core.schema()
+    options = Options(schema.options)
+    table = to_arrow_table(data, core.name)
+    if partition:
+        unknown = [k for k in partition if k not in schema.partition_keys]
+        if unknown:
+            raise SchemaMismatch(f"table {core.name}: {unknown} are not partition keys "
+                                 f"(partition keys: {list(schema.partition_keys)})")
+        check_static_partition(table, partition, core.name)
+        spec = Overwrite(static=dict(partition))
+    else:
+        if dynamic is None:
+            dynamic = bool(schema.partition_keys) and options.bool("dynamic-partition-overwrite")
+        spec = Overwrite(dynamic=bool(dynamic) and bool(schema.partition_keys))
+    writer = core.new_writer(ignore_previous_files=True)
+    if table.num_rows:
+        writer.write(table)
+    messages = writer.prepare_commit()
+    if spec.dynamic and not messages:
+        return None
+    return core.commit(messages, overwrite=spec)

@@ -1,0 +1,202 @@
+"""Scan: the rows of one snapshot of a table, read on demand.
+
+A scan holds a TableContext, the schema it reads with, the snapshot, the pushed-down filter,
+the columns and a limit. `plan()` asks the planner (tarn/scan/planner.py) for splits, a reader
+(tarn/scan/reader.py) merges and filters them, `count()` and `estimates()` answer from metadata
+where they can (tarn/scan/counts.py). `TableCore.scan_snapshot` builds one with its arguments
+checked; `Table.scan` adds time travel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tarn import features
+from tarn.errors import FileMissing, InvalidArgument, MissingDependency, SnapshotNotFound
+from tarn.lsm.merge import merge_spec_of
+from tarn.meta.schema import TableSchema
+from tarn.meta.snapshot import Snapshot
+from tarn.options import Options
+from tarn.scan import counts
+from tarn.scan.filters import RowFilterReader
+from tarn.scan.planner import Split, planner_for
+from tarn.scan.predicate import Predicate
+from tarn.scan.reader import SplitReader, parallel_map
+from tarn.store.context import TableContext
+from tarn.types import arrow_schema
+
+
+@dataclass
+class Scan:
+    """The rows of one snapshot that `table.scan(...)` selects; nothing is read until a
+    reading method runs, and each run reads again.
+
+    Readers: `to_arrow()`, `to_pandas()`, `to_polars()`, `to_duckdb(name)`, `to_batches()`,
+    `to_arrow_batch_reader()`; any Arrow PyCapsule consumer (`pa.table(scan)`,
+    `polars.DataFrame(scan)`, DuckDB) reads it through `__arrow_c_stream__`. `count()` counts
+    the rows, `plan()` lists the splits (one per file of an append table, one per bucket of a
+    primary-key table).
+
+    `filter`: the tarn predicate (literals in the columns' types) that prunes partitions and
+    files and filters rows; `row_filter`: a pyarrow Expression, or the part of one tarn could
+    not translate, applied to the rows after the read; `limit`: at most that many rows."""
+
+    table: TableContext  # the table read (`table.name`, `table.file_io`, ...)
+    schema: TableSchema
+    snapshot: Snapshot | None
+    filter: Predicate | None = None
+    columns: list[str] | None = None
+    _splits: list[Split] | None = field(default=None, repr=False)
+
+    follows_latest: bool = False  # a scan of "the latest snapshot", not of a pinned one
+    limit: int | None = None
+    row_filter: pc.Expression | None = None
+    row_filter_columns: tuple[str, ...] = ()  # the columns `row_filter` reads
+
+    def __repr__(self) -> str:
+        parts = [f"table={self.table.name}", f"snapshot={self.snapshot.id if self.snapshot else None}"]
+        if self.filter is not None:
+            parts.append(f"filter={self.filter!r}")
+        if self.row_filter is not None:
+            parts.append(f"row_filter={self.row_filter}")
+        if self.columns is not None:
+            parts.append(f"columns={self.columns!r}")
+        if self.limit is not None:
+            parts.append(f"limit={self.limit}")
+        return f"Scan({', '.join(parts)})"
+
+    def plan(self) -> list[Split]:
+        """The splits to read, planned once (partitions, manifests and files the filter rules
+        out are skipped)."""
+        if self._splits is None:
+            self._splits = self._retrying(
+                lambda: planner_for(self.table, self.schema).plan(self.snapshot, self.filter))
+        return self._splits
+
+    def _retrying(self, read):
+        """Run `read`; when a scan of the latest snapshot finds a file gone because expiry
+        removed its snapshot meanwhile, move to the new latest snapshot and read again."""
+        for _ in range(5):
+            try:
+                return read()
+            except (FileMissing, SnapshotNotFound):
+                if not self._move_to_latest():
+                    raise
+        return read()
+
+    def _move_to_latest(self) -> bool:
+        """Re-pin a latest-snapshot scan after its snapshot expired; False if nothing changed."""
+        if not self.follows_latest:
+            return False
+        latest = self.table.latest_snapshot()
+        if latest is None or (self.snapshot is not None and latest.id == self.snapshot.id
+                              and self.table.snapshot_store.exists(latest.id)):
+            return False
+        self.snapshot, self._splits = latest, None
+        return True
+
+    def reader(self) -> SplitReader:
+        """The reader of this scan's splits: rows merged, filtered (filter and row_filter) and
+        shaped as the scan's columns; `limit` is not applied."""
+        schema = self.schema
+        names = self.columns if self.columns is not None else schema.field_names
+        read_fields = [schema.field(n) for n in names]
+        options = Options(schema.options)
+        spec = merge_spec_of(schema, options) if schema.primary_keys else None
+        features.check_columns(self.table.name, read_fields)
+        if spec is not None and spec.engine != "deduplicate":
+            features.check_columns(self.table.name, schema.fields)  # merged across every column
+        if self.row_filter is not None:
+            return RowFilterReader(self.table.file_io, schema, self.table.schema_by_id, options, read_fields,
+                                   self.filter, spec, self.row_filter, self.row_filter_columns)
+        return SplitReader(self.table.file_io, schema, self.table.schema_by_id, options, read_fields,
+                           self.filter, spec)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the rows this scan returns."""
+        names = self.columns if self.columns is not None else self.schema.field_names
+        return arrow_schema([self.schema.field(n) for n in names])
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows as Arrow record batches, split after split (memory bounded by a split);
+        with `limit`, no split is read once enough rows came."""
+        remaining = self.limit
+        if remaining == 0:
+            return
+        reader = self.reader()
+        for split in self.plan():
+            for table in reader.read_chunks(split):
+                for batch in table.to_batches():
+                    if remaining is not None:
+                        if batch.num_rows >= remaining:
+                            yield batch.slice(0, remaining)
+                            return
+                        remaining -= batch.num_rows
+                    yield batch
+
+    def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
+        """A `pyarrow.RecordBatchReader` streaming the rows (read as it is consumed)."""
+        return pa.RecordBatchReader.from_batches(self.arrow_schema, self.to_batches())
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The Arrow PyCapsule stream protocol: `pa.table(scan)`, `polars.DataFrame(scan)`,
+        DuckDB and other consumers read the scan as a stream of batches."""
+        return self.to_arrow_batch_reader().__arrow_c_stream__(requested_schema)
+
+    def to_arrow(self) -> pa.Table:
+        """All rows as one Arrow table (splits read in parallel; with `limit`, in order until
+        enough rows came)."""
+        return self._retrying(self._read_all)
+
+    def _read_all(self) -> pa.Table:
+        if self.limit is not None:
+            return pa.Table.from_batches(list(self.to_batches()), schema=self.arrow_schema)
+        reader = self.reader()
+        tables = parallel_map(reader.read, self.plan())
+        if not tables:
+            return self.arrow_schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def to_pandas(self, **kwargs):
+        """All rows as a pandas DataFrame; keyword arguments go to `pyarrow.Table.to_pandas`."""
+        table = self.to_arrow()
+        try:
+            return table.to_pandas(**kwargs)
+        except ImportError as e:
+            raise MissingDependency(f"Scan.to_pandas needs pandas: pip install 'tarn-lake[pandas]' ({e})") from None
+
+    def to_polars(self):
+        """All rows as a `polars.DataFrame` (needs polars: pip install 'tarn-lake[polars]')."""
+        try:
+            import polars
+        except ImportError:
+            raise MissingDependency("Scan.to_polars needs polars: pip install 'tarn-lake[polars]'") from None
+        return polars.from_arrow(self.to_arrow())
+
+    def to_duckdb(self, name: str, connection=None):
+        """Register the rows (read now) as the DuckDB view `name` in `connection` (default: a
+        new in-memory database) and return the connection: `scan.to_duckdb("t").sql("SELECT
+        ... FROM t")`. Needs duckdb: pip install 'tarn-lake[duckdb]'."""
+        if not isinstance(name, str) or not name:
+            raise InvalidArgument(f"table {self.table.name}: to_duckdb needs a view name (a string), got {name!r}")
+        try:
+            import duckdb
+        except ImportError:
+            raise MissingDependency("Scan.to_duckdb needs duckdb: pip install 'tarn-lake[duckdb]'") from None
+        connection = duckdb.connect() if connection is None else connection
+        connection.register(name, self.to_arrow())
+        return connection
+
+    def count(self) -> int:
+        """The rows this scan returns, from manifests where they tell (append tables, buckets
+        needing no merge, fresh statistics of primary-key tables), else by reading."""
+        return self._retrying(lambda: counts.count(self))
+
+    def estimates(self) -> list[counts.SplitEstimate]:
+        """A guess of the rows and bytes each planned split returns, from metadata only."""
+        return self._retrying(lambda: counts.estimates(self))
