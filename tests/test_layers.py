@@ -1,8 +1,10 @@
 """The import rule of docs/architecture.md, checked on the source: a module imports only from
-its own or lower layers, write/ and scan/ never import each other, and no modules import each
-other in a cycle. Imports under `if TYPE_CHECKING:` are annotations only and do not count."""
+its own or lower layers, write/ and scan/ never import each other, no modules import each other
+in a cycle and no packages do. Imports under `if TYPE_CHECKING:` count like any other (a type
+named from a higher layer is a dependency on it), and no module below the facade names `Table`."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -18,12 +20,14 @@ LAYERS = [
     {"data"},
     {"scan", "write"},
     {"commit"},
-    {"maintenance", "system_tables", "delete", "update", "append_compaction"},
-    {"validate"},
-    {"table"},
+    {"core"},  # the kernel: TableCore (a TableContext plus planner, writer, committer, commit)
+    {"ops"},  # one module per operation, on a TableCore or TableContext
+    {"maintenance", "system_tables", "update", "append_compaction"},  # old import paths of ops modules
+    {"table"},  # the facade
     {"catalog", "__init__"},
     {"spark", "cli"},
 ]
+FACADE = "table"
 SIBLINGS_APART = [{"scan", "write"}, {"store", "lsm"}]  # same layer, yet neither imports the other
 
 
@@ -43,15 +47,10 @@ def resolve(name: str, imported: str | None) -> str:
 
 
 def imports_of(path: Path) -> set[str]:
+    """Every tarn module `path` imports, at the top, in functions or under `if TYPE_CHECKING:`."""
     tree = ast.parse(path.read_text())
-    skipped = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skipped.update(id(n) for n in ast.walk(node))
     found = set()
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.split(".")[0] == "tarn")
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "tarn":
@@ -85,31 +84,98 @@ def test_imports_point_down(module):
         assert pair not in SIBLINGS_APART, f"{module} imports {imported}: those packages stay apart"
 
 
-def test_no_import_cycles():
-    known = {m for m in GRAPH}
-    edges = {m: {i for i in GRAPH[m] if i in known and i != m} for m in GRAPH}
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of `edges` (its nodes, the first repeated at the end), or None."""
     state: dict[str, int] = {}
     path: list[str] = []
 
-    def visit(m: str) -> None:
+    def visit(m: str) -> list[str] | None:
         state[m] = 1
         path.append(m)
         for n in sorted(edges[m]):
             if state.get(n) == 1:
-                cycle = path[path.index(n):] + [n]
-                raise AssertionError("import cycle: " + " -> ".join(cycle))
+                return path[path.index(n):] + [n]
             if n not in state:
-                visit(n)
+                found = visit(n)
+                if found:
+                    return found
         path.pop()
         state[m] = 2
+        return None
 
     for m in sorted(edges):
         if m not in state:
-            visit(m)
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycles_between_files():
+    known = set(GRAPH)
+    edges = {m: {i for i in GRAPH[m] if i in known and i != m} for m in GRAPH}
+    cycle = find_cycle(edges)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_import_cycles_between_packages():
+    """Between top-level packages and modules (scan, ops, table, ...): ops -> validate -> ops is
+    a cycle even when no two files import each other."""
+    edges: dict[str, set[str]] = {}
+    for module, imported in GRAPH.items():
+        edges.setdefault(top(module), set()).update(top(i) for i in imported if top(i) != top(module))
+    for names in list(edges.values()):
+        for name in names:
+            edges.setdefault(name, set())
+    cycle = find_cycle(edges)
+    assert cycle is None, "package import cycle: " + " -> ".join(cycle or [])
+
+
+TABLE_NAME = re.compile(r"(?<![\w.])Table\b")
+
+
+def names_table(path: Path) -> bool:
+    """Whether code (not prose) in `path` names `Table`: a name, an attribute import, an
+    annotation (also one written as a string)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Name) and node.id == "Table":
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name) == "Table":
+            return True
+        annotations = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            annotations = [a.annotation for a in [*node.args.args, *node.args.kwonlyargs, *node.args.posonlyargs]]
+            annotations.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            annotations = [node.annotation]
+        for annotation in annotations:
+            for part in ast.walk(annotation) if annotation is not None else ():
+                if isinstance(part, ast.Constant) and isinstance(part.value, str) and TABLE_NAME.search(part.value):
+                    return True
+    return False
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if layer(m) < layer(f"tarn.{FACADE}")))
+def test_nothing_below_the_facade_names_table(module):
+    path = PACKAGE.parent / Path(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    assert not names_table(path), f"{module} names Table: take a TableCore or TableContext"
 
 
 def test_the_rule_catches_an_upward_import(tmp_path):
     source = tmp_path / "bad.py"
     source.write_text("from tarn.table import Table\nif TYPE_CHECKING:\n    from tarn.catalog import Catalog\n")
-    assert imports_of(source) == {"tarn.table"}
+    assert imports_of(source) == {"tarn.table", "tarn.catalog"}
     assert layer("tarn.table") > layer("tarn.store.context")
+    assert layer("tarn.ops.delete") > layer("tarn.core") > layer("tarn.commit.committer")
+    assert layer("tarn.table") > layer("tarn.ops.delete")
+    assert names_table(source)
+    source.write_text('def f(table: "pa.Table", core: "TableCore") -> None:\n    """Table.commit, a Table."""\n')
+    assert not names_table(source)
+    source.write_text('def f(table: "Table") -> None:\n    pass\n')
+    assert names_table(source)
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
