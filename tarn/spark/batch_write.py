@@ -62,7 +62,8 @@ from tarn.write.conform import check_static_partition, conform
 from tarn.write.message import CommitMessage
 from tarn.write.assign import unpack_buckets, unpack_route
 from tarn.write.cross_partition import is_cross_partition
-from tarn.write.writer import TableWriter, abort
+from tarn.commit.abort import abort, aborting
+from tarn.write.writer import TableWriter
 
 BUCKET_COLUMN = "__tarn_bucket"  # dynamic buckets assigned on executors (tarn.spark.dataframe)
 # a routed dynamic-bucket write (`route_dynamic`): the rows of assigner task i of this many are
@@ -272,7 +273,7 @@ class WritePlan:
         if self.route_channels:  # routed rows (route_dynamic): this task assigns its own rows
             assigned["snapshot"] = self.route_snapshot  # against that snapshot's index (0: none)
             writer.assign_as(_task_partition(), self.route_channels)
-        try:
+        with aborting(table.file_io, table.root, schema, writer.messages):
             for batch in batches:
                 if batch.num_rows:
                     data = pa.Table.from_batches([batch])
@@ -290,9 +291,6 @@ class WritePlan:
                     else:
                         writer.write(data)
             messages = writer.prepare_commit()
-        except BaseException:
-            abort(table.file_io, table.root, schema, writer.messages())
-            raise
         if table.file_io.exists(self.abort_marker(table, batch_id)) or not table.schema_store.list_ids():
             # Spark stops the input of a task it kills, which looks like the end of the data:
             # a task finishing after the job was aborted deletes what it wrote (and the

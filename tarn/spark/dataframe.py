@@ -39,7 +39,7 @@ from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
 from tarn.bucket import bucket_function, check_bucket_function, partition_hash
 from tarn.write.conform import conform
 from tarn.write.cross_partition import is_cross_partition
-from tarn.write.writer import abort
+from tarn.commit.abort import aborting
 
 CHANNEL_COLUMN = "__tarn_assigner"
 # how big a dynamic-bucket table's index may be for `routable` to read it on the driver before
@@ -376,7 +376,7 @@ def _partition_condition(F, plan: RescalePlan):
 def _rescale_task(path: str, storage: dict | None, plan: RescalePlan, token: str, batches):
     table = tarn.load_table(path, storage)
     writer = rescale_writer(table, plan, job_prefixes(plan.schema.options, token))
-    try:
+    with aborting(table.file_io, table.root, plan.schema, writer.messages):
         for batch in batches:
             if not batch.num_rows:
                 continue
@@ -387,7 +387,4 @@ def _rescale_task(path: str, storage: dict | None, plan: RescalePlan, token: str
             else:
                 writer.write(data)
         messages = writer.prepare_commit()
-    except BaseException:
-        abort(table.file_io, table.root, plan.schema, writer.messages())
-        raise
     yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(messages)], pa.binary())], names=["messages"])

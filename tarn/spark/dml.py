@@ -31,7 +31,7 @@ from tarn.spark.session import register
 from tarn.spark.types import spark_schema
 from tarn.update import check_settable
 from tarn.write.cross_partition import is_cross_partition
-from tarn.write.writer import abort
+from tarn.commit.abort import abort, aborting
 
 KIND_COLUMN = "__tarn_row_kind"
 SOURCE, TARGET = "source", "target"  # the aliases merge_into's expressions use
@@ -288,7 +288,7 @@ def _write_task(path: str, storage: dict | None, token: str, batches):
     assigned: dict = {}
     writer = table.new_writer(options=job_prefixes(table.schema().options, token),
                               index_snapshot=lambda: assigned.get("snapshot"))
-    try:
+    with aborting(table.file_io, table.root, writer.schema, writer.messages):
         for batch in batches:
             if not batch.num_rows:
                 continue
@@ -302,7 +302,4 @@ def _write_task(path: str, storage: dict | None, token: str, batches):
                     writer.assign_as(*assigned["route"])
             writer.write(data, row_kind=kinds, buckets=buckets)
         messages = writer.prepare_commit()
-    except BaseException:
-        abort(table.file_io, table.root, table.schema(), writer.messages())
-        raise
     yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(messages)], pa.binary())], names=["messages"])

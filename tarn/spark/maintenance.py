@@ -33,7 +33,7 @@ from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import (TaskMessages, job_prefixes, kept_after_unknown_outcome, new_job_token,
                                    noting_unknown_outcome, sweep_job)
 from tarn.spark.target import storage_of
-from tarn.write.writer import abort
+from tarn.commit.abort import abort, aborting
 
 COMPACT_FORMAT = "tarn_compact"
 BUCKETS_SCHEMA = StructType([StructField("partition", BinaryType(), False),
@@ -172,12 +172,9 @@ class AppendCompactWriter(CompactWriter):
         schema = table.schema()
         prefixes = job_prefixes(schema.options, self.plan.job_token)
         messages = []
-        try:
+        with aborting(table.file_io, table.root, schema, messages):
             for group in groups:
                 messages.append(append_compaction.rewrite(table, group, prefixes))
-        except BaseException:
-            abort(table.file_io, table.root, schema, messages)
-            raise
         if table.file_io.exists(self.marker(table)):  # the job was aborted while this task ran
             abort(table.file_io, table.root, schema, messages)
             raise TarnError(f"table {table.name}: the compaction was aborted")
@@ -186,11 +183,8 @@ class AppendCompactWriter(CompactWriter):
     def commit(self, messages: list) -> None:
         table = self.plan.open()
         rewritten = [m for r in messages if r is not None for m in r.messages]
-        try:
+        with aborting(table.file_io, table.root, table.schema(), rewritten):
             finished = append_compaction.finish(table, rewritten)
-        except BaseException:
-            abort(table.file_io, table.root, table.schema(), rewritten)
-            raise
         with noting_unknown_outcome(self.plan.job_token):
             table.commit(finished)  # deletes the new files itself when it fails (not when unknown)
 

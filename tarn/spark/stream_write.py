@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 from tarn.commit.committer import Overwrite
 from tarn.errors import InvalidOption
 from tarn.spark.batch_write import TaskMessages, WritePlan, plan_write
-from tarn.write.writer import abort
+from tarn.commit.abort import abort
 
 COMMIT_USER_PREFIX = "tarn-spark-"
 

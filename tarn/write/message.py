@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from tarn import partition, paths
+from tarn.fs import join
 from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry
+from tarn.meta.schema import TableSchema
 
 
 @dataclass
@@ -31,6 +34,20 @@ class CommitMessage:
         """Every file this message adds: data, compaction outputs, changelog (an upgraded
         compaction output keeps the name of its input)."""
         return [*self.new_files, *self.compact_after, *self.changelog_files, *self.compact_changelog_files]
+
+    def unreferenced_paths(self, root: str, schema: TableSchema, keep=frozenset()) -> list[str]:
+        """The paths of the files this message added that no snapshot references: never a
+        compaction input (an upgraded file keeps its name), never an index file the message
+        also deletes (a live file added again unchanged), never a name in `keep`."""
+        directory = partition.bucket_dir(root, schema, self.partition, self.bucket)
+        new = {m.file_name for m in self.new_files}
+        kept = ({m.file_name for m in self.compact_before} - new) | set(keep)
+        out = [join(directory, name) for meta in self.added_files() if meta.file_name not in kept
+               for name in (meta.file_name, *meta.extra_files)]  # a data file and its .index file
+        unchanged = {e.file_name for e in self.deleted_index_files}  # added again as they were
+        out += [entry.external_path or join(root, paths.INDEX_DIR, entry.file_name) for entry in self.new_index_files
+                if entry.file_name not in keep and entry.file_name not in unchanged]
+        return out
 
     def append_part(self) -> "CommitMessage":
         """The new files, their changelog and index changes other than deletion vectors:

@@ -391,7 +391,7 @@ class TableWriter:
             self._write_vectors()
             self._write_hash_index()
         except BaseException:
-            abort(self.file_io, self.root, self.schema, self.messages())
+            self._delete_written()
             raise
         return self.messages()
 
@@ -406,9 +406,15 @@ class TableWriter:
             self._parallel([lambda st=st: self._compact(st, full=full) for st in states])
             self._write_vectors()
         except BaseException:
-            abort(self.file_io, self.root, self.schema, self.messages())
+            self._delete_written()
             raise
         return self.messages()
+
+    def _delete_written(self) -> None:
+        """Delete every file this writer wrote (its messages' unreferenced files)."""
+        for message in self.messages():
+            for path in message.unreferenced_paths(self.root, self.schema):
+                self.file_io.delete(path)
 
     def _write_hash_index(self) -> None:
         """Dynamic buckets: each bucket that gained key hashes gets a new HASH file replacing
@@ -771,28 +777,3 @@ def _kind_code(text: str, table_name: str) -> int:
     if text not in ROW_KIND_NAMES:
         raise SchemaMismatch(f"table {table_name}: row kind '{text}' is not one of {list(ROW_KIND_NAMES)}")
     return ROW_KIND_NAMES[text]
-
-
-def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[CommitMessage],
-          keep: set[str] = frozenset()) -> None:
-    """Delete the files the messages added that no snapshot references: never a compaction
-    input (an upgraded file keeps its name), never an index file the message also deletes (a
-    live file added again unchanged), never a name in `keep` (files of a part of the commit
-    that did land)."""
-    for message in messages:
-        directory = message_dir(root, schema, message)
-        new = {m.file_name for m in message.new_files}
-        kept = ({m.file_name for m in message.compact_before} - new) | set(keep)
-        for meta in message.added_files():
-            if meta.file_name not in kept:
-                for name in (meta.file_name, *meta.extra_files):  # a data file and its .index file
-                    file_io.delete(join(directory, name))
-        unchanged = {e.file_name for e in message.deleted_index_files}  # added again as they were
-        for entry in message.new_index_files:
-            if entry.file_name not in keep and entry.file_name not in unchanged:
-                file_io.delete(entry.external_path or join(root, paths.INDEX_DIR, entry.file_name))
-
-
-def message_dir(root: str, schema: TableSchema, message: CommitMessage) -> str:
-    """The bucket directory holding the files of a commit message."""
-    return partition.bucket_dir(root, schema, message.partition, message.bucket)
