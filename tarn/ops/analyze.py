@@ -1,5 +1,5 @@
-"""Table statistics (Paimon's ANALYZE, FORMAT.md section 9): gathering them, committing them,
-reading them back, and answering counts and size estimates from metadata.
+"""Table statistics (Paimon's ANALYZE, FORMAT.md section 9): gathering them and committing
+them (reading them back, counts and size estimates from metadata: tarn/scan/counts.py).
 
 `analyze` reads the merged table once (bounded memory: split by split, chunk by chunk) and
 collects, per column, what Paimon's Spark `ANALYZE TABLE ... COMPUTE STATISTICS FOR COLUMNS`
@@ -41,18 +41,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn.data.reader import FileReader
-from tarn.errors import CorruptFile, FileMissing, SchemaMismatch, SnapshotNotFound, TarnError
+from tarn.errors import SchemaMismatch
 from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.meta.snapshot import ANALYZE, Snapshot
 from tarn.meta.statistics import (BINARY_ROOTS, TEXT_ROOTS, TIMESTAMP_ROOTS, ColStats,
                                   Statistics, has_text_form)
-from tarn.scan.counts import (FRESHNESS_LOOKBACK, SplitEstimate, count, count_splits, default_size,  # noqa: F401
-                              estimates, fresh_statistics, read_file, read_statistics, snapshot_of)
-from tarn.scan.predicate import Predicate, columns_of, eval_values
-from tarn.store.deletion_vectors import DeletionVectorFiles, deleted_row_counts
+from tarn.scan.counts import count_splits, default_size, read_statistics
+from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.store.statistics import StatisticsFiles
-from tarn.types import NESTED_ROOTS, DataField, DataType, arrow_schema
+from tarn.types import NESTED_ROOTS, DataField, arrow_schema
 
 DEFAULT_PRECISION = 16
 EXACT_DISTINCT_LIMIT = 100_000
