@@ -66,7 +66,7 @@ from tarn.meta.manifest import COMPACT_SOURCE, DELETE, DataFileMeta, IndexManife
 from tarn.options import Options
 from tarn.store.deletion_vectors import DeletionVectorFiles, deletion_vectors_by_file, live_index_entries
 from tarn.write.message import CommitMessage
-from tarn.commit.abort import abort
+from tarn.commit.abort import aborting
 
 log = logging.getLogger(__name__)
 
@@ -353,14 +353,11 @@ def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> Co
     roller = _Roller(writer, table_options.target_file_size(has_primary_key=False),
                      group.files[0].meta.min_sequence_number, message.compact_after, group.files)
     fields = list(schema.fields)
-    try:
+    with aborting(table.file_io, table.root, schema, lambda: [replace(message, deleted_index_files=[])]):
         for item in group.files:
             for rows in reader.iter(path, item.meta, fields, with_system=False):
                 roller.add(rows)
         roller.finish()
-    except BaseException:
-        abort(table.file_io, table.root, schema, [replace(message, deleted_index_files=[])])
-        raise
     message.compact_before = [i.meta for i in group.files]
     return message
 
@@ -479,7 +476,8 @@ def compact(table: "TableCore", full: bool = False, partitions_filter: list[dict
     log.debug("table %s: compacting %d files in %d groups%s", table.name, sum(len(g.files) for g in groups),
               len(groups), " (full)" if full else "")
     messages: list[CommitMessage] = []
-    try:
+    with aborting(table.file_io, table.root, table.schema(),
+                  lambda: [replace(m, deleted_index_files=[]) for m in messages]):
         with ThreadPoolExecutor(max_workers=max(1, min(len(groups), os.cpu_count() or 2))) as pool:
             futures = [pool.submit(rewrite, table, g) for g in groups]
             errors = []
@@ -491,7 +489,4 @@ def compact(table: "TableCore", full: bool = False, partitions_filter: list[dict
         if errors:
             raise errors[0]
         finished = finish(table, messages)
-    except BaseException:
-        abort(table.file_io, table.root, table.schema(), [replace(m, deleted_index_files=[]) for m in messages])
-        raise
     return table.commit(finished)

@@ -36,7 +36,7 @@ from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.types import arrow_schema
 from tarn.write.conform import to_arrow_table
 from tarn.write.message import CommitMessage
-from tarn.commit.abort import abort
+from tarn.commit.abort import aborting
 
 if TYPE_CHECKING:
     from tarn.meta.snapshot import Snapshot
@@ -176,7 +176,7 @@ def _rewrite_messages(table, splits, reader, predicate, total_buckets, change) -
     schema = table.schema()
     all_fields = list(schema.fields)
     messages = []
-    try:
+    with aborting(table.file_io, table.root, schema, messages):
         for split in splits:
             for meta in split.files:
                 rows = reader.read(split.bucket_path, meta, all_fields, with_system=False)
@@ -188,9 +188,6 @@ def _rewrite_messages(table, splits, reader, predicate, total_buckets, change) -
                 written = writer.write(kept, first_sequence=meta.min_sequence_number) if kept.num_rows else []
                 messages.append(CommitMessage(split.partition, split.bucket, total_buckets,
                                               new_files=written, deleted_files=[meta]))
-    except BaseException:
-        abort(table.file_io, table.root, schema, messages)
-        raise
     return messages
 
 

@@ -22,7 +22,7 @@ from tarn.ops.alter import alter
 from tarn.options import Options
 from tarn.scan.planner import Split
 from tarn.write.message import CommitMessage
-from tarn.commit.abort import abort
+from tarn.commit.abort import aborting
 from tarn.write.writer import TableWriter
 
 log = logging.getLogger(__name__)
@@ -51,15 +51,12 @@ def rescale(core: TableCore, bucket: int | None = None, partitions: list[dict] |
         return None
     writer = rescale_writer(core, plan)
     reader = core.scan_snapshot(plan.base, schema=plan.schema).reader()
-    try:
+    with aborting(core.file_io, core.root, writer.schema, writer.messages):
         for split in plan.splits:
             for chunk in reader.read_chunks(split):
                 if chunk.num_rows:
                     writer.write(chunk)
         messages = writer.prepare_commit()
-    except BaseException:
-        abort(core.file_io, core.root, writer.schema, writer.messages())
-        raise
     return commit_rescale(core, plan, messages)
 
 

@@ -41,7 +41,7 @@ from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.scan.predicate import coerce_literal
 from tarn.types import DataField, arrow_schema, type_to_sql
-from tarn.commit.abort import abort
+from tarn.commit.abort import aborting
 
 if TYPE_CHECKING:
     from tarn.meta.snapshot import Snapshot
@@ -101,15 +101,12 @@ def _upsert(table: "TableCore", parsed: Assignments, filter) -> "Snapshot | None
     by its buffer, not by the number of matches), committed once."""
     writer = table.new_writer()
     matched = 0
-    try:
+    with aborting(table.file_io, table.root, writer.schema, writer.messages):
         for batch in table.scan_latest(filter=filter).to_batches():
             if batch.num_rows:
                 matched += batch.num_rows
                 writer.write(parsed.apply(pa.Table.from_batches([batch])), row_kind="+U")
         messages = writer.prepare_commit()
-    except BaseException:
-        abort(table.file_io, table.root, writer.schema, writer.messages())
-        raise
     return table.commit(messages) if matched else None
 
 

@@ -11,7 +11,7 @@ from tarn.errors import SchemaMismatch
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
 from tarn.write.conform import check_static_partition, to_arrow_table
-from tarn.commit.abort import abort
+from tarn.commit.abort import aborting
 
 
 def write(core: TableCore, data, row_kind=None) -> Snapshot | None:
@@ -19,11 +19,9 @@ def write(core: TableCore, data, row_kind=None) -> Snapshot | None:
     when a later one fails), then keep a cross-partition table's key index for the next write
     (a failure there is kept in `last_maintenance_errors`, the commit stands)."""
     writer = core.new_writer()
-    try:
+    # a flush that fails deletes the files earlier flushes wrote
+    with aborting(core.file_io, core.root, writer.schema, writer.messages):
         writer.write(data, row_kind=row_kind)
-    except BaseException:  # a flush failed: delete the files earlier flushes wrote
-        abort(core.file_io, core.root, writer.schema, writer.messages())
-        raise
     commit_user = str(uuid.uuid4())
     snapshot = core.commit(writer.prepare_commit(), commit_user=commit_user)
     failure = best_effort(core, "keeping the key index for the next write",  # cross-partition tables
