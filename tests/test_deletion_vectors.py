@@ -410,7 +410,7 @@ def test_lookup_cache_spills_to_disk_and_stays_right(catalog):
         oracle.update({k: (commit, f"x{commit}") for k in keys})
         check(table, oracle)
     assert KEY_CACHE._spilled, "nothing was spilled under a 1 kb memory bound"
-    assert KEY_CACHE._memory_bytes <= 1024
+    assert KEY_CACHE._memory.used <= 1024
     KEY_CACHE.clear()
 
 

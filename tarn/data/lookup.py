@@ -21,7 +21,6 @@ import shutil
 import tempfile
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ import pyarrow as pa
 from tarn.codec.binary_row import deserialize_row, encode_rows
 from tarn.data.reader import FileReader
 from tarn.meta.manifest import DataFileMeta
+from tarn.store.cache import ByteCache
 from tarn.types import DataField
 
 _INTEGER_LIKE = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "TIME_WITHOUT_TIME_ZONE")
@@ -102,63 +102,55 @@ class FileKeys:
 
 
 class KeyCache:
-    """The process-wide cache of FileKeys by file path (see the module docstring)."""
+    """The process-wide cache of FileKeys by file path (see the module docstring): a memory
+    tier whose evicted files spill to a disk tier while it has room."""
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._memory: OrderedDict[str, FileKeys] = OrderedDict()
-        self._spilled: OrderedDict[str, tuple[str, str, int]] = OrderedDict()
-        self._memory_bytes = 0
-        self._disk_bytes = 0
+        self._lock = threading.Lock()  # one change at a time across both tiers
+        self._memory = ByteCache(0, on_evict=self._spill)
+        self._spilled = ByteCache(0, on_evict=_remove_spilled)  # path -> (key file, position file)
         self._dir: str | None = None
 
     def get(self, path: str, load: Callable[[], FileKeys], memory_limit: int, disk_limit: int) -> FileKeys:
-        with self._lock:
-            found = self._memory.get(path)
-            if found is not None:
-                self._memory.move_to_end(path)
-                return found
-            spilled = self._spilled.get(path)
-            if spilled is not None:
-                return FileKeys(np.load(spilled[0], mmap_mode="r"), np.load(spilled[1], mmap_mode="r"))
+        found = self._memory.get(path)
+        if found is not None:
+            return found
+        spilled = self._spilled.get(path)
+        if spilled is not None:
+            return FileKeys(np.load(spilled[0], mmap_mode="r"), np.load(spilled[1], mmap_mode="r"))
         keys = load()
         with self._lock:
+            self._spilled.capacity = disk_limit  # what a spill may fill; fitted below
             if path not in self._memory:
-                self._memory[path] = keys
-                self._memory_bytes += keys.nbytes
-                self._evict(memory_limit, disk_limit)
+                self._memory.capacity = memory_limit
+                self._memory.put(path, keys, keys.nbytes)
+            self._spilled.resize(disk_limit)
         return keys
 
-    def _evict(self, memory_limit: int, disk_limit: int) -> None:
-        while self._memory_bytes > memory_limit and self._memory:
-            path, keys = self._memory.popitem(last=False)
-            self._memory_bytes -= keys.nbytes
-            if self._disk_bytes + keys.nbytes <= disk_limit:
-                self._spill(path, keys)
-        while self._disk_bytes > disk_limit and self._spilled:
-            _, (key_file, position_file, size) = self._spilled.popitem(last=False)
-            self._disk_bytes -= size
-            for name in (key_file, position_file):
-                with _quiet():
-                    os.remove(name)
-
-    def _spill(self, path: str, keys: FileKeys) -> None:
+    def _spill(self, path: str, keys: FileKeys, size: int) -> None:
+        """A file the memory tier dropped: to disk when it fits there without evicting."""
+        if self._spilled.used + size > self._spilled.capacity:
+            return
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="tarn-lookup-")
         stem = os.path.join(self._dir, uuid.uuid4().hex)
         np.save(stem + "-k.npy", keys.keys)
         np.save(stem + "-p.npy", keys.positions)
-        self._spilled[path] = (stem + "-k.npy", stem + "-p.npy", keys.nbytes)
-        self._disk_bytes += keys.nbytes
+        self._spilled.put(path, (stem + "-k.npy", stem + "-p.npy"), size)
 
     def clear(self) -> None:
         with self._lock:
             self._memory.clear()
             self._spilled.clear()
-            self._memory_bytes = self._disk_bytes = 0
             if self._dir is not None:
                 shutil.rmtree(self._dir, ignore_errors=True)
                 self._dir = None
+
+
+def _remove_spilled(path: str, files: tuple[str, str], size: int) -> None:
+    for name in files:
+        with _quiet():
+            os.remove(name)
 
 
 class _quiet:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -22,6 +20,7 @@ from tarn.options import Options
 from tarn.scan.predicate import (And, ColumnStats, Compare, In, IsNull, Not, Or, Predicate, StartsWith, columns_of,
                                   eval_values, may_match_stats, negate)
 from tarn.stats import decode_stats
+from tarn.store.cache import ByteCache
 from tarn.store.manifests import ManifestStore
 
 
@@ -449,39 +448,29 @@ class _IndexFiles:
     (index files never change once written), bounded by the bytes read."""
 
     def __init__(self, budget: int = 64 << 20):
-        self.budget = budget
-        self.lock = threading.Lock()
-        self.entries: OrderedDict[str, tuple[Container, list[int]]] = OrderedDict()
-        self.used = 0
+        self.entries = ByteCache(budget)
 
     def open(self, file_io, path: str) -> Container:
-        with self.lock:
-            found = self.entries.get(path)
-            if found is not None:
-                self.entries.move_to_end(path)
-                return found[0]
+        found = self.entries.get(path)
+        if found is not None:
+            return found
         size = [0]
 
         def read_at(start: int, length: int) -> bytes:
             with file_io.open_input_file(path) as f:
                 data = f.read_at(length, start)
-            size[0] += len(data)
+            if size[0] is None:  # cached: later reads (column indexes) are charged to the entry
+                self.entries.charge(path, len(data))
+            else:
+                size[0] += len(data)
             return bytes(data)
 
         try:
             container = Container.open(read_at)
         except FileNotFoundError:
             raise FileMissing(path) from None
-        with self.lock:
-            self.entries[path] = (container, size)
-            self._evict()
-        return container
-
-    def _evict(self) -> None:
-        self.used = sum(s[0] for _, s in self.entries.values())
-        while self.used > self.budget and len(self.entries) > 1:
-            _, (_, size) = self.entries.popitem(last=False)
-            self.used -= size[0]
+        read, size[0] = size[0], None
+        return self.entries.setdefault(path, container, read)
 
 
 _INDEX_FILES = _IndexFiles()

@@ -25,9 +25,9 @@ The mask's costs against `spark.read.parquet` and against the alternatives tried
 (a broadcast anti join, SQL literal arrays, a scan per file, ...) are measured in
 docs/research/spark-native-read.md.
 
-Building a frame costs tens of milliseconds, so a snapshot's frame is planned once: `read` keeps it (`keep_frame`) under everything it
-depends on, and a later read of that snapshot returns it after resolving the snapshot (about
-2 ms).
+Building a frame costs tens of milliseconds, so a snapshot's frame is planned once: `read`
+keeps it (`keep_frame`) under everything it depends on, and a later read of that snapshot
+returns it after resolving the snapshot (about 2 ms).
 
 Spark packs the files of a scan into tasks counting 4 MB per file opened, so a few large files
 may share one task; `scan_groups` splits such reads into a few scans whose tasks end sooner, as
@@ -59,6 +59,7 @@ from tarn.fs import join
 from tarn.scan.planner import Split
 from tarn.spark.target import READ_OPTIONS, ReadTarget
 from tarn.store.deletion_vectors import DeletionVectorFiles
+from tarn.store.cache import ByteCache
 
 # read options that need the tarn source itself
 PYTHON_ONLY = ("read.changelog",)
@@ -135,9 +136,8 @@ def native_paths(target: ReadTarget) -> list[str] | None:
 # Session settings that change how Spark reads parquet types (part of the schema cache key).
 PARQUET_TYPE_CONFS = ("spark.sql.parquet.binaryAsString", "spark.sql.parquet.int96AsTimestamp",
                       "spark.sql.parquet.inferTimestampNTZ.enabled", "spark.sql.legacy.parquet.nanosAsLong")
-_FILE_SCHEMAS: OrderedDict = OrderedDict()  # (path, size, settings) -> the schema Spark reads
 _FILE_SCHEMAS_MAX = 256
-_FILE_SCHEMAS_LOCK = threading.Lock()
+_FILE_SCHEMAS = ByteCache(_FILE_SCHEMAS_MAX)  # (path, size, settings) -> the schema Spark reads, each charged 1
 
 
 def file_schema(spark, file: NativeFile):
@@ -145,16 +145,10 @@ def file_schema(spark, file: NativeFile):
     75 ms); data files never change once written, so it is kept per (path, size, the session's
     parquet type settings), for the last _FILE_SCHEMAS_MAX files."""
     key = (file.path, file.size, tuple(spark.conf.get(c, None) for c in PARQUET_TYPE_CONFS))
-    with _FILE_SCHEMAS_LOCK:
-        schema = _FILE_SCHEMAS.get(key)
-        if schema is not None:
-            _FILE_SCHEMAS.move_to_end(key)
-            return schema
-    schema = spark.read.parquet(file.path).schema
-    with _FILE_SCHEMAS_LOCK:
-        _FILE_SCHEMAS[key] = schema
-        while len(_FILE_SCHEMAS) > _FILE_SCHEMAS_MAX:
-            _FILE_SCHEMAS.popitem(last=False)
+    schema = _FILE_SCHEMAS.get(key)
+    if schema is None:
+        schema = spark.read.parquet(file.path).schema
+        _FILE_SCHEMAS.put(key, schema, 1)
     return schema
 
 

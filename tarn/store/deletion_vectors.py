@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ from tarn.codec.deletion_vector import decode_index_file, encode_index_file
 from tarn.errors import CorruptFile
 from tarn.fs import FileIO, join
 from tarn.meta.manifest import ADD, DELETION_VECTORS_INDEX, DeletionVectorRange, IndexManifestEntry
+from tarn.store.cache import ByteCache
 
 if TYPE_CHECKING:
     from tarn.meta.snapshot import Snapshot
@@ -36,54 +36,8 @@ DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 _ENTRY_OVERHEAD = 128  # bytes charged per cached vector besides its array
 
 
-class _VectorCache:
-    """LRU of decoded index files: key -> {data file: read-only positions}, bounded in bytes."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.used = 0
-        self._files: OrderedDict[tuple, tuple[dict[str, np.ndarray], int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple) -> dict[str, np.ndarray] | None:
-        with self._lock:
-            found = self._files.get(key)
-            if found is None:
-                return None
-            self._files.move_to_end(key)
-            return found[0]
-
-    def put(self, key: tuple, vectors: dict[str, np.ndarray]) -> None:
-        size = sum(v.nbytes + len(name) + _ENTRY_OVERHEAD for name, v in vectors.items())
-        with self._lock:
-            old = self._files.pop(key, None)
-            if old is not None:
-                self.used -= old[1]
-            if size > self.capacity:
-                return
-            self._files[key] = (vectors, size)
-            self.used += size
-            while self.used > self.capacity:
-                _, (_, evicted) = self._files.popitem(last=False)
-                self.used -= evicted
-
-    def resize(self, capacity: int) -> None:
-        with self._lock:
-            self.capacity = capacity
-            while self.used > self.capacity and self._files:
-                _, (_, evicted) = self._files.popitem(last=False)
-                self.used -= evicted
-
-    def clear(self) -> None:
-        with self._lock:
-            self._files.clear()
-            self.used = 0
-
-    def __len__(self) -> int:
-        return len(self._files)
-
-
-_CACHE = _VectorCache(DEFAULT_CACHE_BYTES)
+# decoded index files: key -> {data file: read-only positions}, charged the positions' bytes
+_CACHE = ByteCache(DEFAULT_CACHE_BYTES)
 
 
 def set_cache_capacity(capacity_bytes: int) -> None:
@@ -141,7 +95,7 @@ class DeletionVectorFiles:
             vectors = decode_index_file(data, ranges, path)
             for positions in vectors.values():
                 positions.flags.writeable = False
-            _CACHE.put(key, vectors)
+            _CACHE.put(key, vectors, sum(v.nbytes + len(name) + _ENTRY_OVERHEAD for name, v in vectors.items()))
         return dict(vectors)
 
     def read_one(self, entry: IndexManifestEntry, data_file: str) -> np.ndarray | None:

@@ -10,20 +10,18 @@ snapshot carries statistics).
 from __future__ import annotations
 
 import uuid
-from collections import OrderedDict
-from threading import Lock
 
 from tarn import paths
 from tarn.errors import CorruptFile, FileMissing
 from tarn.fs import FileIO, join
 from tarn.meta.statistics import Statistics
+from tarn.store.cache import ByteCache
 
 STAT_PREFIX = "stat-"
 LEGACY_STAT_PREFIX = "stats-"  # Paimon 1.0
 
-_SCHEMA_IDS: OrderedDict[tuple[str, str], int] = OrderedDict()
 _SCHEMA_IDS_LIMIT = 1024
-_LOCK = Lock()
+_SCHEMA_IDS = ByteCache(_SCHEMA_IDS_LIMIT)  # (root, file name) -> schemaId, each charged 1
 
 
 class StatisticsFiles:
@@ -68,10 +66,7 @@ class StatisticsFiles:
     def schema_id_of(self, name: str) -> int | None:
         """The `schemaId` of a statistics file, None when it cannot be read."""
         key = (self.root, name)
-        with _LOCK:
-            known = _SCHEMA_IDS.get(key)
-            if known is not None:
-                _SCHEMA_IDS.move_to_end(key)
+        known = _SCHEMA_IDS.get(key)
         if known is not None and self.file_io.exists(self.path(name)):
             return known
         try:
@@ -83,8 +78,4 @@ class StatisticsFiles:
         self.file_io.delete(self.path(name))
 
     def _remember(self, name: str, schema_id: int) -> None:
-        with _LOCK:
-            _SCHEMA_IDS[(self.root, name)] = schema_id
-            _SCHEMA_IDS.move_to_end((self.root, name))
-            while len(_SCHEMA_IDS) > _SCHEMA_IDS_LIMIT:
-                _SCHEMA_IDS.popitem(last=False)
+        _SCHEMA_IDS.put((self.root, name), schema_id, 1)

@@ -19,8 +19,8 @@ from tarn.data.reader import FileReader
 from tarn.errors import FileMissing, SchemaMismatch, SnapshotNotFound, TarnError
 from tarn.fs import FileIO
 from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, VALUE_KIND, merge_spec_of
-from tarn.lsm.policy import (PickState, estimate_last_full_compaction, full_compaction_delta_commits, full_compaction_due,
-                             num_levels)
+from tarn.lsm.policy import (PickState, estimate_last_full_compaction, full_compaction_delta_commits,
+                             full_compaction_due, num_levels)
 from tarn.meta.manifest import ADD, DELETION_VECTORS_INDEX, HASH_INDEX, IndexManifestEntry
 from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.write.deletions import BucketVectors
