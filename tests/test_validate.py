@@ -92,3 +92,14 @@ def test_file_index_on_a_type_paimon_cannot_index_fails_at_creation(tmp_path):
     with pytest.raises(tarn.InvalidOption, match="bloom-filter.*'b'.*BOOLEAN"):
         catalog.create_table("t", schema=pa.schema([("b", pa.bool_())]),
                              options={"file-index.bloom-filter.columns": "b"})
+
+
+def test_validate_change_refuses_a_changed_immutable_option(catalog):
+    from tarn.meta.schema import apply_changes
+    from tarn.ops.validate import validate_change
+
+    before = agg_table(catalog).schema()
+    after = apply_changes(before, [SetOption("merge-engine", "deduplicate")])
+    with pytest.raises(tarn.InvalidOption, match="'merge-engine' cannot be changed after creation"):
+        validate_change(before, after, "db.agg")
+    validate_change(before, apply_changes(before, [SetOption("fields.n.aggregate-function", "sum")]), "db.agg")
