@@ -42,7 +42,7 @@ from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
 
 if TYPE_CHECKING:
-    from tarn.core import TableCore
+    from tarn.store.context import TableContext
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class ExpirePlan:
 Deleter = Callable[[list[str]], object]
 
 
-def expire_snapshots(table: "TableCore", retain_min: int | None = None, retain_max: int | None = None,
+def expire_snapshots(table: "TableContext", retain_min: int | None = None, retain_max: int | None = None,
                      older_than_ms: int | None = None, max_deletes: int | None = None,
                      now_ms: int | None = None) -> int:
     """Expire old snapshots; returns how many were removed.
@@ -118,7 +118,7 @@ def expire_snapshots(table: "TableCore", retain_min: int | None = None, retain_m
     return execute_expire(table, plan)
 
 
-def plan_expire(table: "TableCore", retain_min: int | None = None, retain_max: int | None = None,
+def plan_expire(table: "TableContext", retain_min: int | None = None, retain_max: int | None = None,
                 older_than_ms: int | None = None, max_deletes: int | None = None,
                 now_ms: int | None = None) -> ExpirePlan:
     """Decide which snapshots expire and which files go with them; changes nothing."""
@@ -154,7 +154,7 @@ def plan_expire(table: "TableCore", retain_min: int | None = None, retain_max: i
     return plan_expire_until(table, earliest, end)
 
 
-def plan_expire_until(table: "TableCore", earliest: int, end: int, files: TableFiles | None = None) -> ExpirePlan:
+def plan_expire_until(table: "TableContext", earliest: int, end: int, files: TableFiles | None = None) -> ExpirePlan:
     """The plan expiring snapshots `[earliest, end)` and keeping snapshot `end`."""
     store = table.snapshot_store
     if end <= earliest:
@@ -189,7 +189,7 @@ def plan_expire_until(table: "TableCore", earliest: int, end: int, files: TableF
                       files.options.bool("snapshot.clean-empty-directories"), branches.branches)
 
 
-def execute_expire(table: "TableCore", plan: ExpirePlan, delete: Deleter | None = None) -> int:
+def execute_expire(table: "TableContext", plan: ExpirePlan, delete: Deleter | None = None) -> int:
     """Carry out a plan; `delete(paths)` removes the data files (default: from this process,
     a Spark job spreads them over executors). Returns how many snapshots went."""
     if delete is None:
@@ -217,14 +217,14 @@ def _log_expiry(table_name: str, plan: ExpirePlan) -> None:
                   len(plan.index_paths), len(plan.metadata_paths))
 
 
-def _tagged_since_planned(table: "TableCore", plan: ExpirePlan) -> bool:
+def _tagged_since_planned(table: "TableContext", plan: ExpirePlan) -> bool:
     """Was a snapshot of the plan tagged after the plan was made (create_tag racing expiry)?"""
     expired = set(plan.snapshot_ids)
     return any(t.snapshot.id in expired and t.snapshot.id not in plan.tagged_ids
                for t in table.tag_store.tags())
 
 
-def _branched_since_planned(table: "TableCore", plan: ExpirePlan) -> bool:
+def _branched_since_planned(table: "TableContext", plan: ExpirePlan) -> bool:
     """Was a branch created after the plan was made (it may use the files the plan deletes)?"""
     if not (plan.data_paths or plan.index_paths or plan.metadata_paths):
         return False

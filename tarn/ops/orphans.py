@@ -27,12 +27,12 @@ from tarn.ops.references import (TableFiles, branch_snapshots, delete_empty_dirs
 from tarn.store.branches import MAIN_BRANCH, Branch, all_branches
 
 if TYPE_CHECKING:
-    from tarn.core import TableCore
+    from tarn.store.context import TableContext
 
 DEFAULT_AGE_MS = 24 * 3600 * 1000  # Paimon's default: files older than one day
 
 
-def used_file_names(table: "TableCore", files: TableFiles | None = None) -> set[str]:
+def used_file_names(table: "TableContext", files: TableFiles | None = None) -> set[str]:
     """Names of every file a snapshot, tag or long-lived changelog of any branch (main
     included) refers to: metadata files, the data files some of them can read (with their
     extra files) and changelog files."""
@@ -43,7 +43,7 @@ def used_file_names(table: "TableCore", files: TableFiles | None = None) -> set[
     return used
 
 
-def check_branches(table: "TableCore") -> list[Branch]:
+def check_branches(table: "TableContext") -> list[Branch]:
     """Every branch, main first; FileMissing when a branch has no schema file (Paimon's
     OrphanFilesClean refuses to run then: what such a branch uses cannot be trusted)."""
     branches = all_branches(table.file_io, table.root, table.name)
@@ -56,7 +56,7 @@ def check_branches(table: "TableCore") -> list[Branch]:
     return branches
 
 
-def candidate_files(table: "TableCore", partition_depth: int, branches: list[Branch] | None = None) -> list:
+def candidate_files(table: "TableContext", partition_depth: int, branches: list[Branch] | None = None) -> list:
     """FileInfo of every file orphan removal may delete."""
     io, root = table.file_io, table.root
     found = []
@@ -69,7 +69,7 @@ def candidate_files(table: "TableCore", partition_depth: int, branches: list[Bra
     return found
 
 
-def _metadata_leftovers(table: "TableCore", branch_dir: str) -> list:
+def _metadata_leftovers(table: "TableContext", branch_dir: str) -> list:
     """The non-snapshot files of a branch's `snapshot/` and `changelog/` directories, and the
     temp files in its `tag/`, `schema/` and `consumer/` directories."""
     io = table.file_io
@@ -85,7 +85,7 @@ def _metadata_leftovers(table: "TableCore", branch_dir: str) -> list:
     return found
 
 
-def _bucket_dirs(table: "TableCore", directory: str, depth: int) -> list[str]:
+def _bucket_dirs(table: "TableContext", directory: str, depth: int) -> list[str]:
     names = table.file_io.list_dir(directory)
     if depth == 0:
         return [join(directory, n) for n in names if n.startswith("bucket-")
@@ -98,7 +98,7 @@ def _bucket_dirs(table: "TableCore", directory: str, depth: int) -> list[str]:
     return out
 
 
-def remove_orphan_files(table: "TableCore", older_than: int | dt.datetime | None = None,
+def remove_orphan_files(table: "TableContext", older_than: int | dt.datetime | None = None,
                         dry_run: bool = False) -> list[str]:
     """Delete (or, with `dry_run`, only list) the orphan files last modified before
     `older_than` (epoch millis, or a datetime; naive means local time; default: one day ago).
@@ -109,7 +109,7 @@ def remove_orphan_files(table: "TableCore", older_than: int | dt.datetime | None
     return orphans
 
 
-def find_orphan_files(table: "TableCore", older_than: int | dt.datetime | None = None) -> list[str]:
+def find_orphan_files(table: "TableContext", older_than: int | dt.datetime | None = None) -> list[str]:
     """The sorted paths `remove_orphan_files` deletes; changes nothing."""
     if older_than is None:
         older_than_ms = int(time.time() * 1000) - DEFAULT_AGE_MS
@@ -131,7 +131,7 @@ def find_orphan_files(table: "TableCore", older_than: int | dt.datetime | None =
     )
 
 
-def delete_orphan_files(table: "TableCore", orphans: list[str],
+def delete_orphan_files(table: "TableContext", orphans: list[str],
                         delete: Callable[[list[str]], object] | None = None) -> None:
     """Delete `orphans` with `delete(paths)` (default: from this process), then the bucket
     directories left empty."""

@@ -27,7 +27,7 @@ from tarn.options import Options
 from tarn.store.branches import Branch, all_branches, branch_names
 
 if TYPE_CHECKING:
-    from tarn.core import TableCore
+    from tarn.store.context import TableContext
 
 FileKey = tuple[bytes, int, str]  # (partition, bucket, file name)
 
@@ -42,7 +42,7 @@ def file_key(entry: ManifestEntry) -> FileKey:
 class TableFiles:
     """Reads a table's manifests once each and maps entries to paths."""
 
-    table: "TableCore"
+    table: "TableContext"
     schema: object = None
     manifests: object = None
     manifest_reads: int = 0
@@ -240,7 +240,7 @@ def referenced_names(files: TableFiles, snapshots: list[Snapshot], others: list[
     return used
 
 
-def other_branches(table: "TableCore") -> list[Branch]:
+def other_branches(table: "TableContext") -> list[Branch]:
     """Every branch of the table but the one `table` reads and writes (main for a Table)."""
     own = table.snapshot_store.root.rstrip("/")
     return [b for b in all_branches(table.file_io, table.root, table.name) if b.root.rstrip("/") != own]
@@ -260,7 +260,7 @@ class BranchReferences:
         return [p for p in paths_to_delete if basename(p) not in self.names]
 
 
-def branch_references(table: "TableCore", files: TableFiles | None = None) -> BranchReferences:
+def branch_references(table: "TableContext", files: TableFiles | None = None) -> BranchReferences:
     """What the other branches' snapshots, tags and long-lived changelogs refer to. Manifests
     shared with main are read once through `files`."""
     seen = tuple(branch_names(table.file_io, table.root))
@@ -274,7 +274,7 @@ def branch_references(table: "TableCore", files: TableFiles | None = None) -> Br
     return BranchReferences(frozenset(names), seen)
 
 
-def branched_since(table: "TableCore", seen: tuple[str, ...]) -> bool:
+def branched_since(table: "TableContext", seen: tuple[str, ...]) -> bool:
     """Has a branch appeared since `seen` was listed (one created while files were planned)?"""
     return bool(set(branch_names(table.file_io, table.root)) - set(seen))
 

@@ -42,7 +42,7 @@ from tarn.store.deletion_vectors import DeletionVectorFiles, deleted_row_counts,
 from tarn.types import DataType, field_to_json
 
 if TYPE_CHECKING:
-    from tarn.core import TableCore
+    from tarn.store.context import TableContext
 
 TS = pa.timestamp("ms")
 STR = pa.string()
@@ -239,7 +239,7 @@ def java_duration_text(value: dt.timedelta) -> str:
 # the tables
 
 
-def snapshots_table(table: "TableCore") -> pa.Table:
+def snapshots_table(table: "TableContext") -> pa.Table:
     store = table.snapshot_store
     rows = []
     for snapshot_id in store.list_ids():
@@ -252,7 +252,7 @@ def snapshots_table(table: "TableCore") -> pa.Table:
     return _rows(SNAPSHOTS_SCHEMA, rows)
 
 
-def schemas_table(table: "TableCore") -> pa.Table:
+def schemas_table(table: "TableContext") -> pa.Table:
     rows = []
     for schema_id in table.schema_store.list_ids():
         s = table.schema_by_id(schema_id)
@@ -262,11 +262,11 @@ def schemas_table(table: "TableCore") -> pa.Table:
     return _rows(SCHEMAS_SCHEMA, rows)
 
 
-def options_table(table: "TableCore") -> pa.Table:
+def options_table(table: "TableContext") -> pa.Table:
     return _rows(OPTIONS_SCHEMA, [(k, v) for k, v in table.schema().options.items()])
 
 
-def tags_table(table: "TableCore") -> pa.Table:
+def tags_table(table: "TableContext") -> pa.Table:
     tags = sorted(table.tag_store.tags(), key=lambda t: t.name)
     rows = [(t.name, t.snapshot.id, t.snapshot.schema_id, _local_time(t.snapshot.time_millis),
              t.snapshot.total_record_count, t.create_time,
@@ -274,12 +274,12 @@ def tags_table(table: "TableCore") -> pa.Table:
     return _rows(TAGS_SCHEMA, rows)
 
 
-def consumers_table(table: "TableCore") -> pa.Table:
+def consumers_table(table: "TableContext") -> pa.Table:
     consumers = table.consumer_store.consumers()
     return _rows(CONSUMERS_SCHEMA, sorted(consumers.items()))
 
 
-def manifests_table(table: "TableCore", snapshot: Snapshot | None = None) -> pa.Table:
+def manifests_table(table: "TableContext", snapshot: Snapshot | None = None) -> pa.Table:
     snapshot = snapshot or table.latest_snapshot()
     if snapshot is None:
         return _rows(MANIFESTS_SCHEMA, [])
@@ -299,7 +299,7 @@ def _stats_row_text(data: bytes, types: list[DataType]) -> str:
     return _row_text(deserialize_row(data, types), types)
 
 
-def files_table(table: "TableCore", snapshot: Snapshot | None = None) -> pa.Table:
+def files_table(table: "TableContext", snapshot: Snapshot | None = None) -> pa.Table:
     """Every live data file (all levels), by partition, bucket and sequence."""
     snapshot = snapshot or table.latest_snapshot()
     if snapshot is None:
@@ -321,7 +321,7 @@ def files_table(table: "TableCore", snapshot: Snapshot | None = None) -> pa.Tabl
     return _rows(FILES_SCHEMA, rows)
 
 
-def _deleted_rows_by_file(table: "TableCore", planner, snapshot: Snapshot) -> dict | None:
+def _deleted_rows_by_file(table: "TableContext", planner, snapshot: Snapshot) -> dict | None:
     """(partition, bucket, file name) -> rows its deletion vector deletes; None: no DV table."""
     index_entries = live_index_entries(planner.manifests, snapshot)
     holds_vectors = any(e.index_type == DELETION_VECTORS_INDEX for e in index_entries)
@@ -330,7 +330,7 @@ def _deleted_rows_by_file(table: "TableCore", planner, snapshot: Snapshot) -> di
     return deleted_row_counts(DeletionVectorFiles(table.file_io, table.root), index_entries)
 
 
-def _file_row(table: "TableCore", schema: TableSchema, partition: str, bucket: int, bucket_path: str,
+def _file_row(table: "TableContext", schema: TableSchema, partition: str, bucket: int, bucket_path: str,
               f: DataFileMeta) -> tuple:
     file_schema = table.schema_by_id(f.schema_id)
     nulls, mins, maxs = _stats_maps(schema, file_schema, f)
@@ -373,7 +373,7 @@ def _stats_maps(schema: TableSchema, file_schema: TableSchema, f: DataFileMeta) 
     return tuple("{" + ", ".join(f"{k}={m[k]}" for k in sorted(m)) + "}" for m in (null_map, min_map, max_map))
 
 
-def _live_by_bucket(table: "TableCore", snapshot: Snapshot | None):
+def _live_by_bucket(table: "TableContext", snapshot: Snapshot | None):
     schema = table.schema()
     if snapshot is None:
         return schema, []
@@ -381,7 +381,7 @@ def _live_by_bucket(table: "TableCore", snapshot: Snapshot | None):
     return schema, [(e, planner.partition_values(e.partition)) for e in planner.live_entries(snapshot)]
 
 
-def partitions_table(table: "TableCore", snapshot: Snapshot | None = None) -> pa.Table:
+def partitions_table(table: "TableContext", snapshot: Snapshot | None = None) -> pa.Table:
     snapshot = snapshot or table.latest_snapshot()
     schema, entries = _live_by_bucket(table, snapshot)
     default_name = table.options.get("partition.default-name")
@@ -404,7 +404,7 @@ def partitions_table(table: "TableCore", snapshot: Snapshot | None = None) -> pa
     return _rows(PARTITIONS_SCHEMA, rows)
 
 
-def _deleted_rows_by_partition(table: "TableCore", schema: TableSchema, snapshot: Snapshot | None) -> dict:
+def _deleted_rows_by_partition(table: "TableContext", schema: TableSchema, snapshot: Snapshot | None) -> dict:
     if snapshot is None or snapshot.index_manifest is None or not table.options.bool("deletion-vectors.enabled"):
         return {}
     deleted: dict[bytes, int] = {}
@@ -415,7 +415,7 @@ def _deleted_rows_by_partition(table: "TableCore", schema: TableSchema, snapshot
     return deleted
 
 
-def table_indexes_table(table: "TableCore", snapshot: Snapshot | None = None) -> pa.Table:
+def table_indexes_table(table: "TableContext", snapshot: Snapshot | None = None) -> pa.Table:
     """The index files (deletion vectors, dynamic-bucket hashes, global indexes) of a snapshot,
     in index manifest order (Java's TableIndexesTable)."""
     snapshot = snapshot or table.latest_snapshot()
@@ -443,7 +443,7 @@ def table_indexes_table(table: "TableCore", snapshot: Snapshot | None = None) ->
     return _rows(TABLE_INDEXES_SCHEMA, rows)
 
 
-def buckets_table(table: "TableCore", snapshot: Snapshot | None = None) -> pa.Table:
+def buckets_table(table: "TableContext", snapshot: Snapshot | None = None) -> pa.Table:
     snapshot = snapshot or table.latest_snapshot()
     schema, entries = _live_by_bucket(table, snapshot)
     types = [schema.field(k).type for k in schema.partition_keys]
@@ -461,7 +461,7 @@ def buckets_table(table: "TableCore", snapshot: Snapshot | None = None) -> pa.Ta
     return _rows(BUCKETS_SCHEMA, rows)
 
 
-SYSTEM_TABLES: dict[str, Callable[["TableCore"], pa.Table]] = {
+SYSTEM_TABLES: dict[str, Callable[["TableContext"], pa.Table]] = {
     "snapshots": snapshots_table,
     "schemas": schemas_table,
     "options": options_table,
@@ -476,7 +476,7 @@ SYSTEM_TABLES: dict[str, Callable[["TableCore"], pa.Table]] = {
 }
 
 
-def system_table(table: "TableCore", name: str) -> pa.Table:
+def system_table(table: "TableContext", name: str) -> pa.Table:
     """The system table `name` ('tags' or '$tags', ...) of `table` as an Arrow table."""
     key = name[1:] if isinstance(name, str) and name.startswith("$") else name
     builder = SYSTEM_TABLES.get(key.lower() if isinstance(key, str) else key)
