@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tarn.codec.data_file import FORMATS
 from tarn.errors import UnsupportedFeature
 from tarn.file_fields import FILE_FIELDS
 from tarn.meta.manifest import DataFileMeta
@@ -32,7 +33,7 @@ from tarn.options import (BOOL, CARRIED, ENUM, FILE_FORMATS, READS, WRITES, Opt,
                           parse_enum)
 from tarn.types import DataField, unsupported_roots
 
-READABLE_FORMATS = ("parquet", "orc", "avro")
+READABLE_FORMATS = FORMATS  # what tarn/codec/data_file.py reads and writes
 # Formats whose files tarn may meet in a table (by file-name extension) but cannot read.
 FOREIGN_FORMATS = tuple(f for f in (*FILE_FORMATS, "blob") if f not in READABLE_FORMATS)
 POSTPONE_BUCKET = -2

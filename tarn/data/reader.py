@@ -13,6 +13,7 @@ from tarn.codec.data_file import (RowGroup, iter_data_file, parquet_row_groups, 
                                   read_parquet_groups)
 from tarn.data.evolution import adapt_table
 from tarn.data.layout import SYSTEM_FIELDS
+from tarn.features import format_of_file
 from tarn.fs import FileIO, join
 from tarn.lsm.merge import LEVEL
 from tarn.meta.manifest import DataFileMeta
@@ -139,8 +140,7 @@ class FileReader:
 
     def format_of(self, meta: DataFileMeta) -> str:
         """The format from the file's extension (tables may switch `file.format` over time)."""
-        ext = meta.file_name.rsplit(".", 1)[-1].lower()
-        return ext if ext in ("parquet", "orc", "avro") else self.file_format
+        return format_of_file(meta.file_name, self.file_format)
 
     def run_chunks(self, bucket_path: str, run_files: list[DataFileMeta], fields,
                    with_level: bool = False) -> Iterator[pa.Table]:

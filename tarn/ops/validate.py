@@ -8,6 +8,7 @@ table carries; only what tarn itself creates or changes goes through here.
 from __future__ import annotations
 
 from tarn.bucket import check_bucket_function
+from tarn.codec.data_file import FORMATS
 from tarn.codec.file_index import check_index_types
 from tarn.errors import InvalidOption, TarnError
 from tarn.lsm.aggregate import validate_aggregation
@@ -135,7 +136,7 @@ def _check_file_indexes(schema: TableSchema, identifier: str) -> None:
 
 def _check_format(options: Options, identifier: str) -> None:
     file_format = (options.get("file.format") or "parquet").lower()
-    if file_format not in ("parquet", "orc", "avro"):
+    if file_format not in FORMATS:
         raise InvalidOption(f"table {identifier}: option 'file.format'='{file_format}' is a Paimon format "
                             "tarn cannot write yet (use parquet, orc or avro)")
 
