@@ -183,9 +183,3 @@ def _bucket(schema: TableSchema) -> int:
         return int(str(schema.options.get("bucket", "-1")).strip())
     except ValueError:
         return -1
-
-
-def is_postpone(schema: TableSchema) -> bool:
-    """Is the table in postpone bucket mode (bucket = -2)?"""
-    return _bucket(schema) == POSTPONE_BUCKET
-
