@@ -24,7 +24,7 @@ from tarn.options import Options
 from tarn.scan.arguments import limit_argument, names_argument
 from tarn.scan.filters import scan_filter
 from tarn.scan.planner import Planner, planner_for
-from tarn.scan.scan import Scan
+from tarn.scan.scan import Scan, scan_fields
 from tarn.store.context import TableContext
 from tarn.write.message import CommitMessage
 from tarn.commit.abort import abort
@@ -60,14 +60,15 @@ class TableCore(TableContext):
         `filter`, `columns` and `limit` as in `scan`."""
         if schema is None:
             schema = self.schema_by_id(snapshot.schema_id) if snapshot is not None else self.schema()
-        names = schema.field_names
+        fields = scan_fields(schema)
+        names = [f.name for f in fields]
         columns = names_argument(columns, self.name, "columns")
         if columns is not None:
             unknown = [c for c in columns if c not in names]
             features.check_system_columns(self.name, unknown)
             if unknown:
                 raise SchemaMismatch(f"table {self.name}: unknown column(s) {unknown} (columns: {names})")
-        found = scan_filter(filter, schema.fields, self.name)
+        found = scan_filter(filter, fields, self.name)
         return Scan(self, schema, snapshot, found.predicate, columns, limit=limit_argument(limit, self.name),
                     row_filter=found.row_filter, row_filter_columns=found.row_filter_columns)
 

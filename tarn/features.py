@@ -106,19 +106,19 @@ _CARRIED_SNAPSHOT_KEYS = {f.name for f in FILE_FIELDS if f.file == "snapshot" an
 _CARRIED_SCHEMA_KEYS = {f.name for f in FILE_FIELDS if f.file == "schema" and f.effect is CARRIED}
 
 
-def check_write_base(table_name: str, snapshot, entries) -> None:
+def check_write_base(table_name: str, snapshot, entries, row_tracking: bool = False) -> None:
     """What a write builds on: a snapshot carrying fields tarn does not know (a newer Paimon's;
-    tarn's commit would not carry them on) or data files with row ids (row tracking: files tarn
-    adds would have none, and engines refuse a table mixing both) refuse the write."""
+    tarn's commit would not carry them on) or, on a table without 'row-tracking.enabled', data
+    files with row ids (files tarn adds would have none) refuse the write."""
     unknown = sorted(k for k in getattr(snapshot, "extra", None) or () if k not in _CARRIED_SNAPSHOT_KEYS)
     if unknown:
         raise _refused(table_name, f"snapshot {snapshot.id} has field(s) {unknown}", "",
                        "unknown to tarn; a commit by tarn would drop them, so writing is refused")
-    for entry in entries:
+    for entry in () if row_tracking else entries:
         if entry.file.first_row_id is not None:
             raise _refused(table_name, f"data file {entry.file.file_name} carries row ids (_FIRST_ROW_ID)", "1.3",
-                           "(row tracking); files tarn writes would have none, so writing is refused (a later "
-                           "tarn release: row tracking and data evolution)")
+                           "(row tracking), but the table does not enable 'row-tracking.enabled'; files tarn "
+                           "writes would have none, so writing is refused")
 
 
 def check_stream_read(table_name: str, schema: TableSchema) -> None:
@@ -140,13 +140,13 @@ SYSTEM_COLUMNS = {"_ROW_ID": "1.3", "_SEQUENCE_NUMBER": "1.3"}
 
 
 def check_system_columns(table_name: str, names: Iterable[str]) -> None:
-    """Paimon's row-tracking system columns, selectable in other engines: refused by name (not
-    'unknown column') until tarn implements row tracking."""
+    """Paimon's row-tracking system columns asked of a table without row tracking: named as
+    such (not 'unknown column')."""
     for name in names:
         if name in SYSTEM_COLUMNS:
-            raise _refused(table_name, f"system column '{name}'", SYSTEM_COLUMNS[name],
-                           "(row tracking) is not selectable in tarn yet (a later tarn release: row tracking "
-                           "and data evolution)")
+            raise UnsupportedFeature(
+                f"table {table_name}: system column '{name}' exists only on row-tracking tables (Paimon "
+                f"{SYSTEM_COLUMNS[name]}: 'row-tracking.enabled' = 'true', set when the table is created)")
 
 
 def _check_types(table_name: str, fields: Iterable[DataField], verb: str) -> None:
@@ -165,17 +165,22 @@ def format_of_file(file_name: str, table_format: str) -> str:
     return ext if ext in READABLE_FORMATS or ext in FOREIGN_FORMATS else table_format.lower()
 
 
-def check_file(table_name: str, meta: DataFileMeta, table_format: str, field_count: int | None = None) -> None:
+def check_file(table_name: str, meta: DataFileMeta, table_format: str, field_count: int | None = None,
+               stitched: bool = False) -> None:
     """Raise UnsupportedFeature for a data file a scan cannot read: a format tarn does not read,
-    or a file holding only some columns of its rows (`_WRITE_COLS`, data evolution)."""
+    or, unless the read stitches row-id groups (`stitched`: row-tracking tables), a file holding
+    only some columns of its rows (`_WRITE_COLS`)."""
     fmt = format_of_file(meta.file_name, table_format)
     if fmt not in READABLE_FORMATS:
         raise _refused(table_name, f"data file {meta.file_name} is in format '{fmt}'", "",
                        f"which tarn cannot read (tarn reads {', '.join(READABLE_FORMATS)})")
-    if meta.write_cols is not None and (field_count is None or len(meta.write_cols) < field_count):
+    if meta.write_cols_sequences is not None:
+        raise _refused(table_name, f"data file {meta.file_name} carries per-column sequence numbers "
+                       "(_WRITE_COLS_SEQUENCES)", "", "of a Paimon release after 2.0, which tarn does not implement")
+    if not stitched and meta.write_cols is not None and (field_count is None or len(meta.write_cols) < field_count):
         raise _refused(table_name, f"data file {meta.file_name} holds only columns {list(meta.write_cols)}",
-                       "1.3", "of its rows (data evolution); tarn does not stitch such files yet "
-                       "(a later tarn release: row tracking and data evolution)")
+                       "1.3", "of its rows (data evolution), but the table does not enable "
+                       "'row-tracking.enabled', so no row ids line its rows up with the others")
 
 
 def _bucket(schema: TableSchema) -> int:

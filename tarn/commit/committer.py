@@ -30,6 +30,7 @@ from tarn.options import Options
 from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound, TarnError
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import ADD, DELETE, DELETION_VECTORS_INDEX, HASH_INDEX, ManifestEntry, ManifestFileMeta
+from tarn.meta.row_ranges import assign_row_ids
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.store.manifests import ManifestStore
@@ -200,11 +201,15 @@ class Committer:
             kind = snap.OVERWRITE
         if request.statistics is not None:
             kind = snap.ANALYZE
+        next_row_id = (latest.next_row_id or 0) if latest else 0
+        if self.options.bool("row-tracking.enabled"):
+            delta, next_row_id = assign_row_ids(delta, (latest.id + 1) if latest else 1, next_row_id)
         changelog = self._changelog_entries(messages)
         written: list[str] = []
         try:
             index_manifest = self._index_manifest(latest, messages, delta, request.overwrite, written)
-            new_snapshot = self._write_snapshot(latest, delta, kind, request, written, changelog, index_manifest)
+            new_snapshot = self._write_snapshot(latest, delta, kind, request, written, changelog, index_manifest,
+                                                next_row_id)
             landed = self._publish(new_snapshot, latest, messages)
         except BaseException:
             if not self.outcome_unknown:
@@ -540,7 +545,8 @@ class Committer:
                     "removed by a concurrent commit; this commit cannot be applied")
 
     def _write_snapshot(self, latest, delta, kind, request: "CommitRequest", written: list[str],
-                        changelog: list[ManifestEntry], index_manifest: str | None) -> Snapshot:
+                        changelog: list[ManifestEntry], index_manifest: str | None,
+                        next_row_id: int) -> Snapshot:
         schema_id = self.schema.id
         previous = self.manifests.data_manifests(latest) if latest else []
         base = self.manifests.merge_manifests(previous, schema_id) if previous else []
@@ -574,7 +580,7 @@ class Committer:
             time_millis=int(time.time() * 1000), total_record_count=previous_total + delta_count,
             delta_record_count=delta_count, changelog_record_count=changelog_count, watermark=watermark,
             statistics=self._statistics_file(latest, request),
-            properties=request.properties or None, next_row_id=(latest.next_row_id or 0) if latest else 0,
+            properties=request.properties or None, next_row_id=next_row_id,
         )
 
     def _statistics_file(self, latest: Snapshot | None, request: "CommitRequest") -> str | None:

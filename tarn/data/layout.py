@@ -13,6 +13,11 @@ KEY_FIELD_ID_START = 1073741823  # Integer.MAX_VALUE / 2
 SEQUENCE_FIELD = DataField(2147483646, SEQUENCE, DataType("BIGINT", nullable=False))
 VALUE_KIND_FIELD = DataField(2147483645, VALUE_KIND, DataType("TINYINT", nullable=False))
 SYSTEM_FIELDS = (SEQUENCE_FIELD, VALUE_KIND_FIELD)
+# Row tracking (Paimon 1.3): the row id, Java's SpecialFields.ROW_ID (Integer.MAX_VALUE - 5);
+# `_SEQUENCE_NUMBER` is SEQUENCE_FIELD. Both are columns of data files only where a file's
+# `_WRITE_COLS` names them; otherwise readers derive them from the file's manifest entry.
+ROW_ID_FIELD = DataField(2147483642, "_ROW_ID", DataType("BIGINT", nullable=False))
+ROW_TRACKING_FIELDS = (ROW_ID_FIELD, SEQUENCE_FIELD)
 
 
 @dataclass(frozen=True)

@@ -69,14 +69,16 @@ class FileWriter:
         self.index_threshold = parse_memory_size(options.get("file-index.in-manifest-threshold") or "500 bytes")
 
     def write(self, rows: pa.Table, level: int = 0, file_source: int = APPEND_SOURCE,
-              first_sequence: int = 0) -> list[DataFileMeta]:
+              first_sequence: int | None = 0) -> list[DataFileMeta]:
         """Write already-ordered rows into files rolled at `target-file-size`.
 
         Key-value tables: `rows` holds the table columns plus `_SEQUENCE_NUMBER`/`_VALUE_KIND`.
-        Append tables: just the table columns, numbered from `first_sequence` in order."""
+        Append tables: just the table columns, numbered from `first_sequence` in order (None:
+        each file from 0, which a row-tracking commit stamps with its snapshot id)."""
         metas = []
         for start, chunk in self._chunks(rows):
-            metas.append(self._write_one(chunk, level, file_source, first_sequence + start))
+            first = 0 if first_sequence is None else first_sequence + start
+            metas.append(self._write_one(chunk, level, file_source, first))
         return metas
 
     def write_stream(self, chunks, level: int, file_source: int) -> list[DataFileMeta]:

@@ -69,6 +69,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: check_retention_options(schema.options, identifier),
         lambda: check_tag_options(options, identifier),
         lambda: _check_streaming_overwrite(schema, options, identifier),
+        lambda: _check_row_tracking(schema, options, identifier),
     ]
     problems = []
     for check in checks:
@@ -99,6 +100,29 @@ def _check_bucket(schema: TableSchema, options: Options, identifier: str) -> Non
         check_dynamic_options(options, identifier)
     if is_cross_partition(schema, bucket):
         check_cross_partition(schema, options, identifier)
+
+
+def _check_row_tracking(schema: TableSchema, options: Options, identifier: str) -> None:
+    """Java's SchemaValidation.validateRowTracking: row ids on append tables of bucket = -1;
+    data evolution only with row tracking (and without incremental clustering)."""
+    tracking = options.bool("row-tracking.enabled")
+    if tracking and schema.primary_keys:
+        raise InvalidOption(f"table {identifier}: 'row-tracking.enabled' is for append tables; a table with a "
+                            "primary key cannot track row ids (Paimon refuses it too)")
+    if tracking and options.int("bucket") != -1:
+        raise InvalidOption(f"table {identifier}: 'row-tracking.enabled' needs 'bucket' = -1, not "
+                            f"{options.get('bucket')}")
+    taken = [n for n in ("_ROW_ID", "_SEQUENCE_NUMBER") if n in schema.field_names]
+    if tracking and taken:
+        raise InvalidOption(f"table {identifier}: column {taken[0]!r} is the name of a row-tracking system "
+                            "column; rename it or leave 'row-tracking.enabled' off")
+    if options.bool("data-evolution.enabled"):
+        if not tracking:
+            raise InvalidOption(f"table {identifier}: 'data-evolution.enabled' needs 'row-tracking.enabled' = "
+                                "'true' (rows are lined up by their row ids)")
+        if options.bool("clustering.incremental"):
+            raise InvalidOption(f"table {identifier}: 'data-evolution.enabled' does not work with "
+                                "'clustering.incremental'")
 
 
 def _check_bucket_change(before: TableSchema, after: TableSchema, identifier: str) -> None:

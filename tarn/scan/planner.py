@@ -14,6 +14,7 @@ from tarn.codec.file_index import INDEX_SUFFIX, Container, literal_keys
 from tarn.errors import CorruptFile, FileMissing, TarnError
 from tarn.fs import join, parent
 from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta
+from tarn.meta.row_ranges import ROW_ID, anchor_of, group_by_range, is_column_file, row_range, stores_row_ids
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
@@ -40,9 +41,14 @@ class Split:
     deletion_vectors: bool = False
     deletion_files: dict[str, IndexManifestEntry] = field(default_factory=dict)
     table_root: str = ""
+    # row tracking: the files of one row-id group (tarn/meta/row_ranges.py), read stitched
+    row_tracking: bool = False
 
     def __post_init__(self):
-        self.row_count = sum(f.row_count for f in self.files)
+        if self.row_tracking and len(self.files) > 1:  # files of one row-id range: the rows of one
+            self.row_count = anchor_of(self.files).row_count
+        else:
+            self.row_count = sum(f.row_count for f in self.files)
 
     def __repr__(self) -> str:
         return (f"Split(partition={self.partition_values!r}, bucket={self.bucket}, files={len(self.files)}, "
@@ -54,6 +60,8 @@ class Split:
         above level 0 (each key has one live row there); else one primary-key file above
         level 0 that holds no retract rows. (Level-0 files are always merged: some writers
         record `_DELETE_ROW_COUNT` 0 for files that do hold -D rows.)"""
+        if self.row_tracking:
+            return len(self.files) == 1
         if not self.primary_key:
             return True
         if self.deletion_vectors:
@@ -160,18 +168,25 @@ class Planner:
         table_format = self.options.file_format
         key_buckets = self.key_buckets(predicate)
         skip_level_0 = self.skips_level_0()
-        for entry in self.live_entries(snapshot, predicate):
-            if entry.bucket == features.POSTPONE_BUCKET or (skip_level_0 and entry.file.level == 0):
+        row_tracking = self.options.bool("row-tracking.enabled")
+        entries = [e for e in self.live_entries(snapshot, predicate)
+                   if e.bucket != features.POSTPONE_BUCKET and not (skip_level_0 and e.file.level == 0)]
+        # row tracking: `.blob`/`.vector.` files hold columns tarn refuses to read (check_columns),
+        # and files sharing a row-id range are pruned together (their stats cover some columns)
+        shared = self._shared_ranges(entries) if row_tracking else set()
+        for entry in entries:
+            if row_tracking and is_column_file(entry.file):
                 continue
             if key_buckets is not None and not key_buckets.may_hold(entry.bucket, entry.total_buckets):
                 continue
             features.check_file(self.name, entry.file, table_format,
-                                len(self.schemas(entry.file.schema_id).fields))
-            if predicate is not None and not self._file_may_match(entry.file, predicate):
+                                len(self.schemas(entry.file.schema_id).fields), stitched=row_tracking)
+            if predicate is not None and entry.file.file_name not in shared \
+                    and not self._file_may_match(entry.file, predicate):
                 continue
             groups.setdefault((entry.partition, entry.bucket), []).append(entry.file)
         if predicate is not None:
-            groups = self._skip_by_file_index(groups, predicate)
+            groups = self._skip_by_file_index(groups, predicate, shared)
         vectors = self.deletion_files(snapshot)
         deletion_vectors = bool(self.options.bool("deletion-vectors.enabled"))
         splits = []
@@ -181,7 +196,12 @@ class Planner:
                                                 values, bucket)
             files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
             held = vectors.get((partition, bucket), {})
-            if self.schema.primary_keys:
+            if row_tracking:
+                splits.extend(Split(partition, values, bucket, bucket_path, group, False, deletion_vectors,
+                                    {f.file_name: held[f.file_name] for f in group if f.file_name in held},
+                                    self.root, row_tracking=True)
+                              for group in group_by_range(files))
+            elif self.schema.primary_keys:
                 splits.append(Split(partition, values, bucket, bucket_path, files, True, deletion_vectors,
                                     {f.file_name: held[f.file_name] for f in files if f.file_name in held},
                                     self.root))
@@ -190,6 +210,16 @@ class Planner:
                                     {f.file_name: held[f.file_name]} if f.file_name in held else {}, self.root)
                               for f in files)
         return splits
+
+    @staticmethod
+    def _shared_ranges(entries: list[ManifestEntry]) -> set[str]:
+        """Names of the normal files sharing their row-id range with another file."""
+        by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        for e in entries:
+            if not is_column_file(e.file):
+                by_bucket.setdefault((e.partition, e.bucket), []).append(e.file)
+        return {f.file_name for files in by_bucket.values() for group in group_by_range(files)
+                if len(group) > 1 for f in group}
 
     def skips_level_0(self) -> bool:
         """Paimon's batch reads of primary-key tables leave level-0 files out when deletion
@@ -254,6 +284,9 @@ class Planner:
             stats = meta.value_stats
             parts = [predicate]
         column_stats = self._column_stats(stats, fields)
+        ids = row_range(meta) if not stores_row_ids(meta) else None
+        if ids is not None:  # row tracking: the file's rows have ids in its range
+            column_stats = {**(column_stats or {}), ROW_ID: ColumnStats(ids[0], ids[1], 0)}
         if column_stats is None:
             return True
         return all(may_match_stats(p, column_stats, meta.row_count) for p in parts)
@@ -261,7 +294,8 @@ class Planner:
     # ------------------------------------------------------------------ file indexes
 
     def _skip_by_file_index(self, groups: dict[tuple[bytes, int], list[DataFileMeta]],
-                            predicate: Predicate) -> dict[tuple[bytes, int], list[DataFileMeta]]:
+                            predicate: Predicate, shared: set[str] = frozenset()
+                            ) -> dict[tuple[bytes, int], list[DataFileMeta]]:
         """Drop files whose data-file index (`file-index.*`: embedded in the manifest entry or
         a `<file>.index` beside the file) rules the predicate out.
 
@@ -275,9 +309,9 @@ class Planner:
         primary = bool(self.schema.primary_keys)
         if primary and not self.options.bool("deletion-vectors.enabled"):
             return groups
-        jobs = [(key, f) for key, files in groups.items() for f in files
-                if f.embedded_index is not None or any(x.endswith(INDEX_SUFFIX) for x in f.extra_files)
-                or primary]
+        jobs = [(key, f) for key, files in groups.items() for f in files if f.file_name not in shared and (
+                f.embedded_index is not None or any(x.endswith(INDEX_SUFFIX) for x in f.extra_files)
+                or primary)]
         if not jobs:
             return groups
         verdicts = self._evaluate_files(jobs, predicate, with_value_stats=primary)

@@ -8,6 +8,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from tarn.data.layout import ROW_TRACKING_FIELDS
 from tarn.data.reader import FileReader, SchemaLookup
 from tarn.data.runs import LookupMerge, merge_sections
 from tarn.fs import FileIO
@@ -17,6 +18,7 @@ from tarn.data.defaults import default_values, fill_default_values
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.scan.planner import Split
+from tarn.scan.stitch import read_group
 from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.scan.predicate import ColumnStats, Predicate, columns_of, filter_table, may_match_stats
 from tarn.types import DataField, arrow_schema
@@ -41,6 +43,8 @@ class SplitReader:
                 needed = set(schema.field_names)  # other engines merge across all columns
         # Columns to read, in table order (a subset of the current schema).
         self.value_fields = [f for f in schema.fields if f.name in needed]
+        # row tracking: `_ROW_ID` / `_SEQUENCE_NUMBER` read or filtered on (stitch.read_group)
+        self.row_fields = [f for f in ROW_TRACKING_FIELDS if f.name in needed]
         self.output_schema = arrow_schema(read_fields)
         # `fields.<f>.default-value`: shown for fields still null after the merge.
         self.defaults = default_values(self.value_fields, options) if merge_spec is not None else {}
@@ -62,6 +66,10 @@ class SplitReader:
 
     def _merged(self, split: Split) -> Iterator[pa.Table]:
         files = self._files_of(split)
+        if split.row_tracking and (len(split.files) > 1 or self.row_fields):
+            yield read_group(files, split.bucket_path, split.files, self.value_fields + self.row_fields,
+                             split.table_root)
+            return
         if split.raw_convertible:
             yield from self._read_raw(files, split)
             return

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import features
+from tarn.data.layout import ROW_TRACKING_FIELDS
 from tarn.errors import FileMissing, InvalidArgument, MissingDependency, SnapshotNotFound
 from tarn.lsm.merge import merge_spec_of
 from tarn.meta.schema import TableSchema
@@ -27,7 +28,18 @@ from tarn.scan.planner import Split, planner_for
 from tarn.scan.predicate import Predicate
 from tarn.scan.reader import SplitReader, parallel_map
 from tarn.store.context import TableContext
-from tarn.types import arrow_schema
+from tarn.types import DataField, arrow_schema
+
+
+def scan_fields(schema: TableSchema) -> list[DataField]:
+    """The columns a scan of a table with `schema` may select and filter: the table's, and on
+    row-tracking tables `_ROW_ID` and `_SEQUENCE_NUMBER` (Paimon's system columns, not part of
+    `select *`)."""
+    fields = list(schema.fields)
+    if Options(schema.options).bool("row-tracking.enabled"):
+        taken = set(schema.field_names)
+        fields += [f for f in ROW_TRACKING_FIELDS if f.name not in taken]
+    return fields
 
 
 @dataclass
@@ -103,8 +115,7 @@ class Scan:
         """The reader of this scan's splits: rows merged, filtered (filter and row_filter) and
         shaped as the scan's columns; `limit` is not applied."""
         schema = self.schema
-        names = self.columns if self.columns is not None else schema.field_names
-        read_fields = [schema.field(n) for n in names]
+        read_fields = self.read_fields
         options = Options(schema.options)
         spec = merge_spec_of(schema, options) if schema.primary_keys else None
         features.check_columns(self.table.name, read_fields)
@@ -117,10 +128,16 @@ class Scan:
                            self.filter, spec)
 
     @property
+    def read_fields(self) -> list[DataField]:
+        """The fields of the rows this scan returns."""
+        names = self.columns if self.columns is not None else self.schema.field_names
+        by_name = {f.name: f for f in scan_fields(self.schema)}
+        return [by_name[n] for n in names]
+
+    @property
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema of the rows this scan returns."""
-        names = self.columns if self.columns is not None else self.schema.field_names
-        return arrow_schema([self.schema.field(n) for n in names])
+        return arrow_schema(self.read_fields)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The rows as Arrow record batches, split after split (memory bounded by a split);

@@ -131,7 +131,9 @@ class BucketWriter:
         rows = group.rows()
         base = state.next_sequence
         if not self.layout.is_key_value:
-            state.add_new(writer.write(rows, first_sequence=base))
+            # row tracking: each file numbered from 0, which the commit stamps with its snapshot id
+            first = None if self.options.bool("row-tracking.enabled") else base
+            state.add_new(writer.write(rows, first_sequence=first))
             state.next_sequence = base + rows.num_rows
             return
         # Rows are sorted by key with arrival order kept among equal keys, which is the

@@ -78,7 +78,8 @@ def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot
             try:
                 snapshot = context.snapshot(snapshot_id) if snapshot_id else context.latest_snapshot()
                 entries = context.live_entries(snapshot, schema)
-                features.check_write_base(context.name, snapshot, entries)  # before the first file
+                features.check_write_base(context.name, snapshot, entries,  # before the first file
+                                          Options(schema.options).bool("row-tracking.enabled"))
                 restored = _restored_of(entries)
                 restored.snapshot_id = snapshot.id if snapshot is not None else 0
                 manifests = context.manifests(schema)
