@@ -103,7 +103,8 @@ class TableCore(TableContext):
                commit_identifier: int = BATCH_COMMIT_IDENTIFIER, overwrite: Overwrite | None = None,
                watermark: int | None = None, expected_base: int | None = None, *,
                schema: TableSchema | None = None, untouched_since: UntouchedSince | None = None,
-               on_landed: Callable[[], list[Exception]] | None = None) -> Snapshot | None:
+               on_landed: Callable[[], list[Exception]] | None = None,
+               row_ids_read_at: int | None = None) -> Snapshot | None:
         """Commit writer messages (an APPEND or OVERWRITE snapshot, then a COMPACT one for their
         compaction part). It returns once the snapshot landed; raises `OutcomeUnknown` when the
         store could not tell whether it did (every file is kept); any other error means it did
@@ -114,7 +115,8 @@ class TableCore(TableContext):
         `last_maintenance_errors`. `expected_base`: the commit fails (CommitConflict) unless it
         lands directly on that snapshot id (0: an empty table). `schema`: the schema the
         messages were written with (default: the latest); `untouched_since`: an overwrite's
-        requirement on the snapshots since it read its data (a rescale)."""
+        requirement on the snapshots since it read its data (a rescale); `row_ids_read_at`: the
+        snapshot files arriving with their row ids were planned on (row_id_conflicts)."""
         latest = self.schema()
         schema = schema or latest
         try:
@@ -126,7 +128,8 @@ class TableCore(TableContext):
         self.last_maintenance_errors = []
         try:
             snapshot = committer.commit(messages, commit_user or str(uuid.uuid4()), commit_identifier, overwrite,
-                                        watermark, expected_base=expected_base, untouched_since=untouched_since)
+                                        watermark, expected_base=expected_base, untouched_since=untouched_since,
+                                        row_ids_read_at=row_ids_read_at)
         except BaseException:  # not landed (OutcomeUnknown: maybe landed, every file stays)
             if not committer.outcome_unknown:
                 best_effort(self, "deleting the files of a failed commit", lambda: abort(

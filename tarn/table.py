@@ -17,7 +17,7 @@ from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.meta.statistics import Statistics
-from tarn.ops import (alter, analyze, compact, delete, expire, orphans, post_commit, rescale, rollback,
+from tarn.ops import (alter, analyze, compact, delete, expire, orphans, post_commit, rescale, rollback, row_updates,
                       system_tables, tags, time_travel, update, write)
 from tarn.ops.rescale import RescalePlan, commit_rescale, plan_rescale, rescale_writer  # noqa: F401 (tarn.spark)
 from tarn.scan import counts
@@ -126,6 +126,12 @@ class Table(TableCore):
         vectors: the files holding matches are rewritten in one OVERWRITE. See tarn/ops/update.py
         and docs/guide-delete-update.md."""
         return update.update_where(self, set, filter)
+
+    def update_columns(self, data) -> Snapshot | None:
+        """Data-evolution tables: set columns of the rows `data` names by `_ROW_ID` (an int64
+        column; every other column of `data` is a column to set), writing files of only those
+        columns, in one commit (tarn/ops/row_updates.py, docs/guide-row-tracking.md)."""
+        return row_updates.update_columns(self, data)
 
     def overwrite(self, data, partition: dict | None = None, dynamic: bool | None = None) -> Snapshot | None:
         """INSERT OVERWRITE. `partition={...}`: replace that static partition; `dynamic=True`:

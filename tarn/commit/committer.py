@@ -28,6 +28,7 @@ from tarn import paths
 from tarn.fs import join
 from tarn.options import Options
 from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound, TarnError
+from tarn.commit import row_id_conflicts
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import ADD, DELETE, DELETION_VECTORS_INDEX, HASH_INDEX, ManifestEntry, ManifestFileMeta
 from tarn.meta.row_ranges import assign_row_ids
@@ -81,6 +82,9 @@ class CommitRequest:
     expected_base: int | None = None
     # an overwrite's requirement on the snapshots committed since it read its data (a rescale)
     untouched_since: UntouchedSince | None = None
+    # files arriving with their row ids (partial-column updates, data-evolution compaction):
+    # the snapshot they were planned on (tarn/commit/row_id_conflicts.py)
+    row_ids_read_at: int | None = None
 
 
 @dataclass
@@ -103,7 +107,8 @@ class Committer:
                commit_identifier: int = snap.BATCH_COMMIT_IDENTIFIER,
                overwrite: Overwrite | None = None, watermark: int | None = None,
                properties: dict | None = None, expected_base: int | None = None,
-               untouched_since: UntouchedSince | None = None) -> Snapshot | None:
+               untouched_since: UntouchedSince | None = None,
+               row_ids_read_at: int | None = None) -> Snapshot | None:
         """Commit the messages: new files as one APPEND (or OVERWRITE) snapshot, then compaction
         changes as one COMPACT snapshot, as Java Paimon does. Returns the last snapshot made;
         None when there is nothing to commit or this streaming (commit_user,
@@ -132,7 +137,8 @@ class Committer:
         compactions = [m.compact_part() for m in messages]
         compactions = [m for m in compactions if not m.is_empty]
         request = CommitRequest(commit_user, commit_identifier, overwrite, watermark, properties,
-                                expected_base=expected_base, untouched_since=untouched_since)
+                                expected_base=expected_base, untouched_since=untouched_since,
+                                row_ids_read_at=row_ids_read_at)
         result = None
         if appends or overwrite is not None:
             result = self._commit_with_retry(appends, request)
@@ -202,6 +208,8 @@ class Committer:
         if request.statistics is not None:
             kind = snap.ANALYZE
         next_row_id = (latest.next_row_id or 0) if latest else 0
+        if request.row_ids_read_at is not None and latest is not None:
+            self._check_row_ids(latest, delta, kind, request.row_ids_read_at)
         if self.options.bool("row-tracking.enabled"):
             delta, next_row_id = assign_row_ids(delta, (latest.id + 1) if latest else 1, next_row_id)
         changelog = self._changelog_entries(messages)
@@ -535,6 +543,17 @@ class Committer:
     def _matches_static(self, partition: bytes, static: dict) -> bool:
         values = dict(zip(self.schema.partition_keys, partitions.from_bytes(self.schema, partition)))
         return all(_same_partition_value(values.get(k), v) for k, v in static.items())
+
+    def _check_row_ids(self, latest: Snapshot, delta: list[ManifestEntry], kind: str, read_at: int) -> None:
+        entries = row_id_conflicts.preset(delta)
+        if not entries:
+            return
+        if kind != snap.COMPACT:
+            row_id_conflicts.check_existence(self.table_name, entries, self.manifests.live_entries(latest),
+                                             latest.next_row_id or 0)
+        if latest.id > read_at:
+            row_id_conflicts.check_overlaps(self.table_name, entries, self.snapshots, self.manifests, read_at,
+                                            latest.id, self.schema.field_names)
 
     def _check_deletes_live(self, latest, delta: list[ManifestEntry]) -> None:
         live = {e.identifier for e in self.manifests.live_entries(latest)}

@@ -18,6 +18,8 @@ SYSTEM_FIELDS = (SEQUENCE_FIELD, VALUE_KIND_FIELD)
 # `_WRITE_COLS` names them; otherwise readers derive them from the file's manifest entry.
 ROW_ID_FIELD = DataField(2147483642, "_ROW_ID", DataType("BIGINT", nullable=False))
 ROW_TRACKING_FIELDS = (ROW_ID_FIELD, SEQUENCE_FIELD)
+# as data files store them: a rewritten row's sequence number may be null (the commit's snapshot)
+STORED_ROW_TRACKING_FIELDS = (ROW_ID_FIELD, DataField(SEQUENCE_FIELD.id, SEQUENCE, DataType("BIGINT")))
 
 
 @dataclass(frozen=True)

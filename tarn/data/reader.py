@@ -12,7 +12,7 @@ import pyarrow as pa
 from tarn.codec.data_file import (RowGroup, iter_data_file, parquet_row_groups, read_data_file,
                                   read_parquet_groups)
 from tarn.data.evolution import adapt_table
-from tarn.data.layout import ROW_TRACKING_FIELDS, SYSTEM_FIELDS
+from tarn.data.layout import STORED_ROW_TRACKING_FIELDS, SYSTEM_FIELDS
 from tarn.features import format_of_file
 from tarn.fs import FileIO, join
 from tarn.lsm.merge import LEVEL
@@ -129,7 +129,7 @@ class FileReader:
         if meta.write_cols is not None:  # a file of some columns (data evolution, row ids stored)
             held = set(meta.write_cols)
             by_id = {i: f for i, f in by_id.items() if f.name in held}
-            by_id.update({f.id: f for f in ROW_TRACKING_FIELDS if f.name in held})
+            by_id.update({f.id: f for f in STORED_ROW_TRACKING_FIELDS if f.name in held})
         file_fields = [by_id[f.id] for f in fields if f.id in by_id]
         system = list(SYSTEM_FIELDS) if with_system else []
         path = meta.external_path or join(bucket_path, meta.file_name)

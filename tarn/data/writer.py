@@ -15,7 +15,7 @@ from tarn import paths
 from tarn.codec.binary_row import EMPTY_ROW, serialize_row
 from tarn.codec.data_file import write_data_file
 from tarn.codec.file_index import INDEX_SUFFIX, build_file_index, cached_specs
-from tarn.data.layout import layout_of
+from tarn.data.layout import ROW_TRACKING_FIELDS, STORED_ROW_TRACKING_FIELDS, FileLayout, layout_of
 from tarn.fs import FileIO, join
 from tarn.lsm.kv import DELETE, SEQUENCE, UPDATE_BEFORE, VALUE_KIND
 from tarn.meta.manifest import APPEND_SOURCE, EMPTY_STATS, DataFileMeta
@@ -52,12 +52,23 @@ class FileWriter:
     """Writes the files of one (partition, bucket) directory with one name uuid."""
 
     def __init__(self, file_io: FileIO, bucket_path: str, schema: TableSchema, options: Options,
-                 prefix: str | None = None, changelog: bool = False):
+                 prefix: str | None = None, changelog: bool = False, columns: list[str] | None = None,
+                 row_ids: bool = False):
+        """Row-tracking tables: `columns` (data evolution) writes files holding only those
+        columns of their rows; `row_ids` writes the rows' `_ROW_ID` and `_SEQUENCE_NUMBER`
+        columns (the rows carry them) into the files. Both record `_WRITE_COLS`."""
         self.file_io = file_io
         self.bucket_path = bucket_path
         self.schema = schema
         self.options = options
         self.layout = layout_of(schema)
+        if columns is not None:
+            self.layout = FileLayout((), tuple(schema.field(n) for n in columns))
+        self.row_ids = row_ids
+        self.write_cols = None
+        if columns is not None or row_ids:
+            self.write_cols = tuple(f.name for f in self.layout.value_fields) + \
+                (tuple(f.name for f in ROW_TRACKING_FIELDS) if row_ids else ())
         self.raw_options = changelog_options(options.raw) if changelog else dict(options.raw)
         self.file_format = (self.raw_options.get("file.format") or "parquet").lower()
         if changelog:
@@ -80,6 +91,11 @@ class FileWriter:
             first = 0 if first_sequence is None else first_sequence + start
             metas.append(self._write_one(chunk, level, file_source, first))
         return metas
+
+    def write_one(self, rows: pa.Table, file_source: int = APPEND_SOURCE) -> DataFileMeta:
+        """All `rows` in one file, however large (a file covering one row-id range), numbered
+        from 0 (a row-tracking commit stamps the snapshot id)."""
+        return self._write_one(rows, 0, file_source, 0)
 
     def write_stream(self, chunks, level: int, file_source: int) -> list[DataFileMeta]:
         """Write a stream of key-ordered key-value tables (sequence numbers kept), rolling a new
@@ -116,7 +132,7 @@ class FileWriter:
         pool = ThreadPoolExecutor(max_workers=1) if rows.num_rows >= PARALLEL_STATS_ROWS else None
         described = pool.submit(describe) if pool is not None else None
         try:
-            size = write_data_file(self.file_io, path, file_table, self.layout.file_fields,
+            size = write_data_file(self.file_io, path, file_table, self._file_fields(),
                                    self.file_format, self.raw_options)
         finally:
             if pool is not None:
@@ -148,9 +164,12 @@ class FileWriter:
         self.file_io.write_bytes(path, index)
         return None, (index_name,)
 
+    def _file_fields(self) -> list:
+        return self.layout.file_fields + (list(STORED_ROW_TRACKING_FIELDS) if self.row_ids else [])
+
     def _file_table(self, rows: pa.Table) -> pa.Table:
         if not self.layout.is_key_value:
-            return rows
+            return rows.select([f.name for f in self._file_fields()])
         columns = [rows.column(k) for k in self.layout.key_names]
         columns += [rows.column(SEQUENCE), rows.column(VALUE_KIND)]
         columns += [rows.column(f.name) for f in self.layout.value_fields]
@@ -164,6 +183,8 @@ class FileWriter:
         value_stats = collect_stats(rows.select([f.name for f, _ in kept]), [f for f, _ in kept],
                                     [m for _, m in kept])
         value_stats_cols = None if len(kept) == len(value_fields) else tuple(f.name for f, _ in kept)
+        if self.write_cols is not None:  # stats of some columns: say which
+            value_stats_cols = tuple(f.name for f, _ in kept)
         seq = rows.column(SEQUENCE) if SEQUENCE in rows.column_names else None
         if self.layout.is_key_value:
             key_fields = list(self.layout.key_fields)
@@ -180,6 +201,10 @@ class FileWriter:
             deletes = 0
         if seq is None:
             min_seq, max_seq = first_sequence, first_sequence + rows.num_rows - 1
+        elif self.row_ids:  # Java's RowDataFileSequenceNumberTracker: nulls leave 0s the commit stamps
+            min_seq, max_seq = _min_max(seq.drop_null())
+            min_seq = 0 if seq.null_count == len(seq) else min_seq
+            max_seq = 0 if seq.null_count else max_seq
         else:
             min_seq, max_seq = _min_max(seq)
         return DataFileMeta(
@@ -189,7 +214,7 @@ class FileWriter:
             schema_id=self.schema.id, level=level, extra_files=(),
             creation_time=local_millis_now(), delete_row_count=deletes,
             embedded_index=None, file_source=file_source, value_stats_cols=value_stats_cols,
-            external_path=None, first_row_id=None, write_cols=None,
+            external_path=None, first_row_id=None, write_cols=self.write_cols,
         )
 
 

@@ -31,7 +31,10 @@ from tarn.meta.manifest import DELETE
 from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.scan.predicate import columns_of, to_arrow
+from tarn.ops import row_updates
 from tarn.ops.write import write
+from tarn.meta.row_ranges import anchor_of
+from tarn.scan.stitch import read_group
 from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.types import arrow_schema
 from tarn.write.conform import to_arrow_table
@@ -77,6 +80,7 @@ def delete_where(table: "TableCore", filter) -> "Snapshot | None":
         columns = None if aggregation else list(schema.primary_keys)
         rows = table.scan_latest(filter=filter, columns=columns).to_arrow()
         return delete_keys(table, rows) if rows.num_rows else None
+    row_updates.check_delete(table.name, schema)
     scan = table.scan_latest(filter=filter)
     options = Options(schema.options)
     if not options.bool("deletion-vectors.enabled"):
@@ -124,14 +128,23 @@ def _matches(reader: FileReader, split, meta, fields, predicate: pc.Expression) 
     return rows.filter(predicate).column(_POSITION).to_numpy()
 
 
+def _split_matches(reader: FileReader, split, fields, predicate: pc.Expression):
+    """(file, sorted positions of its matching rows) for each file whose deletion vector marks
+    the split's rows: every file, or a row-id group's anchor (rows stitched across its files)."""
+    if not (split.row_tracking and len(split.files) > 1):
+        return [(meta, _matches(reader, split, meta, fields, predicate)) for meta in split.files]
+    rows = read_group(reader, split.bucket_path, split.files, fields, split.table_root, keep_deleted=True)
+    rows = rows.append_column(_POSITION, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    return [(anchor_of(split.files), rows.filter(predicate).column(_POSITION).to_numpy())]
+
+
 def _vector_messages(table, splits, reader, fields, predicate, total_buckets) -> list[CommitMessage]:
     store = DeletionVectorFiles(table.file_io, table.root)
     bitmap64 = bool(table.options.bool("deletion-vectors.bitmap64"))
     touched: dict[tuple[bytes, int], dict] = {}
     live: dict[tuple[bytes, int], set[str]] = {}
     for split in splits:
-        for meta in split.files:
-            found = _matches(reader, split, meta, fields, predicate)
+        for meta, found in _split_matches(reader, split, fields, predicate):
             held = split.deletion_files.get(meta.file_name)
             old = store.read_one(held, meta.file_name) if held is not None else None
             if old is not None:
@@ -179,12 +192,16 @@ def _rewrite_messages(table, splits, reader, predicate, total_buckets, change) -
     with aborting(table.file_io, table.root, schema, messages):
         for split in splits:
             for meta in split.files:
-                rows = reader.read(split.bucket_path, meta, all_fields, with_system=False)
+                ids = split.row_tracking  # rows keep their row ids: stored in the new file
+                rows = row_updates.stored_id_rows(reader, split, meta, table.name, schema) if ids else \
+                    reader.read(split.bucket_path, meta, all_fields, with_system=False)
                 matched = _match_mask(rows, predicate)
                 if not pc.any(matched).as_py():
                     continue
-                writer = FileWriter(table.file_io, split.bucket_path, schema, Options(schema.options))
+                writer = FileWriter(table.file_io, split.bucket_path, schema, Options(schema.options), row_ids=ids)
                 kept = change(rows, matched)
+                if ids and kept.num_rows == rows.num_rows:  # an update: its rows take the commit's snapshot id
+                    kept = row_updates.with_null_sequence(kept, matched)
                 written = writer.write(kept, first_sequence=meta.min_sequence_number) if kept.num_rows else []
                 messages.append(CommitMessage(split.partition, split.bucket, total_buckets,
                                               new_files=written, deleted_files=[meta]))

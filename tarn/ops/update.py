@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import features
+from tarn.ops import row_updates
 from tarn.ops.delete import rewrite_matching
 from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
 from tarn.meta.schema import TableSchema
@@ -88,6 +89,8 @@ def update_where(table: "TableCore", assignments: dict, filter) -> "Snapshot | N
     parsed = parse_assignments(assignments, schema, table.name)
     if schema.primary_keys:
         return _upsert(table, parsed, filter)
+    if row_updates.evolves(schema):  # files of the set columns only (tarn/ops/row_updates.py)
+        return row_updates.update_where(table, parsed, filter)
     if Options(schema.options).bool("deletion-vectors.enabled"):
         raise InvalidArgument(f"table {table.name}: update of an append table with deletion vectors is not "
                               "supported (the old rows would be marked in one snapshot and the new ones added "
@@ -114,7 +117,12 @@ def _updated(parsed: Assignments, rows: pa.Table, matched: pa.Array) -> pa.Table
     """All of a file's rows in their order, those `matched` marks updated (the assignments
     see only the matched rows: a value unmatched rows would not fit cannot fail the update)."""
     mask = matched.to_numpy(zero_copy_only=False)
-    new = parsed.apply(rows.filter(matched)).select(rows.column_names).cast(rows.schema)
+    chosen = rows.filter(matched)
+    new = parsed.apply(chosen)
+    for name in rows.column_names:  # row-tracking columns travel with their rows
+        if name not in new.column_names:
+            new = new.append_column(rows.schema.field(name), chosen.column(name))
+    new = new.select(rows.column_names).cast(rows.schema)
     order = np.arange(rows.num_rows, dtype=np.int64)
     order[mask] = rows.num_rows + np.arange(new.num_rows, dtype=np.int64)
     return pa.concat_tables([rows, new]).take(pa.array(order))

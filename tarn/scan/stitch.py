@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from tarn.data.layout import ROW_ID_FIELD, SEQUENCE_FIELD
+from tarn.data.layout import ROW_ID_FIELD, SEQUENCE_FIELD, STORED_ROW_TRACKING_FIELDS
 from tarn.data.reader import FileReader, keep_mask
 from tarn.errors import CorruptFile, SchemaMismatch
 from tarn.meta.manifest import DataFileMeta
@@ -25,8 +25,9 @@ SYSTEM_IDS = {ROW_ID_FIELD.id, SEQUENCE_FIELD.id}
 
 
 def read_group(reader: FileReader, bucket_path: str, files: list[DataFileMeta],
-               fields: list[DataField], table_name: str) -> pa.Table:
-    """The group's live rows shaped as `fields` (table columns and row-tracking columns)."""
+               fields: list[DataField], table_name: str, keep_deleted: bool = False) -> pa.Table:
+    """The group's live rows shaped as `fields` (table columns and row-tracking columns);
+    `keep_deleted`: every row of the range, in position order (deleted ones too)."""
     normal = newest_first(files)
     _check_aligned(normal, table_name)
     newest = normal[0]
@@ -43,7 +44,7 @@ def read_group(reader: FileReader, bucket_path: str, files: list[DataFileMeta],
         columns.update(_system_columns(reader, bucket_path, newest, fields))
     arrays = [columns[f.id] if f.id in columns else _nulls(f, rows, table_name) for f in fields]
     table = pa.Table.from_arrays(arrays, schema=pa.schema([arrow_field(f) for f in fields]))
-    deleted = reader.deleted_rows(anchor_of(files))
+    deleted = None if keep_deleted else reader.deleted_rows(anchor_of(files))
     if deleted is None:
         return table
     return table.filter(pa.array(keep_mask(deleted, 0, rows)))
@@ -75,7 +76,9 @@ def _system_columns(reader: FileReader, bucket_path: str, newest: DataFileMeta,
                     fields: list[DataField]) -> dict[int, pa.ChunkedArray]:
     """`_ROW_ID` and `_SEQUENCE_NUMBER` of the group's rows, from the newest file."""
     wanted = [f for f in (ROW_ID_FIELD, SEQUENCE_FIELD) if any(x.id == f.id for x in fields)]
-    stored = [f for f in wanted if newest.write_cols is not None and f.name in newest.write_cols]
+    stored = [f for f in STORED_ROW_TRACKING_FIELDS
+              if f in wanted or any(w.id == f.id for w in wanted)]
+    stored = [f for f in stored if newest.write_cols is not None and f.name in newest.write_cols]
     found = {}
     if stored:
         data = reader.read(bucket_path, newest, stored, with_system=False, skip_deleted=False)
@@ -83,11 +86,11 @@ def _system_columns(reader: FileReader, bucket_path: str, newest: DataFileMeta,
     rows = newest.row_count
     out = {}
     for f in wanted:
-        derived = _derived(f, newest, rows)
         value = found.get(f.id)
         if value is None:
-            out[f.id] = derived
+            out[f.id] = _derived(f, newest, rows)
         elif value.null_count:
+            derived = _derived(f, newest, rows)
             out[f.id] = pa.chunked_array([pa.array(np.where(value.is_null().to_numpy(zero_copy_only=False),
                                                             derived.to_numpy(), value.fill_null(0).to_numpy()))])
         else:

@@ -1,0 +1,245 @@
+"""Updates and deletes of row-tracking tables (Paimon 1.3), which keep every row's `_ROW_ID`.
+
+- Data-evolution tables (`data-evolution.enabled`): an update writes, for each row-id group
+  holding a changed row, one file of only the updated columns covering the group's whole range
+  (unchanged rows copied, so positions line up), `_FIRST_ROW_ID` the group's; readers take each
+  column from the newest file holding it. No row is rewritten. `update_columns` takes the rows'
+  `_ROW_ID`s and new values; `update(set=, filter=)` finds them with a scan. Deletes need
+  `deletion-vectors.enabled` (Paimon's rule): the group's anchor file's vector marks the rows.
+  The commit checks that each group is still one file range and that no commit since the plan
+  wrote the same rows' columns (tarn/commit/row_id_conflicts.py); on such a conflict the whole
+  update is planned again, up to `write.data-evolution.update-conflict-retry.max-attempts`.
+- Row-tracking tables without data evolution: copy-on-write as for other append tables, the
+  rewritten files storing `_ROW_ID` and `_SEQUENCE_NUMBER` columns (updated rows get a null
+  sequence number, which the commit turns into its snapshot id), as Java's Spark writes them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tarn import features
+from tarn.commit.abort import aborting
+from tarn.data.layout import ROW_TRACKING_FIELDS
+from tarn.data.reader import FileReader
+from tarn.data.writer import FileWriter
+from tarn.errors import CommitConflict, InvalidArgument, SchemaMismatch
+from tarn.meta.row_ranges import ROW_ID, SEQUENCE_NUMBER, anchor_of, row_range
+from tarn.meta.schema import TableSchema
+from tarn.options import Options
+from tarn.scan.planner import planner_for
+from tarn.scan.stitch import read_group
+from tarn.write.conform import to_arrow_table
+from tarn.write.message import CommitMessage
+
+if TYPE_CHECKING:
+    from tarn.core import TableCore
+    from tarn.meta.snapshot import Snapshot
+
+
+def tracks_rows(schema: TableSchema) -> bool:
+    return bool(Options(schema.options).bool("row-tracking.enabled"))
+
+
+def evolves(schema: TableSchema) -> bool:
+    return tracks_rows(schema) and bool(Options(schema.options).bool("data-evolution.enabled"))
+
+
+# ---------------------------------------------------------------------------------------------
+# data evolution: files of some columns
+
+
+def update_columns(table: "TableCore", data) -> "Snapshot | None":
+    """Set columns of the rows `data` names by `_ROW_ID` (its other columns: the new values),
+    writing only those columns; one commit. None when `data` has no rows."""
+    schema = table.schema()
+    features.check_write(table.name, schema)
+    _require_evolution(table.name, schema, "update_columns")
+    rows = to_arrow_table(data, table.name)
+    ids, values = _checked_input(table.name, schema, rows)
+    if not len(ids):
+        return None
+    return with_retries(table, lambda snapshot: _column_messages(table, schema, snapshot, ids, values))
+
+
+def update_where(table: "TableCore", parsed, filter) -> "Snapshot | None":
+    """`Table.update` on a data-evolution table: the matched rows' new values of the set
+    columns, written as files of those columns (`parsed`: tarn.ops.update.Assignments)."""
+    schema = table.schema()
+    set_only = replace(parsed, fields=tuple(f for f in parsed.fields
+                                            if f.name in parsed.literals or f.name in parsed.expressions))
+    # literals need only the matched rows' ids; expressions read the row
+    columns = [*schema.field_names, ROW_ID] if parsed.expressions else [ROW_ID]
+
+    def plan(snapshot):
+        matched = table.scan_snapshot(snapshot, filter=filter, columns=columns, schema=schema).to_arrow()
+        if not matched.num_rows:
+            return []
+        new = set_only.apply(matched)
+        return _column_messages(table, schema, snapshot, matched.column(ROW_ID).to_numpy(), new)
+
+    return with_retries(table, plan)
+
+
+def with_retries(table: "TableCore", plan) -> "Snapshot | None":
+    """Plan on the latest snapshot, commit; a row-id conflict plans again (Paimon's retry of a
+    data-evolution UPDATE), up to `write.data-evolution.update-conflict-retry.max-attempts`."""
+    options = Options(table.schema().options)
+    attempts = max(1, options.int("write.data-evolution.update-conflict-retry.max-attempts") or 1)
+    wait = (options.int("write.data-evolution.update-conflict-retry.wait-ms") or 0) / 1000
+    for attempt in range(attempts):
+        snapshot = table.latest_snapshot()
+        messages: list[CommitMessage] = []
+        with aborting(table.file_io, table.root, table.schema(), messages):
+            messages.extend(plan(snapshot))
+        if not messages:
+            return None
+        try:
+            return table.commit(messages, row_ids_read_at=snapshot.id)
+        except CommitConflict:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(wait * (attempt + 1))
+    return None
+
+
+def _checked_input(table_name: str, schema: TableSchema, rows: pa.Table) -> tuple[np.ndarray, pa.Table]:
+    if ROW_ID not in rows.column_names:
+        raise SchemaMismatch(f"table {table_name}: update_columns needs a '{ROW_ID}' column naming the rows")
+    names = [n for n in rows.column_names if n != ROW_ID]
+    if not names:
+        raise InvalidArgument(f"table {table_name}: update_columns needs at least one column to set besides "
+                              f"'{ROW_ID}'")
+    unknown = [n for n in names if n not in schema.field_names]
+    if unknown:
+        raise SchemaMismatch(f"table {table_name}: update_columns sets unknown column(s) {unknown} (columns: "
+                             f"{schema.field_names})")
+    partition = [n for n in names if n in schema.partition_keys]
+    if partition:
+        raise InvalidArgument(f"table {table_name}: update_columns cannot set partition column(s) {partition}")
+    ids = rows.column(ROW_ID)
+    if ids.null_count:
+        raise InvalidArgument(f"table {table_name}: update_columns: '{ROW_ID}' holds nulls")
+    try:
+        ids = ids.cast(pa.int64()).to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise InvalidArgument(f"table {table_name}: update_columns: '{ROW_ID}' must be integers: {e}") from None
+    if len(np.unique(ids)) != len(ids):
+        raise InvalidArgument(f"table {table_name}: update_columns: '{ROW_ID}' names a row more than once")
+    target = pa.schema([pa.field(f.name, t.type) for f, t in
+                        zip([schema.field(n) for n in names], _arrow_fields(schema, names))])
+    try:
+        values = rows.select(names).cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise SchemaMismatch(f"table {table_name}: update_columns: values do not fit the columns: "
+                             f"{str(e).splitlines()[0]}") from None
+    for f in (schema.field(n) for n in names):
+        if not f.type.nullable and values.column(f.name).null_count:
+            raise SchemaMismatch(f"table {table_name}: update_columns sets NOT NULL column '{f.name}' to null")
+    return ids, values
+
+
+def _arrow_fields(schema: TableSchema, names: list[str]):
+    from tarn.types import arrow_schema
+    return list(arrow_schema([schema.field(n) for n in names]))
+
+
+def _require_evolution(table_name: str, schema: TableSchema, what: str) -> None:
+    if not evolves(schema):
+        raise InvalidArgument(f"table {table_name}: {what} needs a data-evolution table ('row-tracking.enabled' "
+                              "and 'data-evolution.enabled' set when it was created)")
+
+
+def _column_messages(table: "TableCore", schema: TableSchema, snapshot, ids: np.ndarray,
+                     values: pa.Table) -> list[CommitMessage]:
+    """One file of `values`' columns per row-id group holding some of `ids`."""
+    splits = [s for s in planner_for(table, schema).plan(snapshot) if row_range(s.files[0]) is not None]
+    splits.sort(key=lambda s: s.files[0].first_row_id)
+    starts = np.array([s.files[0].first_row_id for s in splits], dtype=np.int64)
+    ends = starts + np.array([s.files[0].row_count for s in splits], dtype=np.int64)
+    group = np.searchsorted(starts, ids, side="right") - 1
+    inside = (group >= 0) & (ids < ends[np.maximum(group, 0)]) if len(splits) else np.zeros(len(ids), bool)
+    if not inside.all():
+        outside = ids[~inside][:5].tolist()
+        raise InvalidArgument(f"table {table.name}: row id(s) {outside} are in no data file's range (the table's "
+                              f"row ids: {_ranges_text(starts, ends)})")
+    options = Options(schema.options)
+    reader = FileReader(table.file_io, schema, table.schema_by_id, options)
+    fields = [schema.field(n) for n in values.column_names]
+    total_buckets = -1
+    order = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[order])) + 1
+    messages = []
+    for chosen in np.split(order, bounds):
+        split = splits[group[chosen[0]]]
+        start = int(starts[group[chosen[0]]])
+        positions = ids[chosen] - start
+        _refuse_deleted(table, split, positions, ids[chosen])
+        current = read_group(reader, split.bucket_path, split.files, fields, table.name, keep_deleted=True)
+        merged = _placed(current, positions, values.take(pa.array(chosen)))
+        writer = FileWriter(table.file_io, split.bucket_path, schema, options, columns=values.column_names)
+        meta = writer.write_one(merged)
+        messages.append(CommitMessage(split.partition, split.bucket, total_buckets,
+                                      new_files=[replace(meta, first_row_id=start)]))
+    return messages
+
+
+def _refuse_deleted(table, split, positions: np.ndarray, ids: np.ndarray) -> None:
+    if not split.deletion_files:
+        return
+    from tarn.store.deletion_vectors import DeletionVectorFiles
+    anchor = anchor_of(split.files)
+    held = split.deletion_files.get(anchor.file_name)
+    if held is None:
+        return
+    deleted = DeletionVectorFiles(table.file_io, table.root).read_one(held, anchor.file_name)
+    gone = np.isin(positions, deleted)
+    if gone.any():
+        raise InvalidArgument(f"table {table.name}: row id(s) {ids[gone][:5].tolist()} were deleted; nothing "
+                              "was updated")
+
+
+def _placed(current: pa.Table, positions: np.ndarray, new: pa.Table) -> pa.Table:
+    """`current` with rows at `positions` replaced by `new`'s rows (one take, vectorised)."""
+    n = current.num_rows
+    order = np.arange(n, dtype=np.int64)
+    order[positions] = n + np.arange(len(positions), dtype=np.int64)
+    both = pa.concat_tables([current, new.select(current.column_names).cast(current.schema)])
+    return both.take(pa.array(order))
+
+
+def _ranges_text(starts: np.ndarray, ends: np.ndarray) -> str:
+    if not len(starts):
+        return "none, the table is empty"
+    return f"{int(starts.min())}..{int(ends.max()) - 1}"
+
+
+def check_delete(table_name: str, schema: TableSchema) -> None:
+    """A delete on a data-evolution table marks rows in deletion vectors (Paimon's rule)."""
+    if evolves(schema) and not Options(schema.options).bool("deletion-vectors.enabled"):
+        raise InvalidArgument(f"table {table_name}: delete on a data-evolution table needs "
+                              "'deletion-vectors.enabled' = 'true' (rewriting rows would change their row ids; "
+                              "Paimon refuses it too)")
+
+
+# ---------------------------------------------------------------------------------------------
+# row tracking without data evolution: copy-on-write keeping row ids
+
+
+def stored_id_rows(reader: FileReader, split, meta, table_name: str, schema: TableSchema) -> pa.Table:
+    """A file's live rows with their `_ROW_ID` and `_SEQUENCE_NUMBER`."""
+    return read_group(reader, split.bucket_path, [meta], [*schema.fields, *ROW_TRACKING_FIELDS], table_name)
+
+
+def with_null_sequence(rows: pa.Table, matched: pa.Array) -> pa.Table:
+    """Updated rows get a null `_SEQUENCE_NUMBER` (the commit's snapshot id on read)."""
+    index = rows.schema.get_field_index(SEQUENCE_NUMBER)
+    seq = pc.if_else(matched, pa.scalar(None, pa.int64()), rows.column(SEQUENCE_NUMBER))
+    return rows.set_column(index, pa.field(SEQUENCE_NUMBER, pa.int64()), seq)
+
