@@ -64,6 +64,10 @@ from tarn.data.writer import FileWriter
 from tarn.errors import CommitConflict, TarnError
 from tarn.meta.manifest import COMPACT_SOURCE, DELETE, DataFileMeta, IndexManifestEntry
 from tarn.options import Options
+from tarn.data.layout import ROW_TRACKING_FIELDS
+from tarn.meta.row_ranges import group_by_range, is_column_file, row_range
+from tarn.ops.row_updates import evolves, tracks_rows
+from tarn.scan.stitch import read_group
 from tarn.store.deletion_vectors import DeletionVectorFiles, deletion_vectors_by_file, live_index_entries
 from tarn.write.message import CommitMessage
 from tarn.commit.abort import aborting
@@ -155,6 +159,8 @@ def plan(table: "TableCore", full: bool = False, partitions_filter: list[dict] |
     options = Options(schema.options)
     settings = Settings.of(options)
     buckets = _live_buckets(table, schema, settings, partitions_filter)
+    if evolves(schema):
+        return [g for b in buckets for g in _row_id_bins(b, settings, full)]
     if options.int("bucket") > 0:
         picker = _full_bucket if full else _bucket_windows
         return [g for b in buckets for g in picker(b, settings)]
@@ -331,6 +337,40 @@ def _pack(files: list[Input], settings: Settings) -> list[list[Input]]:
     return bins
 
 
+def _row_id_bins(bucket: _Bucket, settings: Settings, full: bool) -> list[Group]:
+    """Data-evolution tables (Java's DataEvolutionCompactCoordinator): row-id groups of
+    adjacent ranges packed into bins of about `target-file-size`, each rewritten into one
+    whole-row file covering the bin's range; a bin is rewritten when it holds
+    `compaction.min.file-num` files (full: 2). Groups whose rows have a deletion vector are left
+    as they are (tarn does not move vectors onto the new file)."""
+    normal = [i for i in bucket.files if not is_column_file(i.meta)]
+    if len(normal) != len(bucket.files):
+        return []  # blob / vector files: tarn does not compact their tables
+    by_name = {i.meta.file_name: i for i in normal}
+    groups = [g for g in group_by_range([i.meta for i in normal]) if row_range(g[0]) is not None]
+    needed = 2 if full else max(2, settings.min_files)
+    bins, current, size, end = [], [], 0, None
+    for files in groups:
+        lo = row_range(files[0])[0]
+        vectored = any(by_name[f.file_name].vector is not None for f in files)
+        if current and (vectored or lo != end + 1 or size >= settings.target):
+            bins.append(current)
+            current, size = [], 0
+        if vectored:
+            continue
+        current.append(files)
+        size += sum(max(f.file_size, settings.open_file_cost) for f in files)
+        end = max(row_range(f)[1] for f in files)
+    if current:
+        bins.append(current)
+    out = []
+    for chosen in bins:
+        files = [f for g in chosen for f in g]
+        if len(files) >= needed:
+            out.append(_group(bucket, [by_name[f.file_name] for f in files], settings))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # rewriting one group
 
@@ -342,12 +382,16 @@ def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> Co
     schema = table.schema()
     features.check_write(table.name, schema)
     table_options = Options({**schema.options, **(options or {})})
+    if evolves(schema):
+        return _rewrite_range(table, schema, table_options, group)
     store = DeletionVectorFiles(table.file_io, table.root)
     vectors = {i.meta.file_name: i.vector for i in group.files if i.vector is not None}
     reader = FileReader(table.file_io, schema, table.schema_by_id, table_options,
                         deletions=lambda name: store.read_one(vectors[name], name) if name in vectors else None)
     path = table.bucket_dir(schema, group.partition, group.bucket)
-    writer = FileWriter(table.file_io, path, schema, Options({**table_options.raw, "target-file-size": UNBOUNDED}))
+    ids = tracks_rows(schema)  # row tracking: the rows keep their ids, stored in the new files
+    writer = FileWriter(table.file_io, path, schema, Options({**table_options.raw, "target-file-size": UNBOUNDED}),
+                        row_ids=ids)
     message = CommitMessage(group.partition, group.bucket, group.total_buckets,
                             deleted_index_files=[_as_delete(e) for e in group.index or ()])
     roller = _Roller(writer, table_options.target_file_size(has_primary_key=False),
@@ -355,10 +399,35 @@ def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> Co
     fields = list(schema.fields)
     with aborting(table.file_io, table.root, schema, lambda: [replace(message, deleted_index_files=[])]):
         for item in group.files:
+            if ids:
+                roller.add(read_group(reader, path, [item.meta], fields + list(ROW_TRACKING_FIELDS), table.name))
+                continue
             for rows in reader.iter(path, item.meta, fields, with_system=False):
                 roller.add(rows)
         roller.finish()
     message.compact_before = [i.meta for i in group.files]
+    return message
+
+
+def _rewrite_range(table: "TableCore", schema, options: Options, group: Group) -> CommitMessage:
+    """A bin of a data-evolution table as one whole-row file of the bin's row-id range: the
+    first row id of its first group, the inputs' sequence range (Java's
+    DataEvolutionNormalCompactTask)."""
+    path = table.bucket_dir(schema, group.partition, group.bucket)
+    reader = FileReader(table.file_io, schema, table.schema_by_id, options)
+    metas = [i.meta for i in group.files]
+    fields = list(schema.fields)
+    message = CommitMessage(group.partition, group.bucket, group.total_buckets,
+                            deleted_index_files=[_as_delete(e) for e in group.index or ()])
+    with aborting(table.file_io, table.root, schema, lambda: [replace(message, deleted_index_files=[])]):
+        rows = [read_group(reader, path, files, fields, table.name, keep_deleted=True)
+                for files in group_by_range(metas)]
+        writer = FileWriter(table.file_io, path, schema, Options({**options.raw, "target-file-size": UNBOUNDED}))
+        meta = writer.write_one(pa.concat_tables(rows))
+        message.compact_after = [replace(meta, first_row_id=min(m.first_row_id for m in metas),
+                                         min_sequence_number=min(m.min_sequence_number for m in metas),
+                                         max_sequence_number=max(m.max_sequence_number for m in metas))]
+    message.compact_before = metas
     return message
 
 
@@ -470,6 +539,7 @@ def finish(table: "TableCore", messages: list[CommitMessage]) -> list[CommitMess
 
 def compact(table: "TableCore", full: bool = False, partitions_filter: list[dict] | None = None) -> "Snapshot | None":
     """Plan, rewrite the groups in threads, commit once (COMPACT). None when nothing is due."""
+    read_at = table.latest_snapshot()
     groups = plan(table, full, partitions_filter)
     if not groups:
         return None
@@ -489,4 +559,5 @@ def compact(table: "TableCore", full: bool = False, partitions_filter: list[dict
         if errors:
             raise errors[0]
         finished = finish(table, messages)
-    return table.commit(finished)
+    # data evolution: the outputs name their row ids; no update of those rows may land first
+    return table.commit(finished, row_ids_read_at=read_at.id if evolves(table.schema()) and read_at else None)
