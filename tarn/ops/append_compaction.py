@@ -389,7 +389,12 @@ def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> Co
     reader = FileReader(table.file_io, schema, table.schema_by_id, table_options,
                         deletions=lambda name: store.read_one(vectors[name], name) if name in vectors else None)
     path = table.bucket_dir(schema, group.partition, group.bucket)
-    ids = tracks_rows(schema)  # row tracking: the rows keep their ids, stored in the new files
+    # row tracking: the rows keep their ids; consecutive ranges with every row live stay ranges
+    # (`_FIRST_ROW_ID`, which every engine reads), others are stored in the new files (Java's way)
+    ranged = tracks_rows(schema) and not vectors and _consecutive(group)
+    if ranged:
+        group = replace(group, files=tuple(sorted(group.files, key=lambda i: i.meta.first_row_id)))
+    ids = tracks_rows(schema) and not ranged
     writer = FileWriter(table.file_io, path, schema, Options({**table_options.raw, "target-file-size": UNBOUNDED}),
                         row_ids=ids)
     message = CommitMessage(group.partition, group.bucket, group.total_buckets,
@@ -405,8 +410,30 @@ def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> Co
             for rows in reader.iter(path, item.meta, fields, with_system=False):
                 roller.add(rows)
         roller.finish()
+    if ranged:
+        message.compact_after = _ranged(message.compact_after, [i.meta for i in group.files])
     message.compact_before = [i.meta for i in group.files]
     return message
+
+
+def _consecutive(group: Group) -> bool:
+    """The group's files hold consecutive row-id ranges, no rows stored with their ids."""
+    metas = sorted((i.meta for i in group.files), key=lambda m: -1 if m.first_row_id is None else m.first_row_id)
+    if any(m.first_row_id is None or m.write_cols is not None for m in metas):
+        return False
+    return all(a.first_row_id + a.row_count == b.first_row_id for a, b in zip(metas, metas[1:]))
+
+
+def _ranged(outputs: list[DataFileMeta], inputs: list[DataFileMeta]) -> list[DataFileMeta]:
+    """Outputs of consecutive inputs numbered on from the first input's row id, each with the
+    inputs' sequence range."""
+    start = min(m.first_row_id for m in inputs)
+    low, high = min(m.min_sequence_number for m in inputs), max(m.max_sequence_number for m in inputs)
+    out = []
+    for meta in outputs:
+        out.append(replace(meta, first_row_id=start, min_sequence_number=low, max_sequence_number=high))
+        start += meta.row_count
+    return out
 
 
 def _rewrite_range(table: "TableCore", schema, options: Options, group: Group) -> CommitMessage:

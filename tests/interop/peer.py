@@ -7,8 +7,9 @@ on stdout. Rows travel through Arrow IPC files (format v5).
 Commands:
   write       create the table if a ``schema`` is given, then one commit per entry
               of ``commits``: ``{"kind": "write" | "delete" | "overwrite", "rows_ipc": path,
-              "partition": {...} (overwrite only)}`` or ``{"kind": "tag", "name": str,
-              "snapshot_id": int?}``. Deletes need the table option ``rowkind.field``
+              "partition": {...} (overwrite only)}``, ``{"kind": "tag", "name": str,
+              "snapshot_id": int?}`` or a data-evolution commit (ROW_ID_COMMITS:
+              ``update_by_row_id``, ``delete_by_row_id``, ``upsert_by_key``). Deletes need the table option ``rowkind.field``
               (see docs/research/pypaimon-2.1.md); the peer fills that column with
               ``-D`` (``+I`` for writes) when the rows lack it.
   read        read the whole table (optionally at ``snapshot_id`` or ``tag``, only the
@@ -147,12 +148,46 @@ def run_commit(table, commit):
     if kind == "tag":
         table.create_tag(commit["name"], commit.get("snapshot_id"))
         return
+    if kind in ROW_ID_COMMITS:
+        run_row_id_commit(table, commit)
+        return
     if kind not in ("write", "delete", "overwrite"):
         raise ValueError("unknown commit kind %r" % kind)
     row_kind = DELETE_KIND if kind == "delete" else INSERT_KIND
     rows = load_rows(table, commit["rows_ipc"], row_kind)
     overwrite_partition = commit.get("partition", {}) if kind == "overwrite" else None
     commit_rows(table, rows, overwrite_partition)
+
+
+ROW_ID_COMMITS = ("update_by_row_id", "delete_by_row_id", "upsert_by_key")
+
+
+def run_row_id_commit(table, commit):
+    """Data-evolution commits: ``update_by_row_id`` (``rows_ipc``: ``_ROW_ID`` + the columns to
+    set), ``delete_by_row_id`` (``ids``; needs deletion vectors), ``upsert_by_key`` (``rows_ipc``
+    of whole rows, ``keys``: the columns matching them to existing rows)."""
+    builder = table.new_batch_write_builder()
+    update = builder.new_update()
+    kind = commit["kind"]
+    if kind == "delete_by_row_id":
+        messages = update.delete_by_row_id(list(commit["ids"]))
+    else:
+        with pa.memory_map(commit["rows_ipc"]) as source:
+            rows = ipc.open_file(source).read_all()
+        if kind == "update_by_row_id":
+            target = table_arrow_schema(table)
+            names = [n for n in rows.column_names if n != "_ROW_ID"]
+            rows = pa.table([rows.column("_ROW_ID").cast(pa.int64())] +
+                            [rows.column(n).cast(target.field(n).type) for n in names], names=["_ROW_ID"] + names)
+            messages = update.with_update_type(names).update_by_arrow_with_row_id(rows)
+        else:
+            target = table_arrow_schema(table)
+            messages = update.upsert_by_arrow_with_key(rows.select(target.names).cast(target), list(commit["keys"]))
+    committer = builder.new_commit()
+    try:
+        committer.commit(messages)
+    finally:
+        committer.close()
 
 
 def cmd_write(spec):
