@@ -34,6 +34,7 @@ from tarn.scan.predicate import columns_of, to_arrow
 from tarn.ops import row_updates
 from tarn.ops.write import write
 from tarn.meta.row_ranges import anchor_of
+from tarn.scan.scan import scan_fields
 from tarn.scan.stitch import read_group
 from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.types import arrow_schema
@@ -86,7 +87,7 @@ def delete_where(table: "TableCore", filter) -> "Snapshot | None":
     if not options.bool("deletion-vectors.enabled"):
         return rewrite_matching(table, scan, lambda rows, matched: rows.filter(pc.invert(matched)))
     predicate, columns = _row_test(scan)
-    fields = [schema.field(n) for n in schema.field_names if n in columns]
+    fields = [f for f in scan_fields(schema) if f.name in columns]  # `_ROW_ID` too, on row-tracking tables
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
     total_buckets = options.int("bucket") if options.int("bucket") > 0 else -1
     messages = _vector_messages(table, scan.plan(), reader, fields, predicate, total_buckets)
@@ -131,7 +132,7 @@ def _matches(reader: FileReader, split, meta, fields, predicate: pc.Expression) 
 def _split_matches(reader: FileReader, split, fields, predicate: pc.Expression):
     """(file, sorted positions of its matching rows) for each file whose deletion vector marks
     the split's rows: every file, or a row-id group's anchor (rows stitched across its files)."""
-    if not (split.row_tracking and len(split.files) > 1):
+    if not split.row_tracking:
         return [(meta, _matches(reader, split, meta, fields, predicate)) for meta in split.files]
     rows = read_group(reader, split.bucket_path, split.files, fields, split.table_root, keep_deleted=True)
     rows = rows.append_column(_POSITION, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
