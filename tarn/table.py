@@ -234,8 +234,9 @@ class Table(TableCore):
 
     def system_table(self, name: str) -> "SystemTable":
         """`$snapshots`, `$schemas`, `$options`, `$tags`, `$files`, `$manifests`, `$partitions`,
-        `$buckets`, `$consumers`, `$table_indexes`, `$statistics` (the `$` is optional) with
-        Paimon's column names."""
+        `$buckets`, `$consumers`, `$table_indexes`, `$statistics`, `$row_tracking` (row-tracking
+        tables: the rows with `_ROW_ID` and `_SEQUENCE_NUMBER`; the `$` is optional) with Paimon's
+        column names."""
         return SystemTable(system_tables.system_table(self, name))
 
     def remove_orphan_files(self, older_than=None, dry_run: bool = False) -> list[str]:

@@ -213,3 +213,13 @@ def test_partial_update_writes_only_the_set_column(evolving):
     added = [e.file for e in evolving.live_entries(evolving.latest_snapshot()) if e.file.write_cols]
     assert [f.write_cols for f in added] == [("score",)]
     assert added[0].first_row_id == 0 and added[0].row_count == 3
+
+
+def test_row_tracking_system_table(evolving):
+    evolving.update_columns(pa.table({"_ROW_ID": pa.array([1], pa.int64()), "name": ["B"]}))
+    table = evolving.system_table("$row_tracking").to_arrow()
+    assert table.column_names == ["id", "name", "score", "_ROW_ID", "_SEQUENCE_NUMBER"]
+    assert sorted(table.to_pylist(), key=lambda r: r["_ROW_ID"]) == [
+        {"id": 1, "name": "n1", "score": 1.0, "_ROW_ID": 0, "_SEQUENCE_NUMBER": 2},
+        {"id": 2, "name": "B", "score": 2.0, "_ROW_ID": 1, "_SEQUENCE_NUMBER": 2},
+        {"id": 3, "name": "n3", "score": 3.0, "_ROW_ID": 2, "_SEQUENCE_NUMBER": 2}]

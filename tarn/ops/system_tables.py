@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from tarn import partition as partitions
 from tarn.codec.binary_row import deserialize_row
+from tarn.options import Options
 from tarn.errors import InvalidArgument
 from tarn.ops.analyze import statistics_table
 from tarn.meta.manifest import APPEND_SOURCE, DELETION_VECTORS_INDEX, DataFileMeta
@@ -461,7 +462,21 @@ def buckets_table(table: "TableContext", snapshot: Snapshot | None = None) -> pa
     return _rows(BUCKETS_SCHEMA, rows)
 
 
+def row_tracking_table(table: "TableContext", snapshot: Snapshot | None = None) -> pa.Table:
+    """Paimon's `$row_tracking`: every column of a row-tracking table, then `_ROW_ID` and
+    `_SEQUENCE_NUMBER` (RowTrackingTable)."""
+    from tarn.scan.scan import Scan
+
+    schema = table.schema()
+    if not Options(schema.options).bool("row-tracking.enabled"):
+        raise InvalidArgument(f"table {table.name}: $row_tracking exists only on tables with "
+                              "'row-tracking.enabled' = 'true'")
+    snapshot = snapshot or table.latest_snapshot()
+    return Scan(table, schema, snapshot, columns=[*schema.field_names, "_ROW_ID", "_SEQUENCE_NUMBER"]).to_arrow()
+
+
 SYSTEM_TABLES: dict[str, Callable[["TableContext"], pa.Table]] = {
+    "row_tracking": row_tracking_table,
     "snapshots": snapshots_table,
     "schemas": schemas_table,
     "options": options_table,
