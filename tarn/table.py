@@ -133,6 +133,12 @@ class Table(TableCore):
         columns, in one commit (tarn/ops/row_updates.py, docs/guide-row-tracking.md)."""
         return row_updates.update_columns(self, data)
 
+    def upsert(self, data, on, columns: list[str] | None = None) -> Snapshot | None:
+        """Data-evolution tables: rows of `data` matching table rows on the `on` columns update
+        those rows' `columns` (default: all but `on`; files of only those columns), the others
+        are appended, in one commit (tarn/ops/row_updates.py)."""
+        return row_updates.upsert(self, data, on, columns)
+
     def overwrite(self, data, partition: dict | None = None, dynamic: bool | None = None) -> Snapshot | None:
         """INSERT OVERWRITE. `partition={...}`: replace that static partition; `dynamic=True`:
         replace only the partitions `data` touches; otherwise the whole table. When neither is

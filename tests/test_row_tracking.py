@@ -223,3 +223,24 @@ def test_row_tracking_system_table(evolving):
         {"id": 1, "name": "n1", "score": 1.0, "_ROW_ID": 0, "_SEQUENCE_NUMBER": 2},
         {"id": 2, "name": "B", "score": 2.0, "_ROW_ID": 1, "_SEQUENCE_NUMBER": 2},
         {"id": 3, "name": "n3", "score": 3.0, "_ROW_ID": 2, "_SEQUENCE_NUMBER": 2}]
+
+
+def test_upsert_updates_matches_and_appends_the_rest(evolving):
+    evolving.write(rows([2]))  # key 2 twice in the table: both rows are updated
+    evolving.upsert(pa.table({"id": pa.array([2, 7, 2], pa.int32()), "name": ["x", "seven", "two"],
+                              "score": [0.0, 7.0, 22.0]}), on=["id"])
+    assert by_row_id(evolving) == {
+        0: {"id": 1, "name": "n1", "score": 1.0}, 1: {"id": 2, "name": "two", "score": 22.0},
+        2: {"id": 3, "name": "n3", "score": 3.0}, 3: {"id": 2, "name": "two", "score": 22.0},
+        4: {"id": 7, "name": "seven", "score": 7.0}}
+    assert len(evolving.snapshots()) == 3  # one commit
+    evolving.upsert(pa.table({"id": pa.array([3], pa.int32()), "name": ["N3"], "score": [0.0]}), on="id",
+                    columns=["name"])
+    assert by_row_id(evolving)[2] == {"id": 3, "name": "N3", "score": 3.0}
+
+
+def test_upsert_needs_whole_rows(evolving):
+    before = files_on_disk(evolving.root)
+    with pytest.raises(tarn.SchemaMismatch, match="lacks column"):
+        evolving.upsert(pa.table({"id": pa.array([1], pa.int32())}), on="id")
+    assert files_on_disk(evolving.root) == before

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -156,38 +156,128 @@ def _require_evolution(table_name: str, schema: TableSchema, what: str) -> None:
                               "and 'data-evolution.enabled' set when it was created)")
 
 
+@dataclass
+class RowGroups:
+    """The row-id groups of a snapshot (one split each, in row-id order) and their ranges."""
+
+    splits: list
+    starts: np.ndarray
+    ends: np.ndarray  # exclusive
+
+    @classmethod
+    def of(cls, table: "TableCore", schema: TableSchema, snapshot) -> "RowGroups":
+        splits = [s for s in planner_for(table, schema).plan(snapshot) if row_range(s.files[0]) is not None]
+        splits.sort(key=lambda s: s.files[0].first_row_id)
+        starts = np.array([s.files[0].first_row_id for s in splits], dtype=np.int64)
+        ends = starts + np.array([s.files[0].row_count for s in splits], dtype=np.int64)
+        return cls(splits, starts, ends)
+
+    def locate(self, ids: np.ndarray, table_name: str) -> np.ndarray:
+        """The group of each row id; InvalidArgument for ids in no group."""
+        group = np.searchsorted(self.starts, ids, side="right") - 1
+        if len(self.splits):
+            inside = (group >= 0) & (ids < self.ends[np.maximum(group, 0)])
+        else:
+            inside = np.zeros(len(ids), bool)
+        if not inside.all():
+            outside = ids[~inside][:5].tolist()
+            raise InvalidArgument(f"table {table_name}: row id(s) {outside} are in no data file's range (the "
+                                  f"table's row ids: {_ranges_text(self.starts, self.ends)})")
+        return group
+
+
 def _column_messages(table: "TableCore", schema: TableSchema, snapshot, ids: np.ndarray,
                      values: pa.Table) -> list[CommitMessage]:
     """One file of `values`' columns per row-id group holding some of `ids`."""
-    splits = [s for s in planner_for(table, schema).plan(snapshot) if row_range(s.files[0]) is not None]
-    splits.sort(key=lambda s: s.files[0].first_row_id)
-    starts = np.array([s.files[0].first_row_id for s in splits], dtype=np.int64)
-    ends = starts + np.array([s.files[0].row_count for s in splits], dtype=np.int64)
-    group = np.searchsorted(starts, ids, side="right") - 1
-    inside = (group >= 0) & (ids < ends[np.maximum(group, 0)]) if len(splits) else np.zeros(len(ids), bool)
-    if not inside.all():
-        outside = ids[~inside][:5].tolist()
-        raise InvalidArgument(f"table {table.name}: row id(s) {outside} are in no data file's range (the table's "
-                              f"row ids: {_ranges_text(starts, ends)})")
-    options = Options(schema.options)
-    reader = FileReader(table.file_io, schema, table.schema_by_id, options)
-    fields = [schema.field(n) for n in values.column_names]
-    total_buckets = -1
+    groups = RowGroups.of(table, schema, snapshot)
+    group = groups.locate(ids, table.name)
     order = np.argsort(group, kind="stable")
     bounds = np.flatnonzero(np.diff(group[order])) + 1
     messages = []
     for chosen in np.split(order, bounds):
-        split = splits[group[chosen[0]]]
-        start = int(starts[group[chosen[0]]])
-        positions = ids[chosen] - start
-        _refuse_deleted(table, split, positions, ids[chosen])
-        current = read_group(reader, split.bucket_path, split.files, fields, table.name, keep_deleted=True)
-        merged = _placed(current, positions, values.take(pa.array(chosen)))
-        writer = FileWriter(table.file_io, split.bucket_path, schema, options, columns=values.column_names)
-        meta = writer.write_one(merged)
-        messages.append(CommitMessage(split.partition, split.bucket, total_buckets,
-                                      new_files=[replace(meta, first_row_id=start)]))
+        index = group[chosen[0]]
+        messages.append(column_file(table, schema, groups.splits[index], int(groups.starts[index]), ids[chosen],
+                                    values.take(pa.array(chosen))))
     return messages
+
+
+def column_file(table: "TableCore", schema: TableSchema, split, start: int, ids: np.ndarray,
+                values: pa.Table) -> CommitMessage:
+    """The file of one row-id group (`split`, first row id `start`) holding `values`' columns:
+    the rows `ids` set to `values`, every other row of the range as it is."""
+    options = Options(schema.options)
+    positions = ids - start
+    _refuse_deleted(table, split, positions, ids)
+    reader = FileReader(table.file_io, schema, table.schema_by_id, options)
+    fields = [schema.field(n) for n in values.column_names]
+    current = read_group(reader, split.bucket_path, split.files, fields, table.name, keep_deleted=True)
+    merged = _placed(current, positions, values)
+    writer = FileWriter(table.file_io, split.bucket_path, schema, options, columns=values.column_names)
+    meta = writer.write_one(merged)
+    return CommitMessage(split.partition, split.bucket, -1, new_files=[replace(meta, first_row_id=start)])
+
+
+# ---------------------------------------------------------------------------------------------
+# upserts keyed on business columns
+
+
+def upsert(table: "TableCore", data, on, columns: list[str] | None = None) -> "Snapshot | None":
+    """Data-evolution tables: rows of `data` whose `on` columns match rows of the table set
+    those rows' `columns` (default: every column of `data` but `on`), as files of those columns;
+    the other rows are appended (they get new row ids); one commit. A key found in several table
+    rows updates each; a key given several times in `data` keeps its last row (pypaimon's
+    upsert_by_arrow_with_key)."""
+    schema = table.schema()
+    features.check_write(table.name, schema)
+    _require_evolution(table.name, schema, "upsert")
+    rows = to_arrow_table(data, table.name)
+    keys = [on] if isinstance(on, str) else list(on or ())
+    _check_upsert(table.name, schema, rows, keys)
+    columns = [n for n in rows.column_names if n not in keys] if columns is None else list(columns)
+    _checked_input(table.name, schema, pa.table({ROW_ID: pa.array([0] * 0, pa.int64()),
+                                                 **{n: rows.column(n).slice(0, 0) for n in columns}}))
+    rows = _last_per_key(rows, keys)
+    target_types = {f.name: t for f, t in zip(schema.fields, _arrow_fields(schema, schema.field_names))}
+    full = rows.select(schema.field_names).cast(pa.schema([target_types[n] for n in schema.field_names]))
+
+    def plan(snapshot):
+        target = table.scan_snapshot(snapshot, columns=[*keys, ROW_ID], schema=schema).to_arrow()
+        source = full.select(keys).append_column("__tarn_source", pa.array(np.arange(full.num_rows)))
+        pairs = source.join(target, keys, join_type="inner")
+        messages = []
+        if pairs.num_rows:
+            index = pairs.column("__tarn_source").to_numpy()
+            ids = pairs.column(ROW_ID).to_numpy()
+            values = full.select(columns).take(pa.array(index))
+            messages += _column_messages(table, schema, snapshot, ids, values)
+        fresh = np.setdiff1d(np.arange(full.num_rows), pairs.column("__tarn_source").to_numpy())
+        if len(fresh):
+            writer = table.new_writer()
+            with aborting(table.file_io, table.root, schema, writer.messages):
+                writer.write(full.take(pa.array(fresh)))
+                messages += writer.prepare_commit()
+        return messages
+
+    return with_retries(table, plan)
+
+
+def _check_upsert(table_name: str, schema: TableSchema, rows: pa.Table, keys: list[str]) -> None:
+    if not keys:
+        raise InvalidArgument(f"table {table_name}: upsert needs on=[column, ...] naming the columns that match rows")
+    missing = [n for n in schema.field_names if n not in rows.column_names]
+    if missing:
+        raise SchemaMismatch(f"table {table_name}: upsert needs whole rows; the data lacks column(s) {missing}")
+    unknown = [k for k in keys if k not in schema.field_names]
+    if unknown:
+        raise SchemaMismatch(f"table {table_name}: upsert on unknown column(s) {unknown}")
+
+
+def _last_per_key(rows: pa.Table, keys: list[str]) -> pa.Table:
+    """One row per key: the last one given."""
+    numbered = rows.select(keys).append_column("__tarn_at", pa.array(np.arange(rows.num_rows)))
+    last = numbered.group_by(keys, use_threads=False).aggregate([("__tarn_at", "max")])
+    kept = np.sort(last.column("__tarn_at_max").to_numpy())
+    return rows if len(kept) == rows.num_rows else rows.take(pa.array(kept))
 
 
 def _refuse_deleted(table, split, positions: np.ndarray, ids: np.ndarray) -> None:

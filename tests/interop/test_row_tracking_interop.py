@@ -151,3 +151,16 @@ def test_row_tracking_without_evolution_keeps_ids_through_rewrites(tmp_path):
     assert canon(read_ipc(out)) == canon([{k: v for k, v in row.items() if k != "_ROW_ID"} for row in expected])
     with pytest.raises(Exception, match="missing first_row_id"):
         run_rust_peer("read", {"warehouse": str(warehouse), "table": "db.t", "out_ipc": str(tmp_path / "r.arrow")})
+
+
+def test_tarn_upsert_by_key_peers_read(tmp_path):
+    warehouse = tmp_path / "wh"
+    table = tarn.Catalog(str(warehouse)).create_table(
+        "db.t", pa.schema([("id", pa.int32()), ("name", pa.string()), ("score", pa.float64())]), options=OPTIONS)
+    table.write(people([1, 2, 3], ["a", "b", "c"], [1, 2, 3]))
+    table.upsert(people([2, 9], ["B", "i"], [20, 9]), on="id")
+    expected = [{"id": 1, "name": "a", "score": 1.0, "_ROW_ID": 0}, {"id": 2, "name": "B", "score": 20.0, "_ROW_ID": 1},
+                {"id": 3, "name": "c", "score": 3.0, "_ROW_ID": 2}, {"id": 9, "name": "i", "score": 9.0, "_ROW_ID": 3}]
+    assert canon(tarn_rows(warehouse)) == canon(expected)
+    peers = peer_reads(warehouse, tmp_path)
+    assert canon(peers["pypaimon"]) == canon(expected) == canon(peers["rust"])
