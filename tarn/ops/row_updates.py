@@ -202,10 +202,11 @@ def _column_messages(table: "TableCore", schema: TableSchema, snapshot, ids: np.
 
 
 def column_file(table: "TableCore", schema: TableSchema, split, start: int, ids: np.ndarray,
-                values: pa.Table) -> CommitMessage:
+                values: pa.Table, overrides: dict | None = None) -> CommitMessage:
     """The file of one row-id group (`split`, first row id `start`) holding `values`' columns:
-    the rows `ids` set to `values`, every other row of the range as it is."""
-    options = Options(schema.options)
+    the rows `ids` set to `values`, every other row of the range as it is. `overrides`:
+    options for the new file (a Spark job's file-name prefix)."""
+    options = Options({**schema.options, **(overrides or {})})
     positions = ids - start
     _refuse_deleted(table, split, positions, ids)
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)

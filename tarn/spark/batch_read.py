@@ -20,6 +20,7 @@ from pyspark.sql.datasource import (DataSourceReader, EqualNullSafe, EqualTo, Fi
 from pyspark.sql.types import StructType
 
 import tarn
+from tarn.scan.scan import scan_fields
 from tarn.errors import SchemaMismatch
 from tarn.scan.planner import Split
 from tarn.scan.predicate import Predicate, col
@@ -140,7 +141,7 @@ class BatchReader(DataSourceReader):
         if self.target.system:
             return None
         table = self.target.open()
-        names = self.target.table_schema(table).field_names
+        names = [f.name for f in scan_fields(self.target.table_schema(table))]
         by_lower = {n.lower(): n for n in names}
         fields = [f for f in schema.fields if not (self.row_kind and f.name == ROW_KIND_COLUMN)]
         unknown = [f.name for f in fields if f.name.lower() not in by_lower]

@@ -27,6 +27,9 @@ from tarn.options import Options
 from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import collect_messages, given_buckets, job_prefixes, new_job_token
 from tarn.spark.dataframe import by_bucket
+from tarn.meta.row_ranges import ROW_ID
+from tarn.ops.row_updates import evolves
+from tarn.spark.row_updates import commit_column_updates
 from tarn.spark.session import register
 from tarn.spark.types import spark_schema
 from tarn.update import check_settable
@@ -85,20 +88,25 @@ def update(spark, path: str, set: dict, condition=None, storage_options: dict | 
     register(spark)
     path = _absolute(path)
     table = tarn.load_table(path, storage_options)
-    if not table.primary_keys:
-        raise InvalidArgument(f"table {table.name}: tarn.spark.update needs a primary-key table; update an "
-                              "append table with Table.update (a copy-on-write rewrite on the driver)")
+    evolving = evolves(table.schema())
+    if not table.primary_keys and not evolving:
+        raise InvalidArgument(f"table {table.name}: tarn.spark.update needs a primary-key or data-evolution "
+                              "table; update an append table with Table.update (a copy-on-write rewrite on the "
+                              "driver)")
     if not isinstance(set, dict) or not set:
         raise InvalidArgument(f"table {table.name}: update needs set={{column: expression, ...}}, got {set!r}")
     check_settable(set, table.schema(), table.name)
     snapshot = table.latest_snapshot()
     if snapshot is None:
         return None
-    rows = _read(spark, path, snapshot, storage_options)
+    rows = _read(spark, path, snapshot, storage_options, row_ids=evolving)
     if condition is not None:
         rows = rows.filter(_column(condition))
     fields = {f.name: f for f in table.schema().fields}
     new = {name: _column(value).cast(spark_schema([fields[name]])[0].dataType) for name, value in set.items()}
+    if evolving:  # files of the set columns per row-id group (tarn/spark/row_updates.py)
+        changed = rows.select(F.col(ROW_ID), *[column.alias(name) for name, column in new.items()])
+        return commit_column_updates(spark, table, snapshot, changed, storage=storage_options)
     rows = rows.withColumns(new).withColumn(KIND_COLUMN, F.lit("+U"))
     return commit_rows(spark, table, rows, storage_options)
 
@@ -125,6 +133,9 @@ def merge_into(spark, path: str, source, on=None, when_matched_update=None, when
     path = _absolute(path)
     table = tarn.load_table(path, storage_options)
     schema = table.schema()
+    if not table.primary_keys and evolves(schema):
+        return _merge_evolving(spark, table, path, source, on, when_matched_update, when_matched_delete,
+                               when_not_matched_insert, storage_options)
     keys = _merge_keys(table, on, source)
     _check_merge_engine(table, when_matched_update, when_matched_delete)
     _check_insert(table, when_not_matched_insert)
@@ -134,6 +145,53 @@ def merge_into(spark, path: str, source, on=None, when_matched_update=None, when
               else spark.createDataFrame([], spark_schema(list(schema.fields))))
     actions = _Actions(when_matched_update, when_matched_delete, when_not_matched_insert)
     return commit_rows(spark, table, _merged_rows(source, target, table, keys, actions), storage_options)
+
+
+def _merge_evolving(spark, table: tarn.Table, path: str, source, on, update, delete_when, insert,
+                    storage_options):
+    """merge_into on a data-evolution table, matched on the business columns `on`: matched rows
+    get files of the columns the update sets (a key matching several rows updates each), the
+    others are appended; one commit."""
+    from pyspark.sql import functions as F
+
+    if delete_when is not None:
+        raise InvalidArgument(f"table {table.name}: merge_into on a data-evolution table does not delete matched "
+                              "rows; use tarn.spark.delete (deletion vectors) for them")
+    keys = [on] if isinstance(on, str) else list(on or ())
+    if not keys:
+        raise InvalidArgument(f"table {table.name}: merge_into on a table without a primary key needs on=[column, "
+                              "...], the columns matching source rows to table rows")
+    schema = table.schema()
+    missing = [k for k in keys if k not in source.columns or k not in schema.field_names]
+    if missing:
+        raise SchemaMismatch(f"table {table.name}: merge_into on=[...] column(s) {missing} are not in both the "
+                             f"source ({source.columns}) and the table ({schema.field_names})")
+    _check_unique(source, keys, table.name)
+    snapshot = table.latest_snapshot()
+    fields = {f.name: f for f in schema.fields}
+    changed = inserted = None
+    if snapshot is not None and update is not None:
+        target = _read(spark, path, snapshot, storage_options, row_ids=True)
+        joined = source.alias(SOURCE).join(target.alias(TARGET),
+                                           [F.col(f"{SOURCE}.{k}") == F.col(f"{TARGET}.{k}") for k in keys], "inner")
+        names = [n for n in schema.field_names if n not in keys] if update == "*" else list(update)
+        check_settable({n: None for n in names}, schema, table.name)
+        changed = joined.select(F.col(f"{TARGET}.{ROW_ID}").alias(ROW_ID), *[
+            _value(update, n, source, table.name, keep=F.col(f"{TARGET}.{n}"))
+            .cast(spark_schema([fields[n]])[0].dataType).alias(n) for n in names])
+    if insert is not None:
+        fresh = source
+        if snapshot is not None:
+            target_keys = _read(spark, path, snapshot, storage_options).select(*keys).distinct()
+            fresh = source.join(target_keys, keys, "left_anti")
+        inserted = fresh.alias(SOURCE).select(*[
+            _value(insert, n, source, table.name, keep=F.lit(None)).cast(spark_schema([fields[n]])[0].dataType)
+            .alias(n) for n in schema.field_names])
+    if changed is None:
+        if inserted is None:
+            return None
+        changed = spark.createDataFrame([], spark_schema([]).add(ROW_ID, "long"))
+    return commit_column_updates(spark, table, snapshot, changed, inserted, storage_options)
 
 
 @dataclass(frozen=True)
@@ -251,8 +309,11 @@ def _absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def _read(spark, path: str, snapshot: Snapshot, storage_options: dict | None):
+def _read(spark, path: str, snapshot: Snapshot, storage_options: dict | None, row_ids: bool = False):
     reader = spark.read.format("tarn").option("scan.snapshot-id", str(snapshot.id))
+    if row_ids:  # every column and `_ROW_ID` (a row-tracking table)
+        names = tarn.load_table(path, storage_options).schema_by_id(snapshot.schema_id).field_names
+        reader = reader.option("columns", ",".join([*names, ROW_ID]))
     for key, value in check_storage(storage_options).items():
         reader = reader.option(key, value)
     return reader.load(path)

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
 import tarn
+from tarn.ops.row_updates import evolves
 from tarn import append_compaction
 from tarn import partition as partitions
 from tarn.errors import TarnError
@@ -186,7 +187,9 @@ class AppendCompactWriter(CompactWriter):
         with aborting(table.file_io, table.root, table.schema(), rewritten):
             finished = append_compaction.finish(table, rewritten)
         with noting_unknown_outcome(self.plan.job_token):
-            table.commit(finished)  # deletes the new files itself when it fails (not when unknown)
+            # deletes the new files itself when it fails (not when unknown); data evolution: the
+            # outputs name their row ids, checked against updates since the plan
+            table.commit(finished, row_ids_read_at=getattr(self, "row_ids_read_at", None))
 
 
 class AppendCompactSource(DataSource):
@@ -198,7 +201,9 @@ class AppendCompactSource(DataSource):
 
     def writer(self, schema, overwrite):
         options = {k.lower(): v for k, v in dict(self.options).items()}
-        return AppendCompactWriter(CompactPlan(options["path"], False, options["job-token"], storage_of(options)))
+        writer = AppendCompactWriter(CompactPlan(options["path"], False, options["job-token"], storage_of(options)))
+        writer.row_ids_read_at = int(options["row-ids-read-at"]) if options.get("row-ids-read-at") else None
+        return writer
 
 
 def spread_groups(groups: list, tasks: int) -> list[tuple[bytes, int]]:
@@ -222,6 +227,8 @@ def _compact_append(spark, table: tarn.Table, table_path: str, full: bool, parti
     tasks = min(len(groups), parallelism or spark.sparkContext.defaultParallelism * 2)
     frame = spark.createDataFrame(spread_groups(groups, tasks), GROUPS_SCHEMA).repartitionById(tasks, "task")
     writer = frame.write.format(APPEND_COMPACT_FORMAT).mode("append").option("job-token", new_job_token())
+    if evolves(table.schema()) and before is not None:
+        writer = writer.option("row-ids-read-at", str(before))
     for key, value in check_storage(storage_options).items():
         writer = writer.option(key, value)
     writer.save(table_path if "://" in table_path else table.root)

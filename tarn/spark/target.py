@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pyspark.sql.types import StringType, StructField, StructType
 
 import tarn
+from tarn.scan.scan import scan_fields
 from tarn import s3
 from tarn.errors import InvalidOption, SnapshotNotFound, TableNotFound, TarnError
 from tarn.meta.snapshot import Snapshot
@@ -204,7 +205,7 @@ class ReadTarget:
     def check_columns(self, table: tarn.Table) -> None:
         if self.columns is None or self.system:
             return
-        names = self.table_schema(table).field_names
+        names = [f.name for f in scan_fields(self.table_schema(table))]  # `_ROW_ID` on row-tracking tables
         unknown = [c for c in self.columns if c not in names]
         if unknown:
             raise tarn.SchemaMismatch(f"table {self.path}: option 'columns' names unknown column(s) "
@@ -217,7 +218,8 @@ class ReadTarget:
             return spark_schema_of(system_table(table, self.system).schema)
         schema = self.table_schema(table)
         names = self.columns if self.columns is not None else schema.field_names
-        result = spark_schema([schema.field(n) for n in names])
+        by_name = {f.name: f for f in scan_fields(schema)}
+        result = spark_schema([by_name[n] for n in names])
         if self.options.get("read.changelog", "false").lower() == "true":
             result = StructType([StructField(ROW_KIND_COLUMN, StringType(), False), *result.fields])
         return result
