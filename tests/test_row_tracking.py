@@ -244,3 +244,26 @@ def test_upsert_needs_whole_rows(evolving):
     with pytest.raises(tarn.SchemaMismatch, match="lacks column"):
         evolving.upsert(pa.table({"id": pa.array([1], pa.int32())}), on="id")
     assert files_on_disk(evolving.root) == before
+
+
+def test_count_of_stitched_groups_and_estimates(evolving):
+    evolving.update_columns(pa.table({"_ROW_ID": pa.array([1], pa.int64()), "name": ["B"]}))
+    evolving.delete(filter="id = 3")
+    assert evolving.scan().count() == 2
+    assert sum(e.rows for e in evolving.scan().estimates()) == 2
+
+
+def test_streams_refuse_update_snapshots_and_read_appends(evolving):
+    assert evolving.changes(1).num_rows == 3
+    evolving.update_columns(pa.table({"_ROW_ID": pa.array([1], pa.int64()), "name": ["B"]}))
+    with pytest.raises(tarn.UnsupportedFeature, match="updates columns"):
+        evolving.changes(evolving.latest_snapshot().id)
+
+
+def test_update_of_a_column_added_later(evolving):
+    evolving.alter(tarn.AddColumn("extra", tarn.types.STRING()))
+    evolving.update_columns(pa.table({"_ROW_ID": pa.array([2], pa.int64()), "extra": ["x"]}))
+    evolving.alter(tarn.RenameColumn("name", "label"))
+    found = evolving.scan(columns=["label", "extra", "_ROW_ID"]).to_arrow().sort_by("_ROW_ID").to_pylist()
+    assert found == [{"label": "n1", "extra": None, "_ROW_ID": 0}, {"label": "n2", "extra": None, "_ROW_ID": 1},
+                     {"label": "n3", "extra": "x", "_ROW_ID": 2}]

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from tarn import features, partition
 from tarn.data.reader import FileReader
+from tarn.errors import UnsupportedFeature
 from tarn.lsm.kv import DELETE as DELETE_KIND
 from tarn.lsm.kv import INSERT, ROW_KIND_NAMES, UPDATE_AFTER, VALUE_KIND
 from tarn.lsm.policy import num_levels
@@ -61,13 +62,25 @@ def stream_files(planner: Planner, root: str, schema: TableSchema, snapshot: Sna
     if options.changelog_producer != "none" and schema.primary_keys:
         return _files_of(planner, root, schema, snapshot.changelog_manifest_list)
     if snapshot.commit_kind == snap.APPEND:
-        return _files_of(planner, root, schema, snapshot.delta_manifest_list)
+        return _whole_rows(planner.name, snapshot, _files_of(planner, root, schema, snapshot.delta_manifest_list))
     if snapshot.commit_kind == snap.OVERWRITE and read_overwrite:
         if not schema.primary_keys:  # Java reads an append table's overwrite as its added files
             return _files_of(planner, root, schema, snapshot.delta_manifest_list)
         files = _files_of(planner, root, schema, snapshot.delta_manifest_list, with_removed=True)
         return [f for f in files if f.removed] + [f for f in files if not f.removed]
     return []
+
+
+def _whole_rows(table_name: str, snapshot: Snapshot, files: list[AddedFile]) -> list[AddedFile]:
+    """A data-evolution update (files of some columns of existing rows) is no stream of rows:
+    refused by name rather than read as rows missing columns."""
+    for f in files:
+        if f.meta.write_cols is not None and f.meta.first_row_id is not None:
+            raise UnsupportedFeature(
+                f"table {table_name}: snapshot {snapshot.id} updates columns {list(f.meta.write_cols)} of existing "
+                "rows (data evolution, file " + f.meta.file_name + "); tarn's streaming reads take appended rows "
+                "only, so reading this snapshot as a stream is refused (batch reads see the update)")
+    return files
 
 
 def reads_overwrite(schema: TableSchema, options: Options) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tarn.errors import CorruptFile, FileMissing, SnapshotNotFound, TarnError
+from tarn.meta.row_ranges import anchor_of
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import ANALYZE, Snapshot
 from tarn.meta.statistics import BINARY_ROOTS, TEXT_ROOTS, Statistics
@@ -129,7 +130,10 @@ def count_splits(table: TableContext, scan, splits) -> int:
         verdict = _partition_decides(schema, scan.filter, split)
         if verdict is False:
             continue
-        if verdict and split.raw_convertible:
+        if verdict and split.row_tracking and len(split.files) > 1:  # one row-id group: its anchor's rows
+            anchor = anchor_of(split.files)
+            total += anchor.row_count - deleted.get(anchor.file_name, 0)
+        elif verdict and split.raw_convertible:
             total += sum(f.row_count - deleted.get(f.file_name, 0) for f in split.files)
         else:
             to_read.append(split)
@@ -212,7 +216,7 @@ def estimates(scan) -> list[SplitEstimate]:
     deleted = _deleted_by_vectors(table, splits)
     out = []
     for split in splits:
-        raw_rows = sum(f.row_count for f in split.files)
+        raw_rows = split.row_count  # a row-id group's rows once
         live = raw_rows - sum(deleted.get(f.file_name, 0) for f in split.files)
         share = 1.0 if split.raw_convertible else merge_share
         rows = int(round(live * share))

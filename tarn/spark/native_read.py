@@ -103,7 +103,7 @@ def native_files(target: ReadTarget) -> list[NativeFile] | None:
     files: list[NativeFile] = []
     masked_rows = 0
     for split in splits:
-        if not split.raw_convertible:
+        if not split.raw_convertible or split.row_tracking and _row_tracking_read(target, split):
             return None
         vectors = DeletionVectorFiles(table.file_io, split.table_root or table.root)
         for meta in split.files:
@@ -125,6 +125,13 @@ def native_files(target: ReadTarget) -> list[NativeFile] | None:
     if any(f.deleted is not None for f in files):  # any file may join a masked scan: sizes as Spark sees them
         files = [f if f.deleted is not None else replace(f, size=table.file_io.size(f.path)) for f in files]
     return files or None
+
+
+def _row_tracking_read(target: ReadTarget, split: Split) -> bool:
+    """Row tracking needs tarn's reader: `_ROW_ID` / `_SEQUENCE_NUMBER` asked for, or files
+    holding some columns (`_WRITE_COLS`)."""
+    asks = target.columns is not None and any(c in ("_ROW_ID", "_SEQUENCE_NUMBER") for c in target.columns)
+    return asks or any(f.write_cols is not None for f in split.files)
 
 
 def native_paths(target: ReadTarget) -> list[str] | None:
