@@ -114,6 +114,14 @@ def check_write_base(table_name: str, snapshot, entries, row_tracking: bool = Fa
     if unknown:
         raise _refused(table_name, f"snapshot {snapshot.id} has field(s) {unknown}", "",
                        "unknown to tarn; a commit by tarn would drop them, so writing is refused")
+    if row_tracking:
+        for entry in entries:
+            meta = entry.file
+            if meta.first_row_id is None and not (meta.write_cols and "_ROW_ID" in meta.write_cols):
+                raise _refused(table_name, f"data file {meta.file_name} has no row ids although the table "
+                               "enables 'row-tracking.enabled'", "1.3",
+                               "(the option was switched on after the file was written, which Paimon forbids); "
+                               "new rows' ids could not be told apart from its rows, so writing is refused")
     for entry in () if row_tracking else entries:
         if entry.file.first_row_id is not None:
             raise _refused(table_name, f"data file {entry.file.file_name} carries row ids (_FIRST_ROW_ID)", "1.3",

@@ -267,3 +267,24 @@ def test_update_of_a_column_added_later(evolving):
     found = evolving.scan(columns=["label", "extra", "_ROW_ID"]).to_arrow().sort_by("_ROW_ID").to_pylist()
     assert found == [{"label": "n1", "extra": None, "_ROW_ID": 0}, {"label": "n2", "extra": None, "_ROW_ID": 1},
                      {"label": "n3", "extra": "x", "_ROW_ID": 2}]
+
+
+def test_row_tracking_switched_on_under_existing_files_refuses_writes(tmp_path):
+    """Another engine's ALTER that switched row tracking on over files without ids (Paimon
+    forbids it): reads go on, writes are refused with the directory untouched."""
+    import json
+    import os
+    table = tarn.Catalog(str(tmp_path / "wh")).create_table("db.t", SCHEMA)
+    table.write(rows([1]))
+    with open(os.path.join(table.root, "schema", "schema-0")) as f:
+        altered = json.load(f)
+    altered["id"] = 1
+    altered["options"]["row-tracking.enabled"] = "true"
+    with open(os.path.join(table.root, "schema", "schema-1"), "w") as f:
+        json.dump(altered, f)
+    table = tarn.load_table(table.root)
+    assert table.scan().to_arrow().num_rows == 1
+    before = files_on_disk(table.root)
+    with pytest.raises(tarn.UnsupportedFeature, match="has no row ids"):
+        table.write(rows([2]))
+    assert files_on_disk(table.root) == before
