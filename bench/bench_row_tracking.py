@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import tarn  # noqa: E402
+from bench.bench_core import timed  # noqa: E402
 
 COLUMNS = 20
 
@@ -46,15 +45,6 @@ def make_rows(n: int) -> pa.Table:
         else:
             columns[f"c{i}"] = pa.array(rng.random(n))
     return pa.table(columns)
-
-
-def timed(fn, repeat: int):
-    times, result = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
 
 
 def table_of(warehouse: str, name: str, rows: pa.Table, files: int, options: dict) -> tarn.Table:

@@ -46,6 +46,7 @@ OPS = st.lists(st.one_of(
     st.tuples(st.just("update_where"), st.integers(0, 30)),
     st.tuples(st.just("delete"), st.integers(0, 30)),
     st.tuples(st.just("compact"), st.booleans()),
+    st.tuples(st.just("upsert"), st.lists(st.integers(0, 8), min_size=1, max_size=4, unique=True)),
 ), min_size=1, max_size=12)
 
 
@@ -85,6 +86,17 @@ def test_model_of_row_ids(tmp_path_factory, ops):
         elif op[0] == "delete":
             table.delete(filter=f"_ROW_ID = {op[1]}")
             model.pop(op[1], None)
+        elif op[0] == "upsert":  # keys 0..8: fresh ones appended, present ones updated wherever they are
+            data = pa.table({"id": pa.array(op[1], pa.int32()), "name": [f"up{step}"] * len(op[1]),
+                             "score": pa.array([float(k) for k in op[1]], pa.float64())})
+            table.upsert(data, on="id")
+            for key, row in zip(op[1], data.to_pylist()):
+                matches = [r for r, v in model.items() if v["id"] == key]
+                for r in matches:
+                    model[r] = dict(row)
+                if not matches:
+                    model[next_id] = dict(row)
+                    next_id += 1
         else:
             table.compact(full=op[1])
         assert by_row_id(table) == model, f"after {op}"

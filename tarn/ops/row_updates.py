@@ -101,7 +101,7 @@ def with_retries(table: "TableCore", plan) -> "Snapshot | None":
         if not messages:
             return None
         try:
-            return table.commit(messages, row_ids_read_at=snapshot.id)
+            return table.commit(messages, row_ids_read_at=snapshot.id if snapshot is not None else 0)
         except CommitConflict:
             if attempt == attempts - 1:
                 raise

@@ -39,6 +39,7 @@ from tarn.meta.snapshot import Snapshot
 from tarn.meta.schema import TableSchema
 from tarn.stats import decode_stats
 from tarn.scan.planner import planner_for
+from tarn.scan.planner import stats_fields as stats_fields_of
 from tarn.store.deletion_vectors import DeletionVectorFiles, deleted_row_counts, live_index_entries
 from tarn.types import DataType, field_to_json
 
@@ -355,8 +356,7 @@ def _key_text(key: bytes, file_schema: TableSchema) -> str | None:
 def _stats_maps(schema: TableSchema, file_schema: TableSchema, f: DataFileMeta) -> tuple[str, str, str]:
     """`{col=value, ...}` maps (sorted by column) of null counts, minima and maxima, mapped to
     the current columns by field id; columns the file lacks count every row as null."""
-    stats_fields = ([file_schema.field(n) for n in f.value_stats_cols] if f.value_stats_cols is not None
-                    else list(file_schema.fields))
+    stats_fields = stats_fields_of(f, file_schema) or []
     try:
         mins, maxs, nulls = decode_stats(f.value_stats, stats_fields)
     except Exception:

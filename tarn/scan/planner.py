@@ -11,6 +11,7 @@ from tarn import partition as partitions
 from tarn.bucket import KeyBuckets, bucket_function, function_problem, uses_bucket_function
 from tarn.codec.binary_row import deserialize_row
 from tarn.codec.file_index import INDEX_SUFFIX, Container, literal_keys
+from tarn.data.layout import STORED_ROW_TRACKING_FIELDS
 from tarn.errors import CorruptFile, FileMissing, TarnError
 from tarn.fs import join, parent
 from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta
@@ -277,10 +278,9 @@ class Planner:
             if not parts:
                 return True
         else:
-            if meta.value_stats_cols is not None:
-                fields = [file_schema.field(n) for n in meta.value_stats_cols]
-            else:
-                fields = list(file_schema.fields)
+            fields = stats_fields(meta, file_schema)
+            if fields is None:
+                return True
             stats = meta.value_stats
             parts = [predicate]
         column_stats = self._column_stats(stats, fields)
@@ -362,11 +362,9 @@ class Planner:
         return {(key, name): verdict for key, name, verdict in results}
 
     def _value_stats_may_match(self, meta: DataFileMeta, predicate: Predicate) -> bool:
-        file_schema = self.schemas(meta.schema_id)
-        if meta.value_stats_cols is not None:
-            fields = [file_schema.field(n) for n in meta.value_stats_cols]
-        else:
-            fields = list(file_schema.fields)
+        fields = stats_fields(meta, self.schemas(meta.schema_id))
+        if fields is None:
+            return True
         column_stats = self._column_stats(meta.value_stats, fields)
         return column_stats is None or may_match_stats(predicate, column_stats, meta.row_count)
 
@@ -415,6 +413,20 @@ class Planner:
                 continue
             out[now.name] = ColumnStats(lo, hi, n)
         return out
+
+
+def stats_fields(meta: DataFileMeta, file_schema: TableSchema) -> list | None:
+    """The fields a file's value stats describe, in order: `_VALUE_STATS_COLS`, else the
+    columns the file holds (`_WRITE_COLS`, row-tracking columns among them), else its schema's;
+    None when a name is unknown (the stats are then not used)."""
+    names = meta.value_stats_cols if meta.value_stats_cols is not None else meta.write_cols
+    if names is None:
+        return list(file_schema.fields)
+    known = {f.name: f for f in file_schema.fields}
+    known.update({f.name: f for f in STORED_ROW_TRACKING_FIELDS if f.name not in known})
+    if any(n not in known for n in names):
+        return None
+    return [known[n] for n in names]
 
 
 def _conjuncts(p: Predicate) -> list[Predicate]:

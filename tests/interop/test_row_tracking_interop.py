@@ -7,12 +7,11 @@ and keep writing to the table, which tarn reads again."""
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.ipc as ipc
 import pytest
 
 import tarn
-from tests.helpers import canonical_rows
 from tests.interop.pypaimon_env import run_peer
+from tests.interop.test_today_tables import canon, read_ipc, write_ipc
 from tests.interop.rust_env import run_rust_peer
 
 pytestmark = pytest.mark.interop
@@ -20,21 +19,6 @@ pytestmark = pytest.mark.interop
 OPTIONS = {"row-tracking.enabled": "true", "data-evolution.enabled": "true", "deletion-vectors.enabled": "true"}
 COLUMNS = [["id", "INT"], ["name", "STRING"], ["score", "DOUBLE"]]
 WITH_IDS = ["id", "name", "score", "_ROW_ID"]
-
-
-def write_ipc(path, rows: pa.Table) -> str:
-    with ipc.new_file(str(path), rows.schema) as sink:
-        sink.write_table(rows)
-    return str(path)
-
-
-def read_ipc(path) -> pa.Table:
-    with pa.memory_map(str(path)) as source:
-        return ipc.open_file(source).read_all()
-
-
-def canon(rows) -> list:
-    return canonical_rows(rows.to_pylist() if isinstance(rows, pa.Table) else rows)
 
 
 def people(ids, names, scores) -> pa.Table:
@@ -113,15 +97,21 @@ def test_tarn_writes_peers_read_and_keep_writing(tmp_path):
     assert table.scan(filter="id = 8", columns=["_ROW_ID"]).to_arrow().to_pylist() == [{"_ROW_ID": 7}]
 
 
-def test_row_tracking_compaction_keeps_ranges_every_engine_reads(tmp_path):
-    """Compacting consecutive whole files of a row-tracking table (no data evolution) keeps
-    `_FIRST_ROW_ID` ranges, which both peers read."""
-    warehouse = tmp_path / "wh"
+def tracked_table(warehouse) -> tarn.Table:
+    """A row-tracking table without data evolution: ids 1..9 in three files (row ids 0..8)."""
     table = tarn.Catalog(str(warehouse)).create_table(
         "db.t", pa.schema([("id", pa.int32()), ("name", pa.string()), ("score", pa.float64())]),
         options={"row-tracking.enabled": "true"})
     for start in (1, 4, 7):
         table.write(people([start, start + 1, start + 2], ["x"] * 3, [float(start)] * 3))
+    return table
+
+
+def test_row_tracking_compaction_keeps_ranges_every_engine_reads(tmp_path):
+    """Compacting consecutive whole files of a row-tracking table (no data evolution) keeps
+    `_FIRST_ROW_ID` ranges, which both peers read."""
+    warehouse = tmp_path / "wh"
+    table = tracked_table(warehouse)
     table.compact(full=True)
     assert len(table.live_entries(table.latest_snapshot())) == 1
     expected = [{"id": i, "name": "x", "score": float(1 + 3 * ((i - 1) // 3)), "_ROW_ID": i - 1} for i in range(1, 10)]
@@ -135,11 +125,7 @@ def test_row_tracking_without_evolution_keeps_ids_through_rewrites(tmp_path):
     pypaimon 2.1 reads their rows (not the stored ids: it shows null); pypaimon-rust 0.4.0
     refuses files without `_FIRST_ROW_ID`."""
     warehouse = tmp_path / "wh"
-    table = tarn.Catalog(str(warehouse)).create_table(
-        "db.t", pa.schema([("id", pa.int32()), ("name", pa.string()), ("score", pa.float64())]),
-        options={"row-tracking.enabled": "true"})
-    for start in (1, 4, 7):
-        table.write(people([start, start + 1, start + 2], ["x"] * 3, [float(start)] * 3))
+    table = tracked_table(warehouse)
     table.delete(filter="id = 5")
     table.update({"name": "y"}, filter="id = 8")
     table.compact(full=True)

@@ -99,7 +99,7 @@ def test_update_refusals(spark, path, tmp_path):
     with pytest.raises(tarn.SchemaMismatch, match=r"unknown column\(s\) \['zz'\]"):
         tarn.spark.update(spark, table.root, {"zz": 1})
     appendable = tarn.Catalog(str(tmp_path / "other")).create_table("db.a", schema=SCHEMA)
-    with pytest.raises(tarn.InvalidArgument, match="needs a primary-key table"):
+    with pytest.raises(tarn.InvalidArgument, match="needs a primary-key or data-evolution table"):
         tarn.spark.update(spark, appendable.root, {"v": "'x'"})
     assert table.latest_snapshot().id == 1
 
