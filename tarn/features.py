@@ -10,8 +10,8 @@ row, or refuses it with `UnsupportedFeature`; it never guesses. The feature tabl
   written. Everything `check_read` refuses, options whose effect is WRITES, options tarn does not
   know at all (a newer Paimon's, or a misspelling another engine let through), columns of types
   tarn cannot write, and the postpone-bucket layout (bucket = -2).
-- `check_columns`: before reading columns; a column of a type tarn does not know (VARIANT,
-  BLOB, VECTOR, ...) is refused, other columns of the table read as usual.
+- `check_columns`: before reading columns; a column of a type tarn does not know (BLOB,
+  VECTOR, ...) is refused, other columns of the table read as usual.
 - `check_file`: per data file a scan would read: formats tarn cannot read (the error names the
   file and its format) and files that hold only some columns of their rows (data evolution).
 
@@ -40,7 +40,7 @@ POSTPONE_BUCKET = -2
 
 # Paimon release that introduced each type tarn does not implement.
 TYPE_SINCE = {"VARIANT": "1.1", "BLOB": "1.4", "VECTOR": "1.4"}
-TYPE_ISSUE = {"VARIANT": "VARIANT columns"}
+TYPE_ISSUE: dict[str, str] = {}
 
 
 def _refused(table_name: str, what: str, since: str, why: str) -> UnsupportedFeature:

@@ -133,8 +133,11 @@ def truncate_max(value, length: int):
 # Collection
 
 
+STATLESS_ROOTS = (*NESTED_ROOTS, "VARIANT")  # no min/max (Java keeps none for them)
+
+
 def _no_min_max(t: DataType, file_format: str | None) -> bool:
-    if t.root in NESTED_ROOTS:
+    if t.root in STATLESS_ROOTS:
         return True
     if file_format == "parquet" and t.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         return t.precision > 6
@@ -174,7 +177,7 @@ def _column_stats(column, t: DataType, mode: str, file_format: str | None):
     """(min, max, null count) of one column under `mode`."""
     if mode == "none":
         return None, None, None
-    if file_format == "parquet" and t.root in NESTED_ROOTS:
+    if file_format == "parquet" and t.root in STATLESS_ROOTS:
         return None, None, None
     null_count = column.null_count
     if mode == "counts" or _no_min_max(t, file_format):

@@ -122,6 +122,30 @@ def BYTES(nullable: bool = True) -> DataType:
     return DataType("VARBINARY", nullable, length=MAX_LENGTH)
 
 
+def VARIANT(nullable: bool = True) -> DataType:
+    """Paimon 1.1's semi-structured type (tarn/codec/variant.py holds the encoding)."""
+    return DataType("VARIANT", nullable)
+
+
+# A VARIANT in Arrow, as pypaimon and Spark hand it over: the encoded value and its key dictionary
+# (`variant: true` on `metadata` is Spark's mark; it lets an Arrow schema declare a VARIANT column).
+VARIANT_ARROW = pa.struct([pa.field("value", pa.binary(), False),
+                           pa.field("metadata", pa.binary(), False, metadata={b"variant": b"true"})])
+
+
+def is_variant_storage(t: pa.DataType) -> bool:
+    """An Arrow struct of exactly `value` and `metadata` binaries (any order, any binary kind)."""
+    if not pa.types.is_struct(t) or t.num_fields != 2 or {t.field(i).name for i in range(2)} != {"value", "metadata"}:
+        return False
+    return all(pa.types.is_binary(t.field(i).type) or pa.types.is_large_binary(t.field(i).type)
+               or pa.types.is_binary_view(t.field(i).type) for i in range(2))
+
+
+def _marked_variant(t: pa.DataType) -> bool:
+    """Spark's Arrow form of VariantType: the storage struct, `variant: true` on `metadata`."""
+    return is_variant_storage(t) and any((t.field(i).metadata or {}).get(b"variant") == b"true" for i in range(2))
+
+
 def DATE(nullable: bool = True) -> DataType:
     return DataType("DATE", nullable)
 
@@ -326,7 +350,7 @@ class _Tokens:
         return params
 
 
-_KNOWN_WORDS = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "FLOAT", "DATE", "STRING",
+_KNOWN_WORDS = {"VARIANT", "BOOLEAN", "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "FLOAT", "DATE", "STRING",
                 "BYTES", "DOUBLE", "CHAR", "VARCHAR", "BINARY", "VARBINARY", "DECIMAL", "NUMERIC", "DEC",
                 "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
 
@@ -382,6 +406,8 @@ def _parse_atomic(tokens: _Tokens) -> DataType:
     if word == "TIMESTAMP_LTZ":
         params = tokens.optional_params()
         return TIMESTAMP_LTZ(params[0] if params else 6)
+    if word == "VARIANT":
+        return VARIANT()
     raise SchemaMismatch(f"unsupported Paimon type {tokens.text!r}")
 
 
@@ -415,6 +441,8 @@ def to_arrow_type(t: DataType) -> pa.DataType:
                        pa.field("value", pa.int32(), False))
     if root == "ROW":
         return pa.struct([arrow_field(f) for f in t.fields])
+    if root == "VARIANT":
+        return VARIANT_ARROW
     if t.raw is not None:
         raise UnsupportedFeature(f"Paimon type {root} is not implemented by tarn")
     raise SchemaMismatch(f"Paimon type {t} has no Arrow mapping")
@@ -469,6 +497,8 @@ def from_arrow_type(pa_type: pa.DataType, nullable: bool = True, name: str | Non
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
             or pa.types.is_large_list_view(t):
         return ARRAY(from_arrow_type(t.value_type, t.value_field.nullable, name), nullable)
+    if _marked_variant(t):
+        return VARIANT(nullable)
     if pa.types.is_struct(t):
         return ROW([from_arrow_field(t.field(i), _arrow_field_id(t.field(i)), name)
                     for i in range(t.num_fields)], nullable)
@@ -485,6 +515,8 @@ def from_arrow_field(f: pa.Field, id: int | None = None, parent: str | None = No
     """A DataField from an Arrow field; id from the argument, else the field metadata, else -1."""
     path = f"{parent}.{f.name}" if parent else f.name
     field_id = _arrow_field_id(f) if id is None else id
+    if (f.metadata or {}).get(b"ARROW:extension:name") == b"arrow.parquet.variant" and is_variant_storage(f.type):
+        return DataField(field_id, f.name, VARIANT(f.nullable))  # Arrow's canonical Parquet-variant type
     return DataField(field_id, f.name, from_arrow_type(f.type, f.nullable, path))
 
 

@@ -219,8 +219,6 @@ def test_is_widening(old, new, ok):
 
 
 @pytest.mark.parametrize("json_value,root,nullable", [
-    ("VARIANT", "VARIANT", True),
-    ("VARIANT NOT NULL", "VARIANT", False),
     ("BLOB", "BLOB", True),
     ("GEOMETRY", "GEOMETRY", True),
     ({"type": "VECTOR NOT NULL", "element": "FLOAT", "length": 3}, "VECTOR", False),
@@ -239,3 +237,16 @@ def test_types_tarn_lacks_load_and_round_trip(json_value, root, nullable):
     assert list(unsupported_roots(nested)) == [root]
     with pytest.raises(tarn.UnsupportedFeature, match="column 'payload'.*" + root):
         arrow_field(DataField(1, "payload", nested))
+
+
+@pytest.mark.parametrize("json_value,nullable", [("VARIANT", True), ("VARIANT NOT NULL", False)])
+def test_variant_type_round_trips(json_value, nullable):
+    from tarn.types import VARIANT, VARIANT_ARROW, from_arrow_field, parse_type, to_arrow_type, type_to_json
+    t = parse_type(json_value)
+    assert t == VARIANT(nullable) and t.raw is None and type_to_json(t) == json_value
+    assert to_arrow_type(t) == VARIANT_ARROW
+    import pyarrow as pa
+    assert from_arrow_field(pa.field("v", VARIANT_ARROW)).type == VARIANT()  # Spark's marked struct
+    plain = pa.struct([pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False)])
+    assert from_arrow_field(pa.field("v", plain)).type.root == "ROW"  # an unmarked struct stays a ROW
+    assert is_widening(VARIANT(), VARIANT()) and not is_widening(VARIANT(), parse_type("STRING"))

@@ -29,6 +29,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 import tarn.codec.avro as avro_container
+from tarn.codec import variant
 from tarn.errors import CorruptFile, FileMissing, InvalidOption, SchemaMismatch, StorageError, TarnError
 from tarn.fs import GONE
 from tarn.types import FIELD_ID_KEY, DataField, DataType, INT, to_arrow_type
@@ -673,6 +674,11 @@ def _cast_read(column, t: DataType, target: pa.DataType, name: str, path: str):
     """A file column cast to its logical type (via millisecond TIME for ORC's int TIME)."""
     if column.type.equals(target):
         return column
+    if t.root == "VARIANT":  # unshredded (any child order) or shredded (`typed_value`)
+        try:
+            return pa.chunked_array([variant.storage_column(c) for c in column.chunks], type=target)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise CorruptFile(f"data file {path}: VARIANT column {name!r} cannot be read: {exc}") from exc
     try:
         if not column.type.equals(_millis_time_type(t)):
             column = column.cast(_millis_time_type(t), safe=False)

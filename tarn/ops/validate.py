@@ -70,6 +70,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: check_tag_options(options, identifier),
         lambda: _check_streaming_overwrite(schema, options, identifier),
         lambda: _check_row_tracking(schema, options, identifier),
+        lambda: _check_variants(schema, options, identifier),
     ]
     problems = []
     for check in checks:
@@ -100,6 +101,33 @@ def _check_bucket(schema: TableSchema, options: Options, identifier: str) -> Non
         check_dynamic_options(options, identifier)
     if is_cross_partition(schema, bucket):
         check_cross_partition(schema, options, identifier)
+
+
+def _has_variant(t) -> bool:
+    return t.root == "VARIANT" or any(_has_variant(x) for x in (t.element, t.key, t.value) if x is not None) \
+        or any(_has_variant(f.type) for f in t.fields or ())
+
+
+def _check_variants(schema: TableSchema, options: Options, identifier: str) -> None:
+    """VARIANT columns: parquet files only (Paimon's ORC and Avro writers have no VARIANT), and
+    never a key (Paimon cannot compare or hash them)."""
+    variants = [f.name for f in schema.fields if _has_variant(f.type)]
+    if not variants:
+        return
+    fmt = (options.get("file.format") or "parquet").lower()
+    if fmt != "parquet":
+        raise InvalidOption(f"table {identifier}: column '{variants[0]}' is a VARIANT, which Paimon stores in "
+                            f"parquet files only; 'file.format' is '{fmt}'")
+    try:
+        bucket_keys = list(schema.bucket_keys)
+    except Exception:  # noqa: BLE001 - a bad bucket-key is reported by its own check
+        bucket_keys = []
+    for kind, keys in (("primary key", schema.primary_keys), ("partition key", schema.partition_keys),
+                       ("bucket key", bucket_keys)):
+        bad = [k for k in keys if k in variants]
+        if bad:
+            raise InvalidOption(f"table {identifier}: column '{bad[0]}' is a VARIANT and cannot be a {kind} "
+                                "(variants have no order and no hash)")
 
 
 def _check_row_tracking(schema: TableSchema, options: Options, identifier: str) -> None:

@@ -17,6 +17,8 @@ correctness.
 
 from __future__ import annotations
 
+import re
+
 import ctypes
 import struct
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn.errors import InvalidFilter, SchemaMismatch
-from tarn.scan.predicate import And, Compare, In, IsNull, Not, Or, Predicate, StartsWith, bind, to_arrow
+from tarn.scan.predicate import columns_of, And, Compare, In, IsNull, Not, Or, Predicate, StartsWith, bind, to_arrow
 from tarn.scan.reader import SplitReader
 from tarn.scan.sql_filter import parse_filter
 from tarn.types import DataField, arrow_schema, unsupported_roots
@@ -51,10 +53,32 @@ def scan_filter(filter, fields: Sequence[DataField], table_name: str) -> ScanFil
     if isinstance(filter, str):
         filter = parse_filter(filter, table_name)
     if isinstance(filter, pc.Expression):
-        return _from_expression(filter, fields, table_name)
+        try:
+            found = _from_expression(filter, fields, table_name)
+        except InvalidFilter:
+            _refuse_variants({f.name for f in fields if re.search(rf"\b{re.escape(f.name)}\b", str(filter))},
+                             fields, table_name)
+            raise
+        _refuse_variants(set(found.row_filter_columns) | _columns(found.predicate), fields, table_name)
+        return found
     predicate = bind(filter, fields, table_name)
+    _refuse_variants(columns_of(predicate), fields, table_name)
     check_arrow(to_arrow(predicate), fields, table_name)
     return ScanFilter(predicate)
+
+
+def _columns(predicate) -> set:
+    return columns_of(predicate) if predicate is not None else set()
+
+
+def _refuse_variants(named: set, fields: Sequence[DataField], table_name: str) -> None:
+    """VARIANT columns have no order and no statistics (Paimon filters none): refused by name;
+    decode the values (tarn.variant) and filter those instead."""
+    for f in fields:
+        if f.name in named and f.type.root == "VARIANT":
+            raise InvalidFilter(f"table {table_name}: column '{f.name}' is a VARIANT, which filters cannot compare "
+                                "(Paimon keeps no statistics for it); read it and filter the decoded values "
+                                "(tarn.variant.to_python)")
 
 
 def check_arrow(expression: pc.Expression, fields: Sequence[DataField], table_name: str) -> None:

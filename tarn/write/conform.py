@@ -7,8 +7,10 @@ import json
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn.errors import SchemaMismatch
-from tarn.types import DataField, arrow_schema, from_arrow_type, is_widening, to_arrow_type
+from tarn.codec import variant as variant_codec
+from tarn.errors import SchemaMismatch, TarnError
+from tarn.types import (VARIANT_ARROW, DataField, arrow_schema, from_arrow_type, is_variant_storage, is_widening,
+                        to_arrow_type)
 
 
 def to_arrow_table(data, table_name: str) -> pa.Table:
@@ -88,12 +90,32 @@ def conform(data: pa.Table, fields: list[DataField], table_name: str,
 
 def _conform_column(column: pa.ChunkedArray, f: DataField, table_name: str, primary_keys) -> pa.ChunkedArray:
     target = to_arrow_type(f.type)
+    if f.type.root == "VARIANT" and column.type != target:
+        column = variant_column(column, f.name, table_name)
     if column.type != target:
         column = _cast(column, f, target, table_name)
     if not f.type.nullable and column.null_count:
         what = "primary key column" if f.name in primary_keys else "NOT NULL column"
         raise SchemaMismatch(f"table {table_name}: {what} '{f.name}' has {column.null_count} null value(s)")
     return column
+
+
+def variant_column(column: pa.ChunkedArray, name: str, table_name: str) -> pa.ChunkedArray:
+    """A column written to a VARIANT column: the encoded struct as it is (any field order or
+    binary kind), JSON text parsed, anything else (dicts pandas turned into structs, lists,
+    numbers) encoded from its Python values (tarn/codec/variant.py)."""
+    try:
+        if is_variant_storage(column.type):
+            storage = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+            value = storage.field("value").cast(pa.binary())
+            metadata = storage.field("metadata").cast(pa.binary())
+            return pa.chunked_array([pa.StructArray.from_arrays([value, metadata], fields=list(VARIANT_ARROW),
+                                                                 mask=storage.is_null())])
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            return pa.chunked_array([variant_codec.json_column(column.to_pylist())])
+        return pa.chunked_array([variant_codec.python_column(column.to_pylist())])
+    except TarnError as e:
+        raise SchemaMismatch(f"table {table_name}: column '{name}' (VARIANT): {e}") from None
 
 
 def _cast(column: pa.ChunkedArray, f: DataField, target: pa.DataType, table_name: str):
