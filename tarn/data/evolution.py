@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tarn.codec.variant import python_column
 from tarn.errors import SchemaMismatch
 from tarn.types import DataField, DataType, arrow_field, arrow_schema, to_arrow_type
 
@@ -32,6 +33,8 @@ def adapt_table(data: pa.Table, file_fields: list[DataField], read_fields: list[
 def _null_column(rf: DataField, num_rows: int, path: str) -> pa.ChunkedArray:
     if not rf.type.nullable and num_rows:
         raise SchemaMismatch(f"column {path!r} is NOT NULL but is absent from an older data file")
+    if rf.type.root == "VARIANT":  # null structs over valid (empty) children, as its children are NOT NULL
+        return pa.chunked_array([python_column([None] * num_rows)], type=to_arrow_type(rf.type))
     return pa.chunked_array([pa.nulls(num_rows, to_arrow_type(rf.type))], type=to_arrow_type(rf.type))
 
 

@@ -443,8 +443,48 @@ def cmd_make(spec):
 
 
 
+def cmd_variant_write(spec):
+    """Create ``table`` (``id INT, v VARIANT``, table ``options``; e.g. a shredding schema) in
+    ``warehouse`` if absent and write the Python values pickled in ``values_pickle`` (ids 0..n-1)
+    through GenericVariant.from_python (None: a null)."""
+    import pickle
+
+    from pypaimon.data.generic_variant import GenericVariant
+
+    catalog = CatalogFactory.create({"warehouse": spec["warehouse"]})
+    identifier = spec["table"]
+    try:
+        table = catalog.get_table(identifier)
+    except Exception:  # noqa: BLE001 - absent: create it
+        table = new_table(catalog, identifier, [["id", "INT"], ["v", "VARIANT"]], options=spec.get("options"))
+    with open(spec["values_pickle"], "rb") as f:
+        values = pickle.load(f)
+    variants = GenericVariant.to_arrow_array([None if v is None else GenericVariant.from_python(v) for v in values])
+    first = spec.get("first_id", 0)
+    commit_rows(table, pa.table({"id": pa.array(range(first, first + len(values)), pa.int32()), "v": variants}))
+    return {"table_path": table.table_path}
+
+
+def cmd_variant_read(spec):
+    """Decode every ``v`` of ``table`` (GenericVariant.to_python) into ``out_pickle`` as {id: value}."""
+    import pickle
+
+    from pypaimon.data.generic_variant import GenericVariant
+
+    rows = read_arrow(open_table(spec))
+    ids = rows.column("id").to_pylist()
+    column = rows.column("v").combine_chunks()
+    out = {}
+    for i, struct in zip(ids, column.to_pylist()):
+        out[i] = None if struct is None else GenericVariant(struct["value"], struct["metadata"]).to_python()
+    with open(spec["out_pickle"], "wb") as f:
+        pickle.dump(out, f)
+    return {"rows": len(out)}
+
+
 COMMANDS = {"write": cmd_write, "read": cmd_read, "snapshots": cmd_snapshots,
-            "list_tags": cmd_list_tags, "plan": cmd_plan, "delta": cmd_delta, "make": cmd_make}
+            "list_tags": cmd_list_tags, "plan": cmd_plan, "delta": cmd_delta, "make": cmd_make,
+            "variant_write": cmd_variant_write, "variant_read": cmd_variant_read}
 
 
 if __name__ == "__main__":
