@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -32,7 +33,7 @@ import tarn.codec.avro as avro_container
 from tarn.codec import variant
 from tarn.errors import CorruptFile, FileMissing, InvalidOption, SchemaMismatch, StorageError, TarnError
 from tarn.fs import GONE
-from tarn.types import FIELD_ID_KEY, DataField, DataType, INT, to_arrow_type
+from tarn.types import FIELD_ID_KEY, INT, DataField, DataType, parse_type, to_arrow_type
 
 FORMATS = ("parquet", "orc", "avro")
 AVRO_RECORD_NAME = "org.apache.paimon.avro.generated.record"
@@ -96,6 +97,9 @@ def _parquet_field(name: str, t: DataType, own_id: int, column_id: int, depth: i
         arrow_type = pa.struct([_parquet_field(f.name, f.type, f.id, f.id, 0) for f in t.fields])
     elif root == "TIME":
         arrow_type = pa.time32("ms")
+    elif root == "VARIANT":  # Java's group: value (id 0), metadata (id 1)
+        arrow_type = pa.struct([pa.field("value", pa.binary(), False, metadata={FIELD_ID_KEY: b"0"}),
+                                pa.field("metadata", pa.binary(), False, metadata={FIELD_ID_KEY: b"1"})])
     else:
         arrow_type = to_arrow_type(t)
     return pa.field(name, arrow_type, t.nullable, metadata={FIELD_ID_KEY: str(own_id).encode()})
@@ -248,7 +252,7 @@ def write_data_file(file_io, path: str, data: pa.Table, fields: list[DataField],
 
 def _write_parquet(out, data: pa.Table, fields: list[DataField], options: dict[str, str]) -> None:
     schema = pa.schema([_parquet_field(f.name, f.type, f.id, f.id, 0) for f in fields])
-    table = _conform(data, fields, schema)
+    table = _shredded(_conform(data, fields, schema), fields, options)
     compression = _parquet_codec(_compression(options))
     kwargs = {}
     if "parquet.page.size" in options:
@@ -269,6 +273,47 @@ def _write_parquet(out, data: pa.Table, fields: list[DataField], options: dict[s
         store_schema=False,
         **kwargs,
     )
+
+
+def shredding_shapes(options: dict[str, str]) -> dict:
+    """VARIANT column name -> the shape `variant.shreddingSchema` (or its fallback key
+    `parquet.variant.shreddingSchema`) gives it: a JSON Paimon ROW type, one field per column."""
+    raw = options.get("variant.shreddingSchema") or options.get("parquet.variant.shreddingSchema")
+    if not raw:
+        return {}
+    try:
+        row = parse_type(json.loads(raw))
+    except (ValueError, TarnError) as exc:
+        raise InvalidOption(f"option 'variant.shreddingSchema': not a Paimon ROW type in JSON: {exc}") from None
+    if row.root != "ROW":
+        raise InvalidOption("option 'variant.shreddingSchema': must be a ROW type with one field per VARIANT column")
+    for f in row.fields:
+        _check_shape(f.type, f.name)
+    return {f.name: f.type for f in row.fields}
+
+
+def _check_shape(shape: DataType, path: str) -> None:
+    if shape.root not in variant.SHREDDABLE:
+        raise InvalidOption(f"option 'variant.shreddingSchema': field '{path}' has type {shape.root}; Paimon "
+                            f"shreds {', '.join(variant.SHREDDABLE)}")
+    for f in shape.fields or ():
+        _check_shape(f.type, f"{path}.{f.name}")
+
+
+def _shredded(table: pa.Table, fields: list[DataField], options: dict[str, str]) -> pa.Table:
+    """Top-level VARIANT columns the shredding schema names, in their shredded layout."""
+    shapes = shredding_shapes(options)
+    if not shapes:
+        return table
+    for i, f in enumerate(fields):
+        shape = shapes.get(f.name)
+        if shape is None or f.type.root != "VARIANT":
+            continue
+        column = table.column(i).combine_chunks()
+        shredded = variant.shred_column(column, shape, to_arrow_type)
+        field = pa.field(f.name, shredded.type, f.type.nullable, metadata={FIELD_ID_KEY: str(f.id).encode()})
+        table = table.set_column(i, field, shredded)
+    return table
 
 
 DICTIONARY_SAMPLE_ROWS = 8192

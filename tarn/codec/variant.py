@@ -386,6 +386,86 @@ def column_to_json(column) -> pa.StringArray:
 
 
 # ---------------------------------------------------------------------------------------------
+# shredding (writing): Paimon's `variant.shreddingSchema`, a ROW of the shapes to store typed
+
+SHREDDABLE = ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "VARCHAR", "CHAR", "DECIMAL",
+              "ROW")
+_INT_BOUNDS = {"TINYINT": 1 << 7, "SMALLINT": 1 << 15, "INT": 1 << 31, "BIGINT": 1 << 63}
+
+
+def shredded_type(shape, arrow_of) -> pa.DataType:
+    """The physical Arrow type of a VARIANT column shredded into `shape` (a tarn DataType;
+    `arrow_of` maps a scalar type to Arrow): metadata, value, typed_value, as Paimon lays it out
+    (field ids 0, 1, 2; inside an object each key a group of value 0 and typed_value 1)."""
+    return pa.struct([_id_field("metadata", pa.binary(), False, 0), _id_field("value", pa.binary(), True, 1),
+                      _id_field("typed_value", _typed_type(shape, arrow_of), True, 2)])
+
+
+def _id_field(name: str, t: pa.DataType, nullable: bool, field_id: int) -> pa.Field:
+    return pa.field(name, t, nullable, metadata={b"PARQUET:field_id": str(field_id).encode()})
+
+
+def _typed_type(shape, arrow_of) -> pa.DataType:
+    if shape.root != "ROW":
+        return arrow_of(shape)
+    return pa.struct([_id_field(f.name, pa.struct([_id_field("value", pa.binary(), True, 0),
+                                                   _id_field("typed_value", _typed_type(f.type, arrow_of), True, 1)]),
+                                False, i + 1) for i, f in enumerate(shape.fields)])
+
+
+def shred_column(column: pa.StructArray, shape, arrow_of) -> pa.StructArray:
+    """A VARIANT column (VARIANT_ARROW) in its shredded form for `shape`."""
+    rows = []
+    for ok, value, metadata in _pairs(column):
+        if not ok:
+            rows.append(None)
+            continue
+        keys = keys_of_metadata(metadata)
+        encoder = _Encoder(keys)
+        residual, typed = _shred(_decode(memoryview(value), 0, keys), shape, encoder)
+        rows.append({"metadata": metadata, "value": residual, "typed_value": typed})
+    return pa.array(rows, shredded_type(shape, arrow_of))
+
+
+def _shred(v, shape, encoder: "_Encoder"):
+    """(residual value bytes or None, typed value or None) of one value for `shape`."""
+    if shape.root == "ROW":
+        if not isinstance(v, dict):
+            return encoder.value(v), None
+        typed, rest = {}, dict(v)
+        for f in shape.fields:
+            if f.name in rest:
+                inner_value, inner_typed = _shred(rest.pop(f.name), f.type, encoder)
+                typed[f.name] = {"value": inner_value, "typed_value": inner_typed}
+            else:
+                typed[f.name] = {"value": None, "typed_value": None}  # absent
+        return (encoder.value(rest) if rest else None), typed
+    if _fits(v, shape):
+        return None, v
+    return encoder.value(v), None
+
+
+def _fits(v, shape) -> bool:
+    root = shape.root
+    if v is None:
+        return False  # a JSON null stays an encoded null (a null typed_value would mean "absent")
+    if root == "BOOLEAN":
+        return isinstance(v, bool)
+    if root in _INT_BOUNDS:
+        return isinstance(v, int) and not isinstance(v, bool) and -_INT_BOUNDS[root] <= v < _INT_BOUNDS[root]
+    if root in ("FLOAT", "DOUBLE"):
+        return isinstance(v, float) and (root == "DOUBLE" or struct.unpack("<f", struct.pack("<f", v))[0] == v)
+    if root in ("VARCHAR", "CHAR"):
+        return isinstance(v, str)
+    if root == "DECIMAL":
+        if not isinstance(v, Decimal) or not v.is_finite():
+            return False
+        exponent = v.as_tuple().exponent
+        return -exponent <= shape.scale and len(str(abs(int(v.scaleb(shape.scale))))) <= shape.precision
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
 # JSON
 
 

@@ -8,7 +8,7 @@ table carries; only what tarn itself creates or changes goes through here.
 from __future__ import annotations
 
 from tarn.bucket import check_bucket_function
-from tarn.codec.data_file import FORMATS
+from tarn.codec.data_file import FORMATS, shredding_shapes
 from tarn.codec.file_index import check_index_types
 from tarn.errors import InvalidOption, TarnError
 from tarn.lsm.aggregate import validate_aggregation
@@ -111,6 +111,7 @@ def _has_variant(t) -> bool:
 def _check_variants(schema: TableSchema, options: Options, identifier: str) -> None:
     """VARIANT columns: parquet files only (Paimon's ORC and Avro writers have no VARIANT), and
     never a key (Paimon cannot compare or hash them)."""
+    shredding_shapes(dict(schema.options))  # a shredding schema that is not a shreddable ROW fails here
     variants = [f.name for f in schema.fields if _has_variant(f.type)]
     if not variants:
         return

@@ -78,3 +78,15 @@ def test_tarn_writes_pypaimon_decodes_rust_reads(tmp_path):
     run_peer("variant_write", {"warehouse": str(warehouse), "table": "db.v", "values_pickle": str(path),
                                "first_id": 100})
     assert tarn_values(table.root) == {**dict(enumerate(VALUES)), 100: {"from": "pypaimon"}}
+
+
+def test_tarn_shredded_files_read_by_the_peers(tmp_path):
+    warehouse = tmp_path / "wh"
+    table = tarn.Catalog(str(warehouse)).create_table(
+        "db.v", pa.schema([("id", pa.int32()), ("v", tarn.variant.ARROW_TYPE)]),
+        options={"variant.shreddingSchema": json.dumps(SHRED)})
+    values = [{"age": 41, "city": "Oslo", "extra": [1]}, {"age": "old"}, "scalar", None, {"city": "Rome"}]
+    table.write({"id": pa.array(range(len(values)), pa.int32()), "v": tarn.variant.from_python(values)})
+    out = tmp_path / "decoded.pickle"
+    run_peer("variant_read", {"warehouse": str(warehouse), "table": "db.v", "out_pickle": str(out)})
+    assert pickle.loads(out.read_bytes()) == dict(enumerate(values))
