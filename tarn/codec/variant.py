@@ -149,11 +149,16 @@ def _container(kind: int, ids, parts: list[bytes], dictionary_size: int) -> byte
     if ids is not None:
         for i in ids:
             out += i.to_bytes(id_size, "little")
+    return _with_offsets(out, parts, offset_size)
+
+
+def _with_offsets(out: bytearray, parts: list[bytes], size: int) -> bytes:
+    """`out`, then len(parts) + 1 little-endian offsets of `size` bytes, then the parts."""
     position = 0
     for p in parts:
-        out += position.to_bytes(offset_size, "little")
+        out += position.to_bytes(size, "little")
         position += len(p)
-    out += position.to_bytes(offset_size, "little")
+    out += position.to_bytes(size, "little")
     for p in parts:
         out += p
     return bytes(out)
@@ -191,14 +196,7 @@ def metadata_of(keys: list[str]) -> bytes:
     size = _width(max(total, len(keys)))
     out = bytearray([VERSION | 0x10 | (size - 1) << 6])
     out += len(keys).to_bytes(size, "little")
-    position = 0
-    for d in data:
-        out += position.to_bytes(size, "little")
-        position += len(d)
-    out += position.to_bytes(size, "little")
-    for d in data:
-        out += d
-    return bytes(out)
+    return _with_offsets(out, data, size)
 
 
 def encode(v) -> tuple[bytes, bytes]:

@@ -17,6 +17,7 @@ def test_spark_round_trip_with_parse_json_and_variant_get(spark, path):
     table.write({"id": pa.array([1, 2], pa.int32()), "v": tarn.variant.from_python([{"a": 5, "b": "x"}, None])})
     df = spark.read.format("tarn").load(table.root)
     assert df.schema["v"].dataType.typeName() == "variant"
+    assert tarn.spark.read(spark, table.root).schema["v"].dataType.typeName() == "variant"
     df.createOrReplaceTempView("variants")
     got = spark.sql("SELECT id, variant_get(v, '$.a', 'int') AS a, to_json(v) AS j FROM variants ORDER BY id")
     assert [tuple(r) for r in got.collect()] == [(1, 5, '{"a":5,"b":"x"}'), (2, None, None)]
