@@ -201,8 +201,6 @@ def _rewrite_messages(table, splits, reader, predicate, total_buckets, change) -
                     continue
                 writer = FileWriter(table.file_io, split.bucket_path, schema, Options(schema.options), row_ids=ids)
                 kept = change(rows, matched)
-                if ids and kept.num_rows == rows.num_rows:  # an update: its rows take the commit's snapshot id
-                    kept = row_updates.with_null_sequence(kept, matched)
                 written = writer.write(kept, first_sequence=meta.min_sequence_number) if kept.num_rows else []
                 messages.append(CommitMessage(split.partition, split.bucket, total_buckets,
                                               new_files=written, deleted_files=[meta]))

@@ -22,19 +22,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tarn import features
 from tarn.commit.abort import aborting
-from tarn.data.layout import ROW_TRACKING_FIELDS
+from tarn.data.layout import STORED_ROW_TRACKING_FIELDS
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
 from tarn.errors import CommitConflict, InvalidArgument, SchemaMismatch
-from tarn.meta.row_ranges import ROW_ID, SEQUENCE_NUMBER, anchor_of, row_range
+from tarn.meta.row_ranges import ROW_ID, anchor_of, row_range
 from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.scan.planner import planner_for
 from tarn.scan.stitch import read_group
+from tarn.types import arrow_schema
 from tarn.write.conform import to_arrow_table
 from tarn.write.message import CommitMessage
 
@@ -113,16 +113,7 @@ def _checked_input(table_name: str, schema: TableSchema, rows: pa.Table) -> tupl
     if ROW_ID not in rows.column_names:
         raise SchemaMismatch(f"table {table_name}: update_columns needs a '{ROW_ID}' column naming the rows")
     names = [n for n in rows.column_names if n != ROW_ID]
-    if not names:
-        raise InvalidArgument(f"table {table_name}: update_columns needs at least one column to set besides "
-                              f"'{ROW_ID}'")
-    unknown = [n for n in names if n not in schema.field_names]
-    if unknown:
-        raise SchemaMismatch(f"table {table_name}: update_columns sets unknown column(s) {unknown} (columns: "
-                             f"{schema.field_names})")
-    partition = [n for n in names if n in schema.partition_keys]
-    if partition:
-        raise InvalidArgument(f"table {table_name}: update_columns cannot set partition column(s) {partition}")
+    _check_set_columns(table_name, schema, names, "update_columns")
     ids = rows.column(ROW_ID)
     if ids.null_count:
         raise InvalidArgument(f"table {table_name}: update_columns: '{ROW_ID}' holds nulls")
@@ -132,22 +123,29 @@ def _checked_input(table_name: str, schema: TableSchema, rows: pa.Table) -> tupl
         raise InvalidArgument(f"table {table_name}: update_columns: '{ROW_ID}' must be integers: {e}") from None
     if len(np.unique(ids)) != len(ids):
         raise InvalidArgument(f"table {table_name}: update_columns: '{ROW_ID}' names a row more than once")
-    target = pa.schema([pa.field(f.name, t.type) for f, t in
-                        zip([schema.field(n) for n in names], _arrow_fields(schema, names))])
+    fields = [schema.field(n) for n in names]
     try:
-        values = rows.select(names).cast(target)
+        values = rows.select(names).cast(arrow_schema(fields))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise SchemaMismatch(f"table {table_name}: update_columns: values do not fit the columns: "
                              f"{str(e).splitlines()[0]}") from None
-    for f in (schema.field(n) for n in names):
+    for f in fields:
         if not f.type.nullable and values.column(f.name).null_count:
             raise SchemaMismatch(f"table {table_name}: update_columns sets NOT NULL column '{f.name}' to null")
     return ids, values
 
 
-def _arrow_fields(schema: TableSchema, names: list[str]):
-    from tarn.types import arrow_schema
-    return list(arrow_schema([schema.field(n) for n in names]))
+def _check_set_columns(table_name: str, schema: TableSchema, names: list[str], what: str) -> None:
+    """Columns an update or upsert sets: at least one, known, no partition column."""
+    if not names:
+        raise InvalidArgument(f"table {table_name}: {what} needs at least one column to set")
+    unknown = [n for n in names if n not in schema.field_names]
+    if unknown:
+        raise SchemaMismatch(f"table {table_name}: {what} sets unknown column(s) {unknown} (columns: "
+                             f"{schema.field_names})")
+    partition = [n for n in names if n in schema.partition_keys]
+    if partition:
+        raise InvalidArgument(f"table {table_name}: {what} cannot set partition column(s) {partition}")
 
 
 def _require_evolution(table_name: str, schema: TableSchema, what: str) -> None:
@@ -173,17 +171,19 @@ class RowGroups:
         return cls(splits, starts, ends)
 
     def locate(self, ids: np.ndarray, table_name: str) -> np.ndarray:
-        """The group of each row id; InvalidArgument for ids in no group."""
-        group = np.searchsorted(self.starts, ids, side="right") - 1
-        if len(self.splits):
-            inside = (group >= 0) & (ids < self.ends[np.maximum(group, 0)])
-        else:
-            inside = np.zeros(len(ids), bool)
-        if not inside.all():
-            outside = ids[~inside][:5].tolist()
-            raise InvalidArgument(f"table {table_name}: row id(s) {outside} are in no data file's range (the "
-                                  f"table's row ids: {_ranges_text(self.starts, self.ends)})")
-        return group
+        return locate(self.starts, self.ends, ids, table_name)
+
+
+def locate(starts: np.ndarray, ends: np.ndarray, ids: np.ndarray, table_name: str) -> np.ndarray:
+    """The group of each row id (groups: sorted `starts`, exclusive `ends`); InvalidArgument
+    for ids in no group."""
+    group = np.searchsorted(starts, ids, side="right") - 1
+    inside = (group >= 0) & (ids < ends[np.maximum(group, 0)]) if len(starts) else np.zeros(len(ids), bool)
+    if not inside.all():
+        outside = ids[~inside][:5].tolist()
+        raise InvalidArgument(f"table {table_name}: row id(s) {outside} are in no data file's range (the "
+                              f"table's row ids: {_ranges_text(starts, ends)})")
+    return group
 
 
 def _column_messages(table: "TableCore", schema: TableSchema, snapshot, ids: np.ndarray,
@@ -235,11 +235,13 @@ def upsert(table: "TableCore", data, on, columns: list[str] | None = None) -> "S
     keys = [on] if isinstance(on, str) else list(on or ())
     _check_upsert(table.name, schema, rows, keys)
     columns = [n for n in rows.column_names if n not in keys] if columns is None else list(columns)
-    _checked_input(table.name, schema, pa.table({ROW_ID: pa.array([0] * 0, pa.int64()),
-                                                 **{n: rows.column(n).slice(0, 0) for n in columns}}))
+    _check_set_columns(table.name, schema, columns, "upsert")
     rows = _last_per_key(rows, keys)
-    target_types = {f.name: t for f, t in zip(schema.fields, _arrow_fields(schema, schema.field_names))}
-    full = rows.select(schema.field_names).cast(pa.schema([target_types[n] for n in schema.field_names]))
+    try:
+        full = rows.select(schema.field_names).cast(arrow_schema(schema.fields))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise SchemaMismatch(f"table {table.name}: upsert: rows do not fit the columns: "
+                             f"{str(e).splitlines()[0]}") from None
 
     def plan(snapshot):
         target = table.scan_snapshot(snapshot, columns=[*keys, ROW_ID], schema=schema).to_arrow()
@@ -324,13 +326,5 @@ def check_delete(table_name: str, schema: TableSchema) -> None:
 
 
 def stored_id_rows(reader: FileReader, split, meta, table_name: str, schema: TableSchema) -> pa.Table:
-    """A file's live rows with their `_ROW_ID` and `_SEQUENCE_NUMBER`."""
-    return read_group(reader, split.bucket_path, [meta], [*schema.fields, *ROW_TRACKING_FIELDS], table_name)
-
-
-def with_null_sequence(rows: pa.Table, matched: pa.Array) -> pa.Table:
-    """Updated rows get a null `_SEQUENCE_NUMBER` (the commit's snapshot id on read)."""
-    index = rows.schema.get_field_index(SEQUENCE_NUMBER)
-    seq = pc.if_else(matched, pa.scalar(None, pa.int64()), rows.column(SEQUENCE_NUMBER))
-    return rows.set_column(index, pa.field(SEQUENCE_NUMBER, pa.int64()), seq)
-
+    """A file's live rows with their `_ROW_ID` and `_SEQUENCE_NUMBER` (nullable: an update nulls it)."""
+    return read_group(reader, split.bucket_path, [meta], [*schema.fields, *STORED_ROW_TRACKING_FIELDS], table_name)

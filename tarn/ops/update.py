@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import features
+from tarn.meta.row_ranges import SEQUENCE_NUMBER
 from tarn.ops import row_updates
 from tarn.ops.delete import rewrite_matching
 from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
@@ -119,9 +120,10 @@ def _updated(parsed: Assignments, rows: pa.Table, matched: pa.Array) -> pa.Table
     mask = matched.to_numpy(zero_copy_only=False)
     chosen = rows.filter(matched)
     new = parsed.apply(chosen)
-    for name in rows.column_names:  # row-tracking columns travel with their rows
-        if name not in new.column_names:
-            new = new.append_column(rows.schema.field(name), chosen.column(name))
+    for name in rows.column_names:  # row-tracking columns: the id travels with its row; a null
+        if name not in new.column_names:  # sequence number takes the commit's snapshot (Java's rule)
+            kept = pa.nulls(chosen.num_rows, pa.int64()) if name == SEQUENCE_NUMBER else chosen.column(name)
+            new = new.append_column(rows.schema.field(name), kept)
     new = new.select(rows.column_names).cast(rows.schema)
     order = np.arange(rows.num_rows, dtype=np.int64)
     order[mask] = rows.num_rows + np.arange(new.num_rows, dtype=np.int64)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tarn.data.layout import ROW_ID_FIELD, SEQUENCE_FIELD, STORED_ROW_TRACKING_FIELDS
 from tarn.data.reader import FileReader, keep_mask
@@ -76,23 +77,19 @@ def _system_columns(reader: FileReader, bucket_path: str, newest: DataFileMeta,
                     fields: list[DataField]) -> dict[int, pa.ChunkedArray]:
     """`_ROW_ID` and `_SEQUENCE_NUMBER` of the group's rows, from the newest file."""
     wanted = [f for f in (ROW_ID_FIELD, SEQUENCE_FIELD) if any(x.id == f.id for x in fields)]
-    stored = [f for f in STORED_ROW_TRACKING_FIELDS
-              if f in wanted or any(w.id == f.id for w in wanted)]
-    stored = [f for f in stored if newest.write_cols is not None and f.name in newest.write_cols]
+    held = newest.write_cols or ()
+    stored = [f for f in STORED_ROW_TRACKING_FIELDS if f.name in held and any(w.id == f.id for w in wanted)]
     found = {}
     if stored:
         data = reader.read(bucket_path, newest, stored, with_system=False, skip_deleted=False)
         found = {f.id: data.column(i) for i, f in enumerate(stored)}
-    rows = newest.row_count
     out = {}
     for f in wanted:
         value = found.get(f.id)
         if value is None:
-            out[f.id] = _derived(f, newest, rows)
-        elif value.null_count:
-            derived = _derived(f, newest, rows)
-            out[f.id] = pa.chunked_array([pa.array(np.where(value.is_null().to_numpy(zero_copy_only=False),
-                                                            derived.to_numpy(), value.fill_null(0).to_numpy()))])
+            out[f.id] = _derived(f, newest, newest.row_count)
+        elif value.null_count:  # a null: the value the manifest entry gives
+            out[f.id] = pc.coalesce(value.cast(pa.int64()), _derived(f, newest, newest.row_count))
         else:
             out[f.id] = value.cast(pa.int64())
     return out

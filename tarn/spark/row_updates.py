@@ -15,7 +15,7 @@ import pyarrow as pa
 
 import tarn
 from tarn.meta.row_ranges import ROW_ID
-from tarn.ops.row_updates import RowGroups, column_file
+from tarn.ops.row_updates import RowGroups, column_file, locate
 from tarn.spark.batch_write import collect_messages, job_prefixes, new_job_token, sweep_job
 
 GROUP_COLUMN = "__tarn_group"
@@ -48,10 +48,9 @@ def commit_column_updates(spark, table: tarn.Table, snapshot, changed, inserted=
 
 
 def _locate(starts: np.ndarray, ends: np.ndarray, table_name: str, batches):
-    groups = RowGroups([None] * len(starts), starts, ends)
     for batch in batches:
         ids = batch.column(batch.schema.get_field_index(ROW_ID)).to_numpy(zero_copy_only=False)
-        found = groups.locate(ids.astype(np.int64), table_name)
+        found = locate(starts, ends, ids.astype(np.int64), table_name)
         yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(found, pa.int32())],
                                          schema=batch.schema.append(pa.field(GROUP_COLUMN, pa.int32(), False)))
 
