@@ -11,6 +11,7 @@ from tarn.fs import FileIO, file_io_for, join
 from tarn.meta.schema import new_schema
 from tarn.scan.arguments import location_argument, names_argument
 from tarn.ops.validate import validate_table
+from tarn.store.branches import split_object_name
 from tarn.store.schemas import SchemaStore
 from tarn.table import Table
 from tarn.types import DataField
@@ -104,11 +105,30 @@ class Catalog:
                                comment)
 
     def load_table(self, identifier: str) -> Table:
-        """Open an existing table; TableNotFound names the path looked in."""
+        """Open an existing table; `"db.t$branch_dev"` opens its branch `dev` (Paimon's
+        identifiers). TableNotFound names the path looked in."""
+        identifier, branch = self._branch_of(identifier)
         path = self.table_path(identifier)
         if not SchemaStore(self.file_io, path).list_ids():
             raise TableNotFound(f"table {identifier} does not exist (looked in {path})")
-        return Table(self.file_io, path, identifier)
+        if branch == "main":
+            return Table(self.file_io, path, identifier)
+        return Table(self.file_io, path, f"{identifier}$branch_{branch}", branch=branch)
+
+    @staticmethod
+    def _branch_of(identifier: str) -> tuple[str, str]:
+        """`"db.t$branch_dev"` -> (`"db.t"`, 'dev'); system tables are opened with
+        `table.system_table(name)`."""
+        if not isinstance(identifier, str) or "$" not in identifier:
+            return identifier, "main"
+        try:
+            name, branch, system = split_object_name(identifier)
+        except ValueError as exc:
+            raise InvalidArgument(f"table identifier {exc}") from None
+        if system is not None:
+            raise InvalidArgument(f"table identifier '{identifier}': '${system}' names a system table; load the "
+                                  f"table and call table.system_table('{system}')")
+        return name, branch
 
     def table_exists(self, identifier: str) -> bool:
         """Whether the table has a schema file."""

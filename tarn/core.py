@@ -42,8 +42,8 @@ class TableCore(TableContext):
     `post_commit_hooks` run, in order, after every commit `commit` lands; `last_maintenance_errors`
     holds what failed after the last landed commit (the commit stands)."""
 
-    def __init__(self, file_io: FileIO, root: str, name: str | None = None):
-        super().__init__(file_io, root, name)
+    def __init__(self, file_io: FileIO, root: str, name: str | None = None, branch: str = "main"):
+        super().__init__(file_io, root, name, branch)
         self.last_maintenance_errors: list[Exception] = []
         self.post_commit_hooks: list[PostCommitHook] = []
 

@@ -12,17 +12,19 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from tarn.core import TableCore
-from tarn.errors import TableNotFound
+from tarn.errors import InvalidArgument, TableNotFound
 from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.meta.statistics import Statistics
-from tarn.ops import (alter, analyze, compact, delete, expire, orphans, post_commit, rescale, rollback, row_updates,
-                      system_tables, tags, time_travel, update, write)
+from tarn.ops import (alter, analyze, branches, compact, delete, expire, orphans, post_commit, rescale, rollback,
+                      row_updates, system_tables, tags, time_travel, update, write)
 from tarn.ops.rescale import RescalePlan, commit_rescale, plan_rescale, rescale_writer  # noqa: F401 (tarn.spark)
 from tarn.scan import counts
 from tarn.scan.arguments import location_argument, millis_argument
 from tarn.scan.scan import Scan
+from tarn.store.branches import branch_names, split_object_name
+from tarn.store.schemas import SchemaStore
 
 __all__ = ["Scan", "SystemTable", "Table", "load_table"]
 
@@ -37,10 +39,13 @@ class Table(TableCore):
     """One Paimon table at `root`: its storage (TableContext) plus the verbs users call. Cheap
     to create; every operation reads the latest state."""
 
-    def __init__(self, file_io: FileIO, root: str, name: str | None = None):
-        super().__init__(file_io, root, name)
+    def __init__(self, file_io: FileIO, root: str, name: str | None = None, branch: str = "main"):
+        super().__init__(file_io, root, name, branch)
         self.post_commit_hooks.append(_maintain)
         if self.schema() is None:
+            if branch != "main" and SchemaStore(file_io, self.root).list_ids():
+                known = branch_names(file_io, self.root)
+                raise TableNotFound(f"table {self.name}: branch '{branch}' does not exist (branches: {known})")
             raise TableNotFound(f"no Paimon table at {self.root} (no schema/schema-N file)")
 
     def __repr__(self) -> str:
@@ -54,7 +59,7 @@ class Table(TableCore):
     def _repr_parts(self) -> list[str]:
         schema, latest = self.schema(), self.snapshot_store.latest_id()
         bucket = schema.options.get("bucket", "-1")
-        parts = [repr(self.name)]
+        parts = [repr(self.name)] + ([f"branch={self.branch!r}"] if self.branch != "main" else [])
         parts += [f"{key}={list(value)!r}" for key, value in
                   (("primary_key", schema.primary_keys), ("partition_keys", schema.partition_keys)) if value]
         if bucket != "-1":
@@ -224,6 +229,36 @@ class Table(TableCore):
         """Make the table hold exactly snapshot `target` (an id) or tag `target` (a name) again."""
         return rollback.rollback_to(self, target)
 
+    # ------------------------------------------------------------------ branches
+
+    def create_branch(self, name: str, from_tag: str | None = None, ignore_if_exists: bool = False) -> "Table":
+        """Create branch `name`: empty (this branch's schemas, no snapshot) or from tag
+        `from_tag` (the tagged snapshot); returns the branch as a Table. Names: not 'main', not
+        blank or numeric, no '$' or '/'. See docs/guide-branches.md."""
+        branches.create_branch(self, name, from_tag, ignore_if_exists)
+        return self.branch_table(name)
+
+    def branch_table(self, name: str) -> "Table":
+        """Branch `name` of this table (`"main"` for the main branch) as a Table every verb works on."""
+        base = self.name.split("$", 1)[0]
+        label = base if name == "main" else f"{base}$branch_{name}"
+        return Table(self.file_io, self.root, label, branch=name)
+
+    def delete_branch(self, name: str) -> None:
+        """Delete branch `name` (its snapshots, schemas and tags); the data files only it used
+        are left to `remove_orphan_files`, as in Paimon."""
+        branches.delete_branch(self, name)
+
+    def list_branches(self) -> list:
+        """Every branch but main: `BranchInfo(name, create_time)`, by name (`$branches`)."""
+        return branches.list_branches(self)
+
+    def fast_forward(self, name: str):
+        """Make this branch (usually main) hold branch `name`'s history from the branch's first
+        snapshot on: this branch's snapshots, tags and schemas from there are replaced by the
+        branch's. Returns a `FastForward` (what was dropped, the new latest snapshot)."""
+        return branches.fast_forward(self, name)
+
     # ------------------------------------------------------------------ statistics
 
     def analyze(self, columns: list[str] | None = None) -> Snapshot | None:
@@ -269,8 +304,30 @@ class SystemTable:
         return self.rows.to_pandas()
 
 
-def load_table(path: str, storage_options: dict | None = None, *, filesystem=None, lock=None) -> Table:
+def load_table(path: str, storage_options: dict | None = None, *, filesystem=None, lock=None,
+               branch: str | None = None) -> Table:
     """Open the table stored at `path`: a local path, `s3://bucket/path`, another pyarrow URI,
-    or a path inside `filesystem` (storage options and lock: docs/object-stores.md)."""
-    file_io, root = file_io_for(location_argument(path, "table path"), storage_options, filesystem, lock)
-    return Table(file_io, root)
+    or a path inside `filesystem` (storage options and lock: docs/object-stores.md).
+    `branch`, or a path ending in `$branch_<name>`: that branch of the table."""
+    path = location_argument(path, "table path")
+    path, named = split_branch_path(path)
+    if branch is not None and named is not None and branch != named:
+        raise InvalidArgument(f"table path {path}: branch '{named}' in the path and branch='{branch}' differ")
+    file_io, root = file_io_for(path, storage_options, filesystem, lock)
+    chosen = branch or named or "main"
+    return Table(file_io, root, None if chosen == "main" else f"{root}$branch_{chosen}", branch=chosen)
+
+
+def split_branch_path(path: str) -> tuple[str, str | None]:
+    """`/wh/db.db/t$branch_dev` -> (`/wh/db.db/t`, 'dev'); a path without one -> (path, None)."""
+    head, sep, tail = path.rstrip("/").rpartition("/")
+    if "$" not in tail:
+        return path, None
+    try:
+        name, branch, system = split_object_name(tail)
+    except ValueError as exc:
+        raise InvalidArgument(f"table path {path}: {exc}") from None
+    if system is not None:
+        raise InvalidArgument(f"table path {path}: '${system}' names a system table; open the table and "
+                              f"call table.system_table('{system}')")
+    return head + sep + name, branch

@@ -39,6 +39,7 @@ COLUMNS = {
                    "deleted_record_count"],
     "buckets": ["partition", "bucket", "record_count", "file_size_in_bytes", "file_count", "last_update_time"],
     "consumers": ["consumer_id", "next_snapshot_id"],
+    "branches": ["branch_name", "create_time"],
     "table_indexes": ["partition", "bucket", "index_type", "file_name", "file_size", "row_count", "dv_ranges",
                       "row_range_start", "row_range_end", "index_field_id", "index_field_name"],
     "statistics": ["snapshot_id", "schema_id", "mergedRecordCount", "mergedRecordSize", "colstat"],

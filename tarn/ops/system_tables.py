@@ -34,6 +34,7 @@ from tarn.codec.binary_row import deserialize_row
 from tarn.options import Options
 from tarn.errors import InvalidArgument
 from tarn.ops.analyze import statistics_table
+from tarn.ops.branches import list_branches
 from tarn.meta.manifest import APPEND_SOURCE, DELETION_VECTORS_INDEX, DataFileMeta
 from tarn.meta.snapshot import Snapshot
 from tarn.meta.schema import TableSchema
@@ -92,6 +93,7 @@ BUCKETS_SCHEMA = _schema(
     ("partition", STR, True), ("bucket", I32, False), ("record_count", I64, False),
     ("file_size_in_bytes", I64, False), ("file_count", I64, False), ("last_update_time", TS, True))
 CONSUMERS_SCHEMA = _schema(("consumer_id", STR, False), ("next_snapshot_id", I64, False))
+BRANCHES_SCHEMA = _schema(("branch_name", STR, False), ("create_time", TS, False))
 DV_RANGE_TYPE = pa.struct([pa.field("f0", STR, nullable=False), pa.field("f1", I32, nullable=False),
                            pa.field("f2", I32, nullable=False), pa.field("_CARDINALITY", I64, nullable=True)])
 TABLE_INDEXES_SCHEMA = _schema(
@@ -274,6 +276,11 @@ def tags_table(table: "TableContext") -> pa.Table:
              t.snapshot.total_record_count, t.create_time,
              None if t.time_retained is None else java_duration_text(t.time_retained)) for t in tags]
     return _rows(TAGS_SCHEMA, rows)
+
+
+def branches_table(table: "TableContext") -> pa.Table:
+    """Paimon's `$branches`: every branch but main (whichever branch it is asked on)."""
+    return _rows(BRANCHES_SCHEMA, [(b.name, b.create_time) for b in list_branches(table)])
 
 
 def consumers_table(table: "TableContext") -> pa.Table:
@@ -486,6 +493,7 @@ SYSTEM_TABLES: dict[str, Callable[["TableContext"], pa.Table]] = {
     "partitions": partitions_table,
     "buckets": buckets_table,
     "consumers": consumers_table,
+    "branches": branches_table,
     "table_indexes": table_indexes_table,
     "statistics": statistics_table,
 }

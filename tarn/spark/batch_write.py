@@ -48,6 +48,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 import tarn
+from tarn.table import split_branch_path
 from tarn.catalog import create_table_at
 from tarn.commit.committer import Overwrite
 from tarn.errors import CommitConflict, InvalidOption, OutcomeUnknown, SchemaMismatch, TableNotFound, TarnError
@@ -157,6 +158,8 @@ def find_or_create(path: str, data_schema: pa.Schema, options: dict[str, str]) -
     try:
         table = load(path, storage_of(options))
     except TableNotFound:
+        if split_branch_path(path)[1] is not None:
+            raise  # a branch is created from an existing table (table.create_branch), never by a write
         if like:
             return create_table_like(path, like, table_options, storage_of(options), primary_key, partition), True, {}
         return create_table(path, data_schema, primary_key, partition, table_options,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pyspark.sql.types import StringType, StructField, StructType
 
 import tarn
+from tarn.store.branches import split_object_name
+from tarn.table import split_branch_path
 from tarn.scan.scan import scan_fields
 from tarn import s3
 from tarn.errors import InvalidOption, SnapshotNotFound, TableNotFound, TarnError
@@ -29,13 +31,13 @@ ROW_KIND_COLUMN = "rowkind"  # the column `read.changelog` adds (as Paimon's Spa
 
 # Options of the connector itself (lower-case, as Spark passes them).
 READ_OPTIONS = {
-    "path", "columns", "versionasof", "timestampasof", "read.changelog",
+    "path", "branch", "columns", "versionasof", "timestampasof", "read.changelog",
     # streaming read limits (Paimon's Spark connector options)
     "read.stream.maxfilespertrigger", "read.stream.maxbytespertrigger", "read.stream.maxrowspertrigger",
     "read.stream.minrowspertrigger", "read.stream.maxtriggerdelayms",
 } | STORAGE_OPTIONS
 WRITE_OPTIONS = {
-    "path", "primary-key", "partition", "partitionoverwritemode", "overwrite-partition",
+    "path", "branch", "primary-key", "partition", "partitionoverwritemode", "overwrite-partition",
     "commit-user", "checkpointlocation", "write.bucket-owned", "like",
 } | STORAGE_OPTIONS
 TRAVEL_OPTIONS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "versionasof", "timestampasof")
@@ -63,18 +65,33 @@ def check_options(options: dict[str, str], connector: set[str], what: str) -> di
 
 
 def table_path(options: dict[str, str]) -> str:
+    """The table path; option `branch` (Paimon's) makes it that branch's (`<path>$branch_<name>`)."""
     path = options.get("path")
     if not path:
         raise TarnError("format 'tarn' needs a table path: .load(path) / .save(path) or option('path', ...)")
+    branch = options.get("branch")
+    if branch and branch != "main":
+        base, system = split_system_table(path)
+        named = split_branch_path(base)[1]
+        if named is not None and named != branch:
+            raise InvalidOption(f"table {path}: option 'branch'='{branch}' differs from the path's branch '{named}'")
+        if named is None:
+            path = f"{base.rstrip('/')}$branch_{branch}" + (f"${system}" if system else "")
     return path
 
 
 def split_system_table(path: str) -> tuple[str, str | None]:
-    """`/wh/db.db/t$snapshots` -> (`/wh/db.db/t`, 'snapshots')."""
+    """`/wh/db.db/t$snapshots` -> (`/wh/db.db/t`, 'snapshots'); `t$branch_dev$snapshots` ->
+    (`t$branch_dev`, 'snapshots'); a branch path has no system table."""
     head, _, tail = path.rstrip("/").rpartition("/")
     if "$" not in tail:
         return path, None
-    name, _, system = tail.partition("$")
+    try:
+        name, branch, system = split_object_name(tail)
+    except ValueError as exc:
+        raise InvalidOption(f"table path {path}: {exc}") from None
+    if branch != "main":
+        name = f"{name}$branch_{branch}"
     return (f"{head}/{name}" if head else name), system
 
 

@@ -63,3 +63,23 @@ def all_branches(file_io: FileIO, table_root: str, table_name: str = "") -> list
     """Main first, then every other branch by name."""
     return [branch(file_io, table_root, name, table_name)
             for name in [MAIN_BRANCH, *branch_names(file_io, table_root)]]
+
+
+BRANCH_MARK = "branch_"  # `t$branch_dev`: table t on branch dev (Paimon's Identifier)
+
+
+def split_object_name(name: str) -> tuple[str, str, str | None]:
+    """Paimon's object names: `t` -> (t, main, None), `t$branch_dev` -> (t, dev, None),
+    `t$snapshots` -> (t, main, snapshots), `t$branch_dev$snapshots` -> (t, dev, snapshots).
+    ValueError for other forms (more '$' parts, or three parts without a branch)."""
+    parts = name.split("$")
+    if len(parts) == 1:
+        return name, MAIN_BRANCH, None
+    if len(parts) == 2:
+        if parts[1].startswith(BRANCH_MARK):
+            return parts[0], parts[1][len(BRANCH_MARK):] or MAIN_BRANCH, None
+        return parts[0], MAIN_BRANCH, parts[1]
+    if len(parts) == 3 and parts[1].startswith(BRANCH_MARK):
+        return parts[0], parts[1][len(BRANCH_MARK):] or MAIN_BRANCH, parts[2]
+    raise ValueError(f"'{name}' is not 'table', 'table$branch_<name>', 'table$<system table>' or "
+                     "'table$branch_<name>$<system table>'")

@@ -17,22 +17,27 @@ from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
 from tarn.store.consumers import ConsumerStore
 from tarn.store.manifests import ManifestStore
-from tarn.store.schemas import SchemaStore
+from tarn.store.schemas import SchemaStore, branch_root
 from tarn.store.snapshots import SnapshotStore
 from tarn.store.tags import TagStore
 
 
 class TableContext:
-    """Storage of the Paimon table at `root` (nothing is read until asked for)."""
+    """Storage of the Paimon table at `root` (nothing is read until asked for), as branch
+    `branch` sees it: a branch other than main keeps its schemas, snapshots, tags and consumers
+    under `<root>/branch/branch-<name>/`; data files, manifests and index files are shared
+    under `root`."""
 
-    def __init__(self, file_io: FileIO, root: str, name: str | None = None):
+    def __init__(self, file_io: FileIO, root: str, name: str | None = None, branch: str = "main"):
         self.file_io = file_io
         self.root = root.rstrip("/")
-        self.name = name or self.root
-        self.schema_store = SchemaStore(file_io, self.root)
-        self.snapshot_store = SnapshotStore(file_io, self.root, self.name)
-        self.tag_store = TagStore(file_io, self.root, self.name)
-        self.consumer_store = ConsumerStore(file_io, self.root)
+        self.branch = branch
+        self.name = name or (self.root if branch == "main" else f"{self.root}$branch_{branch}")
+        self.metadata_root = branch_root(self.root, branch)
+        self.schema_store = SchemaStore(file_io, self.root, branch)
+        self.snapshot_store = SnapshotStore(file_io, self.metadata_root, self.name)
+        self.tag_store = TagStore(file_io, self.metadata_root, self.name)
+        self.consumer_store = ConsumerStore(file_io, self.metadata_root)
         self._schemas_by_id: dict[int, TableSchema] = {}
 
     # ------------------------------------------------------------------ schemas
@@ -47,6 +52,10 @@ class TableContext:
         if schema_id not in self._schemas_by_id:
             self._schemas_by_id[schema_id] = self.schema_store.get(schema_id)
         return self._schemas_by_id[schema_id]
+
+    def forget_schemas(self) -> None:
+        """Drop the cached schemas (a fast-forward replaced schema files of this branch)."""
+        self._schemas_by_id.clear()
 
     @property
     def options(self) -> Options:
