@@ -9,7 +9,7 @@ row, or refuses it with `UnsupportedFeature`; it never guesses. The feature tabl
 - `check_write`: before any file of a write, delete, update, overwrite, compaction or rescale is
   written. Everything `check_read` refuses, options whose effect is WRITES, options tarn does not
   know at all (a newer Paimon's, or a misspelling another engine let through), columns of types
-  tarn cannot write, and the postpone-bucket layout (bucket = -2).
+  tarn cannot write.
 - `check_columns`: before reading columns; a column of a type tarn does not know (BLOB,
   VECTOR, ...) is refused, other columns of the table read as usual.
 - `check_file`: per data file a scan would read: formats tarn cannot read (the error names the
@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from tarn.codec.data_file import FORMATS
 from tarn.errors import UnsupportedFeature
 from tarn.file_fields import FILE_FIELDS
+from tarn.paths import POSTPONE_BUCKET  # noqa: F401 (scan/planner.py)
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.options import (BOOL, CARRIED, ENUM, FILE_FORMATS, READS, WRITES, Opt, match_key, parse_bool,
@@ -36,7 +37,6 @@ from tarn.types import DataField, unsupported_roots
 READABLE_FORMATS = FORMATS  # what tarn/codec/data_file.py reads and writes
 # Formats whose files tarn may meet in a table (by file-name extension) but cannot read.
 FOREIGN_FORMATS = tuple(f for f in (*FILE_FORMATS, "blob") if f not in READABLE_FORMATS)
-POSTPONE_BUCKET = -2
 
 # Paimon release that introduced each type tarn does not implement.
 TYPE_SINCE = {"VARIANT": "1.1", "BLOB": "1.4", "VECTOR": "1.4"}
@@ -95,10 +95,6 @@ def check_write(table_name: str, schema: TableSchema) -> None:
     if unknown:
         raise _refused(table_name, f"schema {schema.id} has field(s) {unknown}", "",
                        "unknown to tarn; they may change where rows go, so writing is refused")
-    if _bucket(schema) == POSTPONE_BUCKET:
-        raise _refused(table_name, "bucket = -2 (postpone bucket mode)", "1.2",
-                       "writes rows no reader sees until a postpone compaction assigns them to buckets; tarn "
-                       "does not write or compact such tables yet (reads skip the postponed files, as Paimon's do)")
     _check_types(table_name, schema.fields, "writing")
 
 
@@ -130,12 +126,10 @@ def check_write_base(table_name: str, snapshot, entries, row_tracking: bool = Fa
 
 
 def check_stream_read(table_name: str, schema: TableSchema) -> None:
-    """A streaming read: `check_read`, and the postpone-bucket layout, whose streaming reads
-    Paimon defines by its changelog producer (not implemented by tarn)."""
+    """A streaming read: `check_read`. (Postpone-bucket tables stream as Java's do: without a
+    changelog producer the postponed files' rows as written, with one the changelog the
+    postpone compaction produces; tarn/scan/changes.py.)"""
     check_read(table_name, schema)
-    if _bucket(schema) == POSTPONE_BUCKET:
-        raise _refused(table_name, "bucket = -2 (postpone bucket mode)", "1.2",
-                       "is not supported by tarn's streaming reads yet")
 
 
 def check_columns(table_name: str, fields: Iterable[DataField]) -> None:
@@ -189,10 +183,3 @@ def check_file(table_name: str, meta: DataFileMeta, table_format: str, field_cou
         raise _refused(table_name, f"data file {meta.file_name} holds only columns {list(meta.write_cols)}",
                        "1.3", "of its rows (data evolution), but the table does not enable "
                        "'row-tracking.enabled', so no row ids line its rows up with the others")
-
-
-def _bucket(schema: TableSchema) -> int:
-    try:
-        return int(str(schema.options.get("bucket", "-1")).strip())
-    except ValueError:
-        return -1

@@ -16,6 +16,8 @@ TAG_DIR = "tag"
 CONSUMER_DIR = "consumer"
 STATISTICS_DIR = "statistics"
 CHANGELOG_DIR = "changelog"
+# the bucket of rows a postpone-bucket table (bucket = -2) has not placed yet
+POSTPONE_BUCKET = -2
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 SNAPSHOT_PREFIX = "snapshot-"
@@ -112,7 +114,7 @@ def partition_dir(keys: list[str], texts: list[str]) -> str:
 
 
 def bucket_dir(bucket: int) -> str:
-    return "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
+    return "bucket-postpone" if bucket == POSTPONE_BUCKET else f"bucket-{bucket}"
 
 
 class FileNamer:

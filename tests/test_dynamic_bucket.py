@@ -419,7 +419,6 @@ def test_expire_rollback_tags_and_orphans_clean_hash_files(catalog):
 @pytest.mark.parametrize("options, match", [
     ({"bucket": "0"}, "'bucket'.* '0'"),
     ({"bucket": "-3"}, "'bucket'.* '-3'"),
-    ({"bucket": "-2"}, "postpone"),
     ({"bucket-key": "k"}, "'bucket-key' needs a fixed 'bucket'"),
     ({"dynamic-bucket.max-buckets": "0"}, "max-buckets"),
 ])

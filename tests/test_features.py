@@ -225,9 +225,10 @@ def test_partial_column_file_is_refused_on_read(catalog):
 # ------------------------------------------------------------------ postpone bucket
 
 
-def test_postpone_bucket_rows_stay_invisible_and_writes_are_refused(catalog):
+def test_postpone_rows_of_another_engine_stay_invisible_until_tarn_compacts(catalog):
     """bucket = -2: files of the postpone bucket are invisible to batch reads until compacted
-    (Paimon's rule); writes and streaming reads are refused until tarn implements the mode."""
+    (Paimon's rule); tarn's own writes join them and its compaction places them all
+    (tests/test_postpone.py covers the mode)."""
     table = catalog.create_table("db.t", SCHEMA, primary_key=["id"], options={"bucket": "1"})
     table.write(rows([1, 2]))
     writer = table.new_writer()
@@ -243,10 +244,11 @@ def test_postpone_bucket_rows_stay_invisible_and_writes_are_refused(catalog):
     table = catalog.load_table("db.t")
     table.committer().commit([postponed], "postpone-writer")  # as another engine's postpone writer commits it
     assert table.scan().to_arrow().sort_by("id").to_pylist() == rows([1, 2]).to_pylist()
-    error = refused_write(table, lambda: table.write(rows([4])))
-    assert "postpone" in str(error)
-    with pytest.raises(tarn.UnsupportedFeature, match="postpone"):
-        table.changes(table.latest_snapshot().id)
+    table.write(rows([4]))
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == rows([1, 2]).to_pylist()
+    table.compact()
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == \
+        pa.concat_tables([rows([1]), rows([2, 3], prefix="late"), rows([4])]).to_pylist()
 
 
 # ------------------------------------------------------------------ index types tarn does not know

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from tarn import partition as partitions
 from tarn import paths
 from tarn.fs import join
+from tarn.paths import POSTPONE_BUCKET
 from tarn.options import Options
 from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound, TarnError
 from tarn.commit import row_id_conflicts
@@ -54,6 +55,9 @@ class Overwrite:
     # exactly these partitions (partition bytes), whatever the new data touches (a rescale);
     # None: `static` / `dynamic` decide
     partitions: frozenset | None = None
+    # postpone-bucket tables: the rows waiting in `bucket-postpone/` stay (a rescale rewrites
+    # only the real buckets, as Java's); otherwise an overwrite replaces them too
+    keeps_postponed: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class UntouchedSince:
 
     base: Snapshot
     partitions: frozenset | None = None
+    keeps_postponed: bool = False  # postponed files added meanwhile do not count (a rescale keeps them)
 
 
 @dataclass(frozen=True)
@@ -240,16 +245,21 @@ class Committer:
                 raise CommitConflict(f"table {self.table_name}: snapshot {snapshot_id}, committed while the "
                                      "rescale ran, expired before it could be checked; nothing was committed, "
                                      "rescale again") from None
-            if snapshot.commit_user != commit_user and self._touches(snapshot, previous_index, required.partitions):
+            keeps = required.keeps_postponed
+            if snapshot.commit_user != commit_user and self._touches(snapshot, previous_index, required.partitions,
+                                                                     keeps):
                 raise CommitConflict(
                     f"table {self.table_name}: snapshot {snapshot_id} ({snapshot.commit_kind}, by another writer) "
                     "changed the data being rescaled while the rescale ran; nothing was committed. Stop other "
                     "writers of these partitions and rescale again")
             previous_index = snapshot.index_manifest
 
-    def _touches(self, snapshot: Snapshot, previous_index: str | None, wanted: frozenset | None) -> bool:
+    def _touches(self, snapshot: Snapshot, previous_index: str | None, wanted: frozenset | None,
+                 postponed_apart: bool = False) -> bool:
         for meta in self.manifests.read_manifest_list(snapshot.delta_manifest_list):
             for entry in self.manifests.read_manifest(meta.file_name):
+                if postponed_apart and entry.bucket == POSTPONE_BUCKET:
+                    continue  # rows waiting for their compaction: the rescale leaves them
                 if wanted is None or entry.partition in wanted:
                     return True
         if snapshot.index_manifest == previous_index:
@@ -538,6 +548,8 @@ class Committer:
             doomed = [e for e in live if self._matches_static(e.partition, overwrite.static)]
         else:
             doomed = live
+        if overwrite.keeps_postponed:
+            doomed = [e for e in doomed if e.bucket != POSTPONE_BUCKET]
         return [ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in doomed]
 
     def _matches_static(self, partition: bytes, static: dict) -> bool:

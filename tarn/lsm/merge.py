@@ -134,6 +134,17 @@ def _refuse_lone_retracts(table: pa.Table, spec: MergeSpec) -> None:
         raise SchemaMismatch(DELETE_NOT_ACCEPTED)
 
 
+def check_retracts(table: pa.Table, spec: MergeSpec) -> None:
+    """Refuse -U/-D rows the merge engine does not take, before they are written anywhere (a
+    postpone writer merges nothing, so it checks as Java's PostponeBucketWriter does)."""
+    if spec.ignore_delete:
+        return
+    if spec.engine == "partial-update":
+        _refuse_lone_retracts(table, spec)
+    elif spec.engine == "first-row":
+        merge_first_row(table.slice(0, 0) if table.num_rows == 0 else table.filter(is_retract(table)), spec)
+
+
 MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 
 

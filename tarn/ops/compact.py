@@ -6,7 +6,7 @@ from __future__ import annotations
 from tarn import partition
 from tarn.core import TableCore
 from tarn.meta.snapshot import Snapshot
-from tarn.ops import append_compaction
+from tarn.ops import append_compaction, postpone
 
 
 def compact(core: TableCore, full: bool = False, partitions: list[dict] | None = None) -> Snapshot | None:
@@ -14,6 +14,8 @@ def compact(core: TableCore, full: bool = False, partitions: list[dict] | None =
     schema = core.schema()
     if not schema.primary_keys:
         return append_compaction.compact(core, full, partitions)
+    if postpone.is_postpone(schema):
+        return postpone.compact(core, full, partitions)
     writer = core.new_writer()
     buckets = sorted(writer.restored_buckets())
     if partitions is not None:

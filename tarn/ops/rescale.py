@@ -20,6 +20,7 @@ from tarn.meta.schema import SetOption, TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.ops.alter import alter
 from tarn.options import Options
+from tarn.paths import POSTPONE_BUCKET
 from tarn.scan.planner import Split
 from tarn.write.message import CommitMessage
 from tarn.commit.abort import aborting
@@ -38,6 +39,10 @@ class RescalePlan:
     bucket: int  # the bucket count the data is written with
     partitions: frozenset | None  # partition bytes rewritten; None: the whole table
     splits: list[Split]
+
+    @property
+    def postpone(self) -> bool:
+        return Options(self.schema.options).int("bucket") == POSTPONE_BUCKET
 
     @property
     def writer_options(self) -> dict:
@@ -66,6 +71,10 @@ def plan_rescale(core: TableCore, bucket: int | None, partitions: list[dict] | N
     schema = core.schema()
     current = Options(schema.options).int("bucket")
     target = current if bucket is None else int(bucket)
+    if current == POSTPONE_BUCKET and (bucket is None or target <= 0):
+        raise InvalidArgument(f"table {core.name}: a postpone-bucket table (bucket=-2) is rescaled to a given "
+                              "bucket count: rescale(bucket=N) rewrites the placed rows into N buckets per "
+                              "partition; postponed rows stay for the next compaction")
     if current == -1 and target != -1:
         raise InvalidArgument(f"table {core.name}: a bucket=-1 table cannot be rescaled to {target} buckets "
                               "(Paimon cannot change 'bucket' from -1); rescale() re-packs its buckets")
@@ -112,15 +121,16 @@ def commit_rescale(core: TableCore, plan: RescalePlan, messages: list[CommitMess
                    commit_user: str | None = None) -> Snapshot | None:
     """Commit a rescale's messages as one OVERWRITE of its partitions, failing if another
     writer changed them since `plan.base`; then make `plan.bucket` the table's option."""
-    overwrite = Overwrite() if plan.partitions is None else Overwrite(partitions=plan.partitions)
+    postponed = plan.postpone
+    overwrite = Overwrite(partitions=plan.partitions, keeps_postponed=postponed)
 
     def set_bucket() -> list[Exception]:
-        if str(plan.bucket) == str(plan.schema.options.get("bucket", "-1")):
-            return []
+        if postponed or str(plan.bucket) == str(plan.schema.options.get("bucket", "-1")):
+            return []  # a postpone table keeps bucket=-2: each partition keeps its own count
         return [e for e in [_set_bucket_option(core, plan.bucket)] if e is not None]
 
     return core.commit(messages, commit_user, overwrite=overwrite, schema=plan.schema,
-                       untouched_since=UntouchedSince(plan.base, plan.partitions), on_landed=set_bucket)
+                       untouched_since=UntouchedSince(plan.base, plan.partitions, postponed), on_landed=set_bucket)
 
 
 def _set_bucket_option(core: TableCore, bucket: int) -> Exception | None:

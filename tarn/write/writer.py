@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import random
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -18,7 +20,7 @@ from tarn.data.layout import layout_of
 from tarn.data.reader import FileReader
 from tarn.errors import FileMissing, SchemaMismatch, SnapshotNotFound, TarnError
 from tarn.fs import FileIO
-from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, VALUE_KIND, merge_spec_of
+from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, check_retracts, merge_spec_of
 from tarn.lsm.policy import (PickState, estimate_last_full_compaction, full_compaction_delta_commits,
                              full_compaction_due, num_levels)
 from tarn.meta.manifest import ADD, DELETION_VECTORS_INDEX, HASH_INDEX, IndexManifestEntry
@@ -34,6 +36,9 @@ from tarn.write.cross_partition import (KEPT_ASSIGNERS, BucketFiles, CrossPartit
                                        is_cross_partition)
 from tarn.write.grouping import Group, group_rows, key_order
 from tarn.write.message import CommitMessage
+from tarn.data.writer import FileWriter
+
+from tarn.paths import POSTPONE_BUCKET
 
 
 
@@ -136,7 +141,11 @@ class TableWriter:
         self.buffer_limit = options.memory_bytes("write-buffer-size")
         self.states: dict[tuple[bytes, int], BucketState] = {}
         self._restored: Restored | None = None
-        self.deletion_vectors = self.layout.is_key_value and bool(options.bool("deletion-vectors.enabled"))
+        # postpone bucket mode (bucket = -2): rows land unsorted in `bucket-postpone/` files,
+        # read by nobody until the postpone compaction (tarn/ops/postpone.py) places them
+        self.postpone = bool(schema.primary_keys) and self.num_buckets == POSTPONE_BUCKET
+        self.deletion_vectors = self.layout.is_key_value and bool(options.bool("deletion-vectors.enabled")) \
+            and not self.postpone
         self.vector_files = DeletionVectorFiles(file_io, root)
         self._check_writable()
         # dynamic bucket mode: buckets from the HASH index (assigned here, or given by the caller)
@@ -172,7 +181,7 @@ class TableWriter:
 
     @property
     def compacts(self) -> bool:
-        return self.layout.is_key_value and not self.options.bool("write-only")
+        return self.layout.is_key_value and not self.options.bool("write-only") and not self.postpone
 
     # ------------------------------------------------------------------ buffering
 
@@ -197,6 +206,8 @@ class TableWriter:
         kinds = self._row_kinds(conformed, row_kind, rowkind_field)
         if self.layout.is_key_value:
             conformed = conformed.append_column(VALUE_KIND, kinds)
+            if self.postpone:  # nothing merges these rows before the compaction: refuse now
+                check_retracts(conformed, self.buckets.spec)
         elif kinds is not None and pc.any(pc.not_equal(kinds, INSERT)).as_py():
             raise SchemaMismatch(f"table {self.name}: append tables accept only +I rows; "
                                  "updates and deletes need a primary-key table")
@@ -299,6 +310,9 @@ class TableWriter:
             return
         data = pa.concat_tables(self.buffered)
         self.buffered, self.buffered_bytes = [], 0
+        if self.postpone:
+            self._flush_postponed(data)
+            return
         groups, hashes = self._groups(data)
         states = [self._state(g.partition_values, g.bucket) for g in groups]
         if hashes is not None and self._given_buckets:  # the own assigner knows which hashes are new
@@ -307,6 +321,40 @@ class TableWriter:
         self._parallel([lambda g=g, st=st: self.buckets.flush(g, st) for g, st in zip(groups, states)])
         if self.compacts:
             self._parallel([lambda st=st: self.buckets.compact_after_flush(st) for st in states])
+
+    def _flush_postponed(self, data: pa.Table) -> None:
+        """Postpone bucket mode: each partition's rows, as they came (unsorted, not merged), into
+        `bucket-postpone/` files named after this writer, as Java's PostponeBucketWriter writes
+        them (sequence number -1: the compaction numbers them; no value statistics)."""
+        groups = group_rows(data, list(self.schema.partition_keys), None, [])
+        writer_options = Options({**self.options.raw, "metadata.stats-mode": "none"})
+        for group in groups:
+            rows = group.rows()
+            rows = rows.append_column(SEQUENCE, pa.array(np.full(rows.num_rows, -1, dtype=np.int64)))
+            state = self._postpone_state(group.partition_values)
+            writer = FileWriter(self.file_io, state.path, self.schema, writer_options, prefix=self._postpone_prefix)
+            state.add_new(writer.write(rows))
+
+    @property
+    def _postpone_prefix(self) -> str:
+        """`<data-file.prefix>u-<writer>-s-<n>-w-`: Java's postpone file names, which keep one
+        writer's files apart (the compaction replays each writer's files in order)."""
+        if self._postpone_name is None:
+            base = self.options.get("data-file.prefix") or "data-"
+            self._postpone_name = f"{base}u-{uuid.uuid4()}-s-{random.randrange(1 << 31)}-w-"
+        return self._postpone_name
+
+    _postpone_name: str | None = None
+
+    def _postpone_state(self, partition_values: tuple) -> BucketState:
+        """The postpone bucket of a partition: nothing restored (a postpone write reads nothing)."""
+        partition_bytes = partition.to_bytes(self.schema, partition_values)
+        key = (partition_bytes, POSTPONE_BUCKET)
+        if key not in self.states:
+            path = partition.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
+                                         partition_values, POSTPONE_BUCKET)
+            self.states[key] = BucketState(partition_bytes, tuple(partition_values), POSTPONE_BUCKET, path, [], -1)
+        return self.states[key]
 
     def prepare_commit(self, full_compaction: bool = False,
                        commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> list[CommitMessage]:
@@ -324,12 +372,12 @@ class TableWriter:
             self._write_vectors()
             self._write_hash_index()
         except BaseException:
-            self._delete_written()
+            self.delete_written()
             raise
         return self.messages()
 
     def messages(self) -> list[CommitMessage]:
-        total = self.num_buckets if self.num_buckets > 0 else -1
+        total = self.num_buckets if self.num_buckets > 0 or self.postpone else -1
         return [m for m in (st.message(total) for st in self.states.values()) if not m.is_empty]
 
     def compact(self, buckets: list[tuple[bytes, int]], full: bool) -> list[CommitMessage]:
@@ -339,11 +387,11 @@ class TableWriter:
             self._parallel([lambda st=st: self.buckets.compact(st, full=full) for st in states])
             self._write_vectors()
         except BaseException:
-            self._delete_written()
+            self.delete_written()
             raise
         return self.messages()
 
-    def _delete_written(self) -> None:
+    def delete_written(self) -> None:
         """Delete every file this writer wrote (its messages' unreferenced files)."""
         for message in self.messages():
             for path in message.unreferenced_paths(self.root, self.schema):
@@ -428,7 +476,8 @@ class TableWriter:
         if not self.layout.is_key_value or self.num_buckets == 0 or self.num_buckets < -1:
             return
         expected = self.num_buckets if self.num_buckets > 0 else -1
-        others = self._restored_state().total_buckets.get(partition_bytes, set()) - {expected}
+        # postponed files (totalBuckets -2) wait for their compaction, which places them here
+        others = self._restored_state().total_buckets.get(partition_bytes, set()) - {expected, POSTPONE_BUCKET}
         if others:
             spec = dict(zip(self.schema.partition_keys, values))
             where = f"partition {spec} of " if self.schema.partition_keys else ""
@@ -533,9 +582,6 @@ def bucket_mode_problem(schema: TableSchema, bucket: int) -> str | None:
         if bucket == -2:
             return "bucket=-2 (postpone bucket mode) needs a primary key"
         return None
-    if bucket == -2:
-        return ("writing primary-key tables with bucket=-2 (postpone bucket mode) is not supported by tarn yet; "
-                "use bucket=-1 (dynamic) or a fixed 'bucket' > 0")
     return None
 
 
