@@ -72,8 +72,11 @@ def replay_order(files) -> list[DataFileMeta]:
     return list(files)
 
 
-def plan(core, partition_specs: list[dict] | None = None, full: bool = False) -> PostponePlan | None:
-    """The postponed files of the latest snapshot, per partition, with their bucket counts."""
+def plan(core, partition_specs: list[dict] | None = None, full: bool = False,
+         unset_default: int | None = None) -> PostponePlan | None:
+    """The postponed files of the latest snapshot, per partition, with their bucket counts.
+    `unset_default`: the count of new partitions when the table does not set
+    `postpone.default-bucket-num` (Java's Spark compaction uses the default parallelism)."""
     snapshot = core.latest_snapshot()
     if snapshot is None:
         return None
@@ -98,13 +101,13 @@ def plan(core, partition_specs: list[dict] | None = None, full: bool = False) ->
     parts = []
     for part in sorted(set(postponed) | set(level0)):
         files = replay_order(postponed.get(part, []))
-        count = _bucket_count(core.name, schema, options, part, totals.get(part, set()), files)
+        count = _bucket_count(core.name, schema, options, part, totals.get(part, set()), files, unset_default)
         parts.append(PostponedPartition(part, tuple(files), count, tuple(sorted(level0.get(part, ())))))
     return PostponePlan(snapshot, schema, tuple(parts))
 
 
 def _bucket_count(table_name: str, schema: TableSchema, options: Options, part: bytes, totals: set[int],
-                  files: list[DataFileMeta]) -> int:
+                  files: list[DataFileMeta], unset_default: int | None) -> int:
     known = {t for t in totals if t > 0}
     if len(known) > 1:
         spec = dict(zip(schema.partition_keys, partitions.from_bytes(schema, part)))
@@ -115,24 +118,28 @@ def _bucket_count(table_name: str, schema: TableSchema, options: Options, part: 
     target = options.get("postpone.target-row-num-per-bucket")
     if target is not None and int(target) > 0:
         return max(1, math.ceil(sum(f.row_count for f in files) / int(target)))
+    if unset_default is not None and "postpone.default-bucket-num" not in schema.options:
+        return max(1, unset_default)
     return max(1, options.int("postpone.default-bucket-num") or 1)
 
 
-def compact_partitions(core, plan_: PostponePlan, parts: list[PostponedPartition], full: bool = False) -> list[CommitMessage]:
+def compact_partitions(core, plan_: PostponePlan, parts: list[PostponedPartition], full: bool = False,
+                       options: dict | None = None) -> list[CommitMessage]:
     """Place and merge the postponed rows of `parts` (one writer per bucket count) and return
-    the messages of a COMPACT commit removing their postponed files."""
+    the messages of a COMPACT commit removing their postponed files. `options`: writer
+    overrides (a Spark job's file prefixes). Spark tasks each run it on some partitions."""
     messages: list[CommitMessage] = []
     for count in sorted({p.num_buckets for p in parts}):
         group = [p for p in parts if p.num_buckets == count]
-        messages += _compact_group(core, plan_, group, count, full)
+        messages += _compact_group(core, plan_, group, count, full, options or {})
     return messages
 
 
 def _compact_group(core, plan_: PostponePlan, parts: list[PostponedPartition], count: int,
-                   full: bool) -> list[CommitMessage]:
+                   full: bool, options: dict) -> list[CommitMessage]:
     schema = plan_.schema
     raw = {k: v for k, v in schema.options.items() if k != "rowkind.field"}  # kinds come from the files
-    fixed = replace(schema, options={**raw, "bucket": str(count)})
+    fixed = replace(schema, options={**raw, **options, "bucket": str(count)})
     writer = TableWriter(core.file_io, core.root, core.name, fixed, Options(fixed.options),
                          restore_from(core, fixed, snapshot_id=plan_.snapshot.id), core.schema_by_id)
     reader = FileReader(core.file_io, schema, core.schema_by_id, Options(schema.options))

@@ -53,6 +53,7 @@ from tarn.catalog import create_table_at
 from tarn.commit.committer import Overwrite
 from tarn.errors import CommitConflict, InvalidOption, OutcomeUnknown, SchemaMismatch, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
+from tarn.paths import POSTPONE_BUCKET
 from tarn.meta.schema import TableSchema
 from tarn.options import Options, is_immutable
 from tarn.scan import changes
@@ -326,7 +327,8 @@ class WritePlan:
         after the commit the driver compacts what is due, pushing level 0 up; a failure is logged
         and kept in `last_maintenance_errors` (the write landed)."""
         schema = table.schema()
-        if not schema.primary_keys or self.bucket_owned or Options(schema.options).write_only:
+        if not schema.primary_keys or self.bucket_owned or Options(schema.options).write_only \
+                or Options(schema.options).int("bucket") == POSTPONE_BUCKET:  # placed by its compaction
             return
         try:
             if table.planner(schema).skips_level_0():

@@ -100,10 +100,10 @@ def place(df, table, storage: dict | None, snapshot_id: int | None = None, paral
     if snapshot_id and split_bootstrap(spark, parallelism):  # the keys read once, shuffled with the rows
         named = df.select(*[F.col(c).alias(f.name) for c, f in zip(columns, schema.fields)])
         routed = _with_existing_keys(named, table, storage, snapshot_id, parallelism)
-        assign = partial(_assign_given_keys, table.root, storage, snapshot_id, parallelism)
+        assign = partial(_assign_given_keys, table.location, storage, snapshot_id, parallelism)
     else:  # each assigner task reads the keys of its range when it runs
         routed = _by_channel(df.select(*columns), table, keys, parallelism)
-        assign = partial(_assign_task, table.root, storage, snapshot_id, parallelism)
+        assign = partial(_assign_task, table.location, storage, snapshot_id, parallelism)
     placed_schema = StructType(list(spark_schema(list(schema.fields)).fields)
                                + [StructField(KIND_COLUMN, ByteType(), False),
                                   StructField(BUCKET_COLUMN, LongType(), False)])
@@ -190,7 +190,7 @@ def key_rows(spark, table, storage: dict | None, snapshot_id: int, channels: int
     out = StructType(list(spark_schema([schema.field(k) for k in schema.primary_keys]).fields)
                      + [StructField(CHANNEL, IntegerType(), False), StructField(ORDER, LongType(), False),
                         StructField(KEY_PARTITION, BinaryType(), False), StructField(KEY_BUCKET, IntegerType(), False)])
-    emit = partial(_emit_keys, table.root, storage, channels, out)
+    emit = partial(_emit_keys, table.location, storage, channels, out)
     return frame.repartitionById(tasks, F.col("task")).mapInArrow(emit, out)
 
 

@@ -332,9 +332,9 @@ def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = N
         raise InvalidArgument(f"table {table.name} is a cross-partition upsert table (primary key without every "
                               "partition key): tarn.spark.delete, update and merge_into do not place its keys; "
                               "use Table.delete / Table.update on the driver")
-    shuffled = by_bucket(rows, table.root, storage_options)
+    shuffled = by_bucket(rows, table.location, storage_options)
     token = new_job_token()
-    task = partial(_write_task, table.root, storage_options, token)
+    task = partial(_write_task, table.location, storage_options, token)
     messages = collect_messages(table, token, shuffled, task)
     if not any(m.new_files for m in messages):
         abort(table.file_io, table.root, table.schema(), messages)

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
 import tarn
+from tarn.ops import postpone
 from tarn.ops.row_updates import evolves
 from tarn import append_compaction
 from tarn import partition as partitions
@@ -141,6 +142,8 @@ def compact(spark, table_path: str, full: bool = False, partitions: list[dict] |
     table = tarn.load_table(table_path, storage_options)
     if not table.primary_keys:
         return _compact_append(spark, table, table_path, full, partitions, parallelism, storage_options)
+    if postpone.is_postpone(table.schema()):
+        return _compact_postpone(spark, table, table_path, full, partitions, parallelism, storage_options)
     before = table.snapshot_store.latest_id()
     sizes = bucket_sizes(table, partitions)
     if not sizes:
@@ -152,7 +155,7 @@ def compact(spark, table_path: str, full: bool = False, partitions: list[dict] |
               .option("full", str(bool(full)).lower()))
     for key, value in check_storage(storage_options).items():
         writer = writer.option(key, value)
-    writer.save(table_path if "://" in table_path else table.root)
+    writer.save(table_path if "://" in table_path else table.location)
     latest = table.latest_snapshot()
     return latest if latest is not None and latest.id != before else None
 
@@ -231,7 +234,75 @@ def _compact_append(spark, table: tarn.Table, table_path: str, full: bool, parti
         writer = writer.option("row-ids-read-at", str(before))
     for key, value in check_storage(storage_options).items():
         writer = writer.option(key, value)
-    writer.save(table_path if "://" in table_path else table.root)
+    writer.save(table_path if "://" in table_path else table.location)
+    latest = table.latest_snapshot()
+    return latest if latest is not None and latest.id != before else None
+
+
+POSTPONE_COMPACT_FORMAT = "tarn_postpone_compact"
+PARTS_SCHEMA = StructType([StructField("part", BinaryType(), False), StructField("task", IntegerType(), False)])
+
+
+class PostponeCompactWriter(CompactWriter):
+    """Tasks place the postponed rows of their partitions (`postpone.compact_partitions`); the
+    driver commits every task's messages as one COMPACT snapshot."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskMessages:
+        picked = [pickle.loads(p) for batch in iterator for p in batch.column("part").to_pylist()]
+        if not picked:
+            return TaskMessages([])
+        table = self.plan.open()
+        plan_ = picked[0][0]
+        prefixes = job_prefixes(plan_.schema.options, self.plan.job_token)
+        messages = postpone.compact_partitions(table, plan_, [part for _, part in picked], self.plan.full, prefixes)
+        if table.file_io.exists(self.marker(table)):  # the job was aborted while this task ran
+            abort(table.file_io, table.root, plan_.schema, messages)
+            raise TarnError(f"table {table.name}: the compaction was aborted")
+        return TaskMessages(messages)
+
+    def commit(self, messages: list) -> None:
+        table = self.plan.open()
+        with noting_unknown_outcome(self.plan.job_token):
+            table.commit([m for r in messages if r is not None for m in r.messages], schema=self.schema)
+
+
+class PostponeCompactSource(DataSource):
+    """Internal: the write side of the distributed postpone compaction."""
+
+    @classmethod
+    def name(cls) -> str:
+        return POSTPONE_COMPACT_FORMAT
+
+    def writer(self, schema, overwrite):
+        options = {k.lower(): v for k, v in dict(self.options).items()}
+        writer = PostponeCompactWriter(CompactPlan(options["path"], options.get("full", "false") == "true",
+                                                   options["job-token"], storage_of(options)))
+        writer.schema = pickle.loads(bytes.fromhex(options["schema"]))
+        return writer
+
+
+def _compact_postpone(spark, table: tarn.Table, table_path: str, full: bool, partitions: list[dict] | None,
+                      parallelism: int | None, storage_options: dict | None):
+    """The postpone compaction of a bucket = -2 table, one task per share of its partitions
+    (largest first, each to the least loaded task); one COMPACT commit on the driver."""
+    before = table.snapshot_store.latest_id()
+    plan_ = postpone.plan(table, partitions, full, unset_default=spark.sparkContext.defaultParallelism)
+    if plan_ is None or not plan_.parts:
+        return None
+    spark.dataSource.register(PostponeCompactSource)
+    tasks = min(len(plan_.parts), parallelism or spark.sparkContext.defaultParallelism * 2)
+    load = [0] * tasks
+    rows = []
+    for part in sorted(plan_.parts, key=lambda p: -sum(f.file_size for f in p.files)):
+        task = load.index(min(load))
+        load[task] += sum(f.file_size for f in part.files) + 1
+        rows.append((pickle.dumps((plan_, part)), task))
+    frame = spark.createDataFrame(rows, PARTS_SCHEMA).repartitionById(tasks, "task")
+    writer = (frame.write.format(POSTPONE_COMPACT_FORMAT).mode("append").option("job-token", new_job_token())
+              .option("full", str(bool(full)).lower()).option("schema", pickle.dumps(plan_.schema).hex()))
+    for key, value in check_storage(storage_options).items():
+        writer = writer.option(key, value)
+    writer.save(table_path if "://" in table_path else table.location)
     latest = table.latest_snapshot()
     return latest if latest is not None and latest.id != before else None
 

@@ -38,9 +38,9 @@ def commit_column_updates(spark, table: tarn.Table, snapshot, changed, inserted=
     shuffled = located.repartition(max(1, min(len(groups.splits), 200)), F.col(GROUP_COLUMN))
     read_at = snapshot.id if snapshot is not None else 0  # 0: an empty table (nothing to update)
     messages = collect_messages(table, token, shuffled,
-                                partial(_column_task, table.root, storage, read_at, overrides))
+                                partial(_column_task, table.location, storage, read_at, overrides))
     if inserted is not None:
-        messages += collect_messages(table, token, inserted, partial(_append_task, table.root, storage, overrides))
+        messages += collect_messages(table, token, inserted, partial(_append_task, table.location, storage, overrides))
     if not any(m.new_files for m in messages):
         sweep_job(table, token)
         return None

@@ -75,7 +75,7 @@ def analyze(spark, table_path: str, columns: list[str] | None = None, parallelis
         groups = _spread(splits, tasks)
         storage = check_storage(storage_options) or None
         job = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
-            partial(_collect_task, table.root if "://" not in table_path else table_path, storage,
+            partial(_collect_task, table.location if "://" not in table_path else table_path, storage,
                     plan.snapshot.id, plan.schema.id, plan.columns))
         for part in job.collect():
             collector.merge(part)

@@ -53,6 +53,12 @@ class TableContext:
             self._schemas_by_id[schema_id] = self.schema_store.get(schema_id)
         return self._schemas_by_id[schema_id]
 
+    @property
+    def location(self) -> str:
+        """The path `tarn.load_table` opens this table by: the root, with `$branch_<name>` for a
+        branch (what Spark tasks receive)."""
+        return self.root if self.branch == "main" else f"{self.root}$branch_{self.branch}"
+
     def forget_schemas(self) -> None:
         """Drop the cached schemas (a fast-forward replaced schema files of this branch)."""
         self._schemas_by_id.clear()
