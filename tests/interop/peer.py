@@ -8,7 +8,8 @@ Commands:
   write       create the table if a ``schema`` is given, then one commit per entry
               of ``commits``: ``{"kind": "write" | "delete" | "overwrite", "rows_ipc": path,
               "partition": {...} (overwrite only)}``, ``{"kind": "tag", "name": str,
-              "snapshot_id": int?}`` or a data-evolution commit (ROW_ID_COMMITS:
+              "snapshot_id": int?}``, ``{"kind": "branch", "name": str, "tag": str?}`` (a branch,
+              empty or from a tag; write to it with ``"table": "db.t$branch_<name>"``) or a data-evolution commit (ROW_ID_COMMITS:
               ``update_by_row_id``, ``delete_by_row_id``, ``upsert_by_key``). Deletes need the table option ``rowkind.field``
               (see docs/research/pypaimon-2.1.md); the peer fills that column with
               ``-D`` (``+I`` for writes) when the rows lack it.
@@ -147,6 +148,9 @@ def run_commit(table, commit):
     kind = commit["kind"]
     if kind == "tag":
         table.create_tag(commit["name"], commit.get("snapshot_id"))
+        return
+    if kind == "branch":
+        table.branch_manager().create_branch(commit["name"], commit.get("tag"))
         return
     if kind in ROW_ID_COMMITS:
         run_row_id_commit(table, commit)
