@@ -348,9 +348,10 @@ class Harness:
     `bucket-postpone/` and no read sees them until a compaction places them; `visible` is what
     reads show (the oracle as of the last compaction, per partition)."""
 
-    def __init__(self, config: EngineConfig, knobs: Knobs, warehouse: str, postpone: bool = False):
+    def __init__(self, config: EngineConfig, knobs: Knobs, warehouse: str, postpone: bool = False,
+                 merge_on_read: bool = False):
         self.config, self.knobs = config, knobs
-        self.postpone = postpone
+        self.postpone = postpone and not merge_on_read  # merged on read: every row shows at once
         family = FAMILIES[config.family]
         keys = (["p"] if knobs.partitioned else []) + ["k"]
         columns = [Column("p", "string")] if knobs.partitioned else []
@@ -359,6 +360,8 @@ class Harness:
         if postpone:
             options["bucket"] = "-2"
             options["postpone.default-bucket-num"] = str(knobs.bucket)
+        if merge_on_read:
+            options["postpone.merge-on-read"] = "true"
         self.visible: list[dict] = []
         self.definition = TableDef(tuple(columns), tuple(keys), options)
         self.schema = pa.schema([(c.name, ARROW[c.kind]) for c in columns])
@@ -600,9 +603,9 @@ def _canonical(rows: list[dict], names: list[str]) -> list[tuple]:
     return canonical_rows(rows, names, as_tuples=True)
 
 
-def run(config: EngineConfig, knobs: Knobs, data, postpone: bool = False) -> None:
+def run(config: EngineConfig, knobs: Knobs, data, postpone: bool = False, merge_on_read: bool = False) -> None:
     with tempfile.TemporaryDirectory() as warehouse:
-        harness = Harness(config, knobs, warehouse, postpone)
+        harness = Harness(config, knobs, warehouse, postpone, merge_on_read)
         ops = ["write", "write", "write", "compact", "full", "scan", "keys"]
         if config.policy.deletes:
             ops.append("delete")
@@ -632,13 +635,15 @@ POSTPONE_CONFIGS = [c for c in ENGINE_CONFIGS if c.id in (
     "partial-ignore-delete", "agg-dv")] + [c for c in ENGINE_CONFIGS if c.family == "agg"][:1]
 
 
+@pytest.mark.parametrize("merge_on_read", [False, True], ids=["compaction", "merge-on-read"])
 @pytest.mark.parametrize("config", POSTPONE_CONFIGS, ids=[c.id for c in POSTPONE_CONFIGS])
 @PROFILE
 @given(knobs=KNOBS, data=st.data())
-def test_postpone_bucket_matches_oracle(config, knobs, data):
+def test_postpone_bucket_matches_oracle(config, merge_on_read, knobs, data):
     """bucket = -2: random writes, deletes and compactions; reads show exactly what the oracle
-    held at each partition's last compaction (postponed rows are invisible until then)."""
-    run(config, knobs, data, postpone=True)
+    held at each partition's last compaction (postponed rows are invisible until then), or,
+    with postpone.merge-on-read, everything written (postponed rows merged on read)."""
+    run(config, knobs, data, postpone=True, merge_on_read=merge_on_read)
 
 
 # ------------------------------------------------------------------------------------------

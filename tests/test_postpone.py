@@ -254,3 +254,37 @@ def test_a_write_racing_a_compaction_loses_nothing(catalog):
 def test_postpone_needs_a_primary_key(catalog):
     with pytest.raises(tarn.TarnError, match="postpone"):
         catalog.create_table("db.a", SCHEMA, options={"bucket": "-2"})
+
+
+@pytest.mark.parametrize("engine", [{}, {"merge-engine": "partial-update"},
+                                    {"merge-engine": "aggregation", "fields.v.aggregate-function": "max"},
+                                    {"sequence.field": "id2"}])
+def test_merge_on_read_shows_what_the_compaction_will(catalog, engine):
+    """postpone.merge-on-read: a batch read merges the postponed rows into the placed ones and
+    equals the read after the postpone compaction (filters and projections too); streams do not."""
+    schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("id2", pa.int64()), ("v", pa.string())])
+    table = catalog.create_table("db.m", schema, primary_key=["dt", "id"], partition_keys=["dt"],
+                                 options={"bucket": "-2", "postpone.merge-on-read": "true", **engine})
+
+    def batch(ids, v, seq=0):
+        return pa.table({"dt": ["a"] * len(ids), "id": pa.array(ids, pa.int64()),
+                         "id2": pa.array([seq] * len(ids), pa.int64()), "v": [f"{v}{i}" if v else None for i in ids]},
+                        schema=schema)
+    table.write(batch([1, 2, 3], "x", seq=5))
+    table.write(pa.concat_tables([batch([1], "y", seq=6), batch([4], "z", seq=6)]))
+    table.compact()
+    table.write(batch([2], "w", seq=7))
+    table.write(batch([3], None, seq=1))  # partial-update keeps 3's value; an older sequence.field loses
+    table.write(pa.table({"dt": ["b"], "id": pa.array([9], pa.int64()), "id2": pa.array([1], pa.int64()),
+                          "v": ["b9"]}, schema=schema))
+    if not engine:
+        table.delete(pa.table({"dt": ["a"], "id": pa.array([4], pa.int64())}))
+    merged = table.scan().to_arrow().sort_by([("dt", "ascending"), ("id", "ascending")])
+    filtered = table.scan(filter="v = 'w2'", columns=["id", "v"]).to_arrow()
+    counted = table.scan().count()
+    table.compact()
+    after = table.scan().to_arrow().sort_by([("dt", "ascending"), ("id", "ascending")])
+    assert merged.to_pylist() == after.to_pylist()
+    assert counted == after.num_rows
+    assert filtered.to_pylist() == [r for r in after.select(["id", "v"]).to_pylist() if r["v"] == "w2"]
+    assert any(r["dt"] == "b" for r in merged.to_pylist())

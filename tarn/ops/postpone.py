@@ -139,7 +139,8 @@ def _compact_group(core, plan_: PostponePlan, parts: list[PostponedPartition], c
                    full: bool, options: dict) -> list[CommitMessage]:
     schema = plan_.schema
     raw = {k: v for k, v in schema.options.items() if k != "rowkind.field"}  # kinds come from the files
-    fixed = replace(schema, options={**raw, **options, "bucket": str(count)})
+    # a compaction compacts whatever `write-only` says of writers (Java's dedicated compaction)
+    fixed = replace(schema, options={**raw, **options, "bucket": str(count), "write-only": "false"})
     writer = TableWriter(core.file_io, core.root, core.name, fixed, Options(fixed.options),
                          restore_from(core, fixed, snapshot_id=plan_.snapshot.id), core.schema_by_id)
     reader = FileReader(core.file_io, schema, core.schema_by_id, Options(schema.options))

@@ -44,6 +44,9 @@ class Split:
     table_root: str = ""
     # row tracking: the files of one row-id group (tarn/meta/row_ranges.py), read stitched
     row_tracking: bool = False
+    # postpone.merge-on-read: a partition's postponed files (bucket -2, in replay order) merged
+    # on read with the rows of these splits of its real buckets
+    merged_buckets: tuple = ()
 
     def __post_init__(self):
         if self.row_tracking and len(self.files) > 1:  # files of one row-id range: the rows of one
@@ -61,6 +64,8 @@ class Split:
         above level 0 (each key has one live row there); else one primary-key file above
         level 0 that holds no retract rows. (Level-0 files are always merged: some writers
         record `_DELETE_ROW_COUNT` 0 for files that do hold -D rows.)"""
+        if self.bucket == features.POSTPONE_BUCKET:
+            return False  # postponed rows merged on read with the partition's buckets
         if self.row_tracking:
             return len(self.files) == 1
         if not self.primary_key:
@@ -170,7 +175,11 @@ class Planner:
         key_buckets = self.key_buckets(predicate)
         skip_level_0 = self.skips_level_0()
         row_tracking = self.options.bool("row-tracking.enabled")
-        entries = [e for e in self.live_entries(snapshot, predicate)
+        live = self.live_entries(snapshot, predicate)
+        postponed = self._merged_on_read(live)
+        if postponed:  # their partitions' real files are read whole: postponed rows may change any of them
+            predicate = None
+        entries = [e for e in live
                    if e.bucket != features.POSTPONE_BUCKET and not (skip_level_0 and e.file.level == 0)]
         # row tracking: `.blob`/`.vector.` files hold columns tarn refuses to read (check_columns),
         # and files sharing a row-id range are pruned together (their stats cover some columns)
@@ -210,7 +219,32 @@ class Planner:
                 splits.extend(Split(partition, values, bucket, bucket_path, [f], False, deletion_vectors,
                                     {f.file_name: held[f.file_name]} if f.file_name in held else {}, self.root)
                               for f in files)
-        return splits
+        return self._with_postponed(splits, postponed) if postponed else splits
+
+    def _merged_on_read(self, live: list[ManifestEntry]) -> dict[bytes, list[DataFileMeta]]:
+        """`postpone.merge-on-read` on a postpone-bucket table: each partition's postponed files,
+        in the order their commits landed (tarn/ops/postpone.py replays them the same way)."""
+        if not (self.schema.primary_keys and self.options.int("bucket") == features.POSTPONE_BUCKET
+                and self.options.bool("postpone.merge-on-read")):
+            return {}
+        found: dict[bytes, list[DataFileMeta]] = {}
+        for e in live:
+            if e.bucket == features.POSTPONE_BUCKET:
+                found.setdefault(e.partition, []).append(e.file)
+        return found
+
+    def _with_postponed(self, splits: list[Split], postponed: dict[bytes, list[DataFileMeta]]) -> list[Split]:
+        """One split per partition holding postponed rows: its postponed files, merged on read
+        with the partition's real-bucket splits (which it then replaces)."""
+        out = [s for s in splits if s.partition not in postponed]
+        for partition, files in sorted(postponed.items()):
+            values = self.partition_values(partition)
+            path = partitions.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
+                                          values, features.POSTPONE_BUCKET)
+            real = tuple(s for s in splits if s.partition == partition)
+            out.append(Split(partition, values, features.POSTPONE_BUCKET, path, list(files), True,
+                             table_root=self.root, merged_buckets=real))
+        return out
 
     @staticmethod
     def _shared_ranges(entries: list[ManifestEntry]) -> set[str]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 
 from tarn.data.layout import ROW_TRACKING_FIELDS
@@ -13,7 +15,8 @@ from tarn.data.reader import FileReader, SchemaLookup
 from tarn.data.runs import LookupMerge, merge_sections
 from tarn.fs import FileIO
 from tarn.lsm.merge import (SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, keys_in, lookup_merge_applies,
-                            newest_wins_applies)
+                            merge_table, newest_wins_applies)
+from tarn.paths import POSTPONE_BUCKET
 from tarn.data.defaults import default_values, fill_default_values
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
@@ -65,6 +68,9 @@ class SplitReader:
                 yield data.select([f.name for f in self.read_fields]).cast(self.output_schema)
 
     def _merged(self, split: Split) -> Iterator[pa.Table]:
+        if split.bucket == POSTPONE_BUCKET:
+            yield self._merged_with_postponed(split)
+            return
         files = self._files_of(split)
         if split.row_tracking and (len(split.files) > 1 or self.row_fields):
             yield read_group(files, split.bucket_path, split.files, self.value_fields + self.row_fields,
@@ -80,6 +86,29 @@ class SplitReader:
             return
         for data in self._read_sections(files, split):
             yield data.drop_columns([SEQUENCE, VALUE_KIND])
+
+    def _merged_with_postponed(self, split: Split) -> pa.Table:
+        """`postpone.merge-on-read`: the partition's rows as its postpone compaction would leave
+        them. Its real buckets' merged rows come first, the postponed rows after them in the
+        order their commits landed, numbered after them (a `sequence.field` still decides
+        first); one merge with the table's engine, retracted keys dropped."""
+        whole = copy.copy(self)
+        whole.predicate = None  # no row group skipped: a postponed row may change any row
+        base = [data for real in split.merged_buckets for data in whole._merged(real)]
+        names = [f.name for f in self.value_fields]
+        parts = [self.files.read(split.bucket_path, meta, self.value_fields, with_system=True).select(
+            names + [SEQUENCE, VALUE_KIND]) for meta in split.files]
+        count = sum(t.num_rows for t in base)
+        if base:
+            placed = pa.concat_tables([t.select(names) for t in base])
+            placed = placed.append_column(SEQUENCE, pa.array(np.arange(count, dtype=np.int64)))
+            placed = placed.append_column(VALUE_KIND, pa.array(np.zeros(count, dtype=np.int8)))
+            parts.insert(0, placed)
+        rows = pa.concat_tables(parts)
+        sequence = np.arange(rows.num_rows, dtype=np.int64)
+        rows = rows.set_column(rows.schema.get_field_index(SEQUENCE), SEQUENCE, pa.array(sequence))
+        merged = drop_retracts(merge_table(rows, self.merge_spec))
+        return merged.drop_columns([SEQUENCE, VALUE_KIND])
 
     def _read_raw(self, files: FileReader, split: Split) -> list[pa.Table]:
         """Each file read alone, cut into pieces of row groups that are decoded and stripped of
