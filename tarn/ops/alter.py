@@ -8,6 +8,7 @@ from tarn.errors import TarnError
 from tarn.lsm.policy import num_levels
 from tarn.meta.schema import TableSchema, apply_changes
 from tarn.ops.validate import validate_change
+from tarn.scan import fallback
 from tarn.options import Options
 from tarn.store.context import TableContext
 
@@ -18,6 +19,7 @@ def alter(context: TableContext, changes) -> TableSchema:
     after = apply_changes(before, changes)
     validate_change(before, after, context.name)  # immutable options among its checks
     check_deletion_vector_switch(context, before, after)
+    fallback.check_options(context, after.options)
     return context.schema_store.alter(changes)
 
 

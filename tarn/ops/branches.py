@@ -146,6 +146,14 @@ def list_branches(table: "TableContext") -> list[BranchInfo]:
     return out
 
 
+def _same_file(io, path: str, other: str) -> bool:
+    """Do both files exist with the same bytes?"""
+    try:
+        return io.read_bytes(path) == io.read_bytes(other)
+    except FileMissing:
+        return False
+
+
 def _local_millis(info: pafs.FileInfo) -> dt.datetime | None:
     """A file's modification time as local wall clock to the millisecond (Java's TIMESTAMP(3))."""
     if info.type == pafs.FileType.NotFound or info.mtime_ns is None:
@@ -173,11 +181,14 @@ def fast_forward(table: "TableContext", name: str) -> FastForward:
     earliest = source_ids[0]
     first_schema = source.get(earliest).schema_id
     own = table.snapshot_store
+    source_tags = TagStore(io, source_root)
     io.delete(join(own.dir, paths.LATEST))
-    dropped = [i for i in own.list_ids() if i >= earliest]
+    # the snapshot (and tag) the branch was made from is the same file on both: it stays
+    dropped = [i for i in own.list_ids() if i >= earliest and not _same_file(io, own.path(i), source.path(i))]
     for snapshot_id in reversed(dropped):  # newest first: the branch stays a readable prefix
         own.delete(snapshot_id)
-    dropped_tags = [t.name for t in table.tag_store.tags() if t.snapshot.id >= earliest]
+    dropped_tags = [t.name for t in table.tag_store.tags() if t.snapshot.id >= earliest
+                    and not _same_file(io, table.tag_store.path(t.name), source_tags.path(t.name))]
     for tag in dropped_tags:
         table.tag_store.delete(tag)
     source_schemas = SchemaStore(io, table.root, name)
@@ -189,10 +200,11 @@ def fast_forward(table: "TableContext", name: str) -> FastForward:
         if schema_id >= first_schema or not io.exists(table.schema_store.path(schema_id)):
             io.write_bytes(table.schema_store.path(schema_id), io.read_bytes(source_schemas.path(schema_id)))
     for snapshot_id in source_ids:
-        io.write_bytes(own.path(snapshot_id), io.read_bytes(source.path(snapshot_id)))
-    source_tags = TagStore(io, source_root)
+        if snapshot_id in dropped or not own.exists(snapshot_id):
+            io.write_bytes(own.path(snapshot_id), io.read_bytes(source.path(snapshot_id)))
     for tag in source_tags.names():
-        io.write_bytes(table.tag_store.path(tag), io.read_bytes(source_tags.path(tag)))
+        if not _same_file(io, table.tag_store.path(tag), source_tags.path(tag)):
+            io.write_bytes(table.tag_store.path(tag), io.read_bytes(source_tags.path(tag)))
     if not any(i < earliest for i in own.list_ids()):
         own.write_hint(paths.EARLIEST, earliest)
     own.write_hint(paths.LATEST, source_ids[-1])

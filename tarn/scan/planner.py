@@ -47,6 +47,9 @@ class Split:
     # postpone.merge-on-read: a partition's postponed files (bucket -2, in replay order) merged
     # on read with the rows of these splits of its real buckets
     merged_buckets: tuple = ()
+    # scan.fallback-branch / scan.primary-branch: the branch whose files these are ("": the
+    # scanned table's own branch; tarn/scan/fallback.py)
+    branch: str = ""
 
     def __post_init__(self):
         if self.row_tracking and len(self.files) > 1:  # files of one row-id range: the rows of one

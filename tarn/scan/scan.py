@@ -22,7 +22,7 @@ from tarn.lsm.merge import merge_spec_of
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
-from tarn.scan import counts
+from tarn.scan import counts, fallback
 from tarn.scan.filters import RowFilterReader
 from tarn.scan.planner import Split, planner_for
 from tarn.scan.predicate import Predicate
@@ -85,9 +85,18 @@ class Scan:
         """The splits to read, planned once (partitions, manifests and files the filter rules
         out are skipped)."""
         if self._splits is None:
-            self._splits = self._retrying(
-                lambda: planner_for(self.table, self.schema).plan(self.snapshot, self.filter))
+            self._splits = self._retrying(self._plan)
         return self._splits
+
+    def _table_options(self) -> dict:
+        """The table's latest options (a scan of the latest snapshot already holds them)."""
+        return self.schema.options if self.follows_latest else self.table.schema().options
+
+    def _plan(self) -> list[Split]:
+        splits = planner_for(self.table, self.schema).plan(self.snapshot, self.filter)
+        if fallback.second_branch(self._table_options(), self.table.branch) is None:
+            return splits
+        return fallback.combine(self.table, self.schema, self.snapshot, self.filter, splits, self.follows_latest)
 
     def _retrying(self, read):
         """Run `read`; when a scan of the latest snapshot finds a file gone because expiry
@@ -113,19 +122,34 @@ class Scan:
 
     def reader(self) -> SplitReader:
         """The reader of this scan's splits: rows merged, filtered (filter and row_filter) and
-        shaped as the scan's columns; `limit` is not applied."""
-        schema = self.schema
-        read_fields = self.read_fields
+        shaped as the scan's columns; `limit` is not applied. With a second branch
+        (`scan.fallback-branch`), its splits are read with its own schemas."""
+        own = self._reader(self.table, self.schema, self.read_fields)
+        if fallback.second_branch(self._table_options(), self.table.branch) is None:
+            return own
+
+        def other(name: str):
+            context = fallback.branch_context(self.table, name)
+            schema = context.schema()
+            return self._reader(context, schema, [schema.field(f.name) for f in self.read_fields], self.schema)
+        return fallback.BranchReader(own, other)
+
+    def _reader(self, context, schema: TableSchema, read_fields: list[DataField], shaped_as: TableSchema | None = None):
         options = Options(schema.options)
         spec = merge_spec_of(schema, options) if schema.primary_keys else None
-        features.check_columns(self.table.name, read_fields)
+        features.check_columns(context.name, read_fields)
         if spec is not None and spec.engine != "deduplicate":
-            features.check_columns(self.table.name, schema.fields)  # merged across every column
+            features.check_columns(context.name, schema.fields)  # merged across every column
         if self.row_filter is not None:
-            return RowFilterReader(self.table.file_io, schema, self.table.schema_by_id, options, read_fields,
-                                   self.filter, spec, self.row_filter, self.row_filter_columns)
-        return SplitReader(self.table.file_io, schema, self.table.schema_by_id, options, read_fields,
-                           self.filter, spec)
+            reader = RowFilterReader(context.file_io, schema, context.schema_by_id, options, read_fields,
+                                     self.filter, spec, self.row_filter, self.row_filter_columns)
+        else:
+            reader = SplitReader(context.file_io, schema, context.schema_by_id, options, read_fields, self.filter, spec)
+        if shaped_as is not None:  # the other branch's rows typed as this table's columns
+            reader.output_schema = arrow_schema([shaped_as.field(f.name) for f in reader.read_fields])
+            if isinstance(reader, RowFilterReader):
+                reader.final_schema = arrow_schema([shaped_as.field(f.name) for f in read_fields])
+        return reader
 
     @property
     def read_fields(self) -> list[DataField]:

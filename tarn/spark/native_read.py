@@ -106,7 +106,7 @@ def native_files(target: ReadTarget) -> list[NativeFile] | None:
     files: list[NativeFile] = []
     masked_rows = 0
     for split in splits:
-        if not split.raw_convertible or split.row_tracking and _row_tracking_read(target, split):
+        if not split.raw_convertible or split.row_tracking and _row_tracking_read(target, split) or split.branch:
             return None
         vectors = DeletionVectorFiles(table.file_io, split.table_root or table.root)
         for meta in split.files:
