@@ -104,7 +104,7 @@ FILE_FIELDS: tuple[FileField, ...] = (
     FileField("manifest entry", "_VERSION", ACTED, "0.4", "2"),
     FileField("manifest entry", "_KIND", ACTED, "0.4", "ADD or DELETE"),
     FileField("manifest entry", "_PARTITION", ACTED, "0.4"),
-    FileField("manifest entry", "_BUCKET", ACTED, "0.4", "-2 (postpone) files are skipped by batch reads, as in Java"),
+    FileField("manifest entry", "_BUCKET", ACTED, "0.4", "-2: postponed files, skipped by batch reads until the postpone compaction places them (merged on read with postpone.merge-on-read)"),
     FileField("manifest entry", "_TOTAL_BUCKETS", ACTED, "0.4"),
     FileField("manifest entry", "_FILE", ACTED, "0.4"),
     # --- data file (DataFileMeta)
