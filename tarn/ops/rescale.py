@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tarn.commit.committer import Overwrite, UntouchedSince
 from tarn.core import TableCore
@@ -92,6 +92,8 @@ def plan_rescale(core: TableCore, bucket: int | None, partitions: list[dict] | N
     base = core.latest_snapshot()
     if base is None:
         return None
+    if current == POSTPONE_BUCKET:  # the placed rows only: the postponed ones stay for their compaction
+        schema = replace(schema, options={**schema.options, "postpone.merge-on-read": "false"})
     scan = core.scan_snapshot(base, schema=schema)
     splits = scan.plan()
     chosen = None

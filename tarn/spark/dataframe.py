@@ -345,6 +345,8 @@ def rescale(spark, table_path: str, bucket: int | None = None, partitions: list[
     if plan is None:
         return None
     reader = spark.read.format("tarn").option("scan.snapshot-id", str(plan.base.id))
+    if plan.postpone:  # the placed rows only: the postponed ones stay for their compaction
+        reader = reader.option("postpone.merge-on-read", "false")
     for key, value in check_storage(storage_options).items():
         reader = reader.option(key, value)
     df = reader.load(path)

@@ -9,7 +9,7 @@ Paimon table options are accepted, anything else fails naming the closest known 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -216,8 +216,13 @@ class ReadTarget:
         return table.schema_by_id(self.schema_id) if self.schema_id is not None else table.schema()
 
     def scan(self, table: tarn.Table, predicate=None, columns: list[str] | None = None):
-        """The tarn Scan of the snapshot read, with the schema read."""
-        return table.scan_snapshot(self.snapshot, predicate, columns, self.table_schema(table))
+        """The tarn Scan of the snapshot read, with the schema read (option
+        `postpone.merge-on-read` given to the read overrides the table's)."""
+        schema = self.table_schema(table)
+        merge = self.options.get("postpone.merge-on-read")
+        if merge is not None:
+            schema = replace(schema, options={**schema.options, "postpone.merge-on-read": merge})
+        return table.scan_snapshot(self.snapshot, predicate, columns, schema)
 
     def check_columns(self, table: tarn.Table) -> None:
         if self.columns is None or self.system:

@@ -83,3 +83,23 @@ def test_branch_through_spark_options_and_paths(spark, catalog):
              .format("memory").queryName(name).trigger(availableNow=True).start())
     query.awaitTermination()
     assert sorted(r.id for r in spark.sql(f"SELECT * FROM {name}").collect()) == [1, 2, 3]
+
+
+def test_postpone_rescale_and_stream_read_on_spark(spark, catalog):
+    table = catalog.create_table("db.r", SCHEMA, primary_key=["dt", "id"], options={
+        "bucket": "-2", "postpone.merge-on-read": "true", "merge-engine": "aggregation",
+        "fields.v.aggregate-function": "listagg"})
+    table.write(pa.table({"dt": ["x"] * 4, "id": pa.array([1, 2, 3, 4], pa.int64()), "v": ["a", "b", "c", "d"]}))
+    table.compact()
+    table.write(pa.table({"dt": ["x"], "id": pa.array([1], pa.int64()), "v": ["z"]}))  # postponed
+    assert tarn.spark.rescale(spark, table.root, bucket=3) is not None
+    assert {e.total_buckets for e in table.live_entries(table.latest_snapshot()) if e.bucket >= 0} == {3}
+    table.compact()
+    got = {r["id"]: r["v"] for r in table.scan().to_arrow().to_pylist()}
+    assert got == {1: "a,z", 2: "b", 3: "c", 4: "d"}  # the postponed row applied once
+    name = f"q_{uuid.uuid4().hex[:8]}"
+    query = (spark.readStream.format("tarn").option("scan.mode", "from-snapshot").option("scan.snapshot-id", "1")
+             .load(table.root).writeStream.format("memory").queryName(name).trigger(availableNow=True).start())
+    query.awaitTermination()
+    streamed = sorted((r.id, r.v) for r in spark.sql(f"SELECT * FROM {name}").collect())
+    assert streamed == [(1, "a"), (1, "z"), (2, "b"), (3, "c"), (4, "d")]  # postponed rows as written
