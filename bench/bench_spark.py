@@ -176,6 +176,8 @@ def main() -> None:
             "append write": lambda: df.write.format("tarn").mode("append").save(f"{work}/append-{next(runs)}"),
             "PK write, fixed buckets": lambda: tarn.spark.write(df, f"{work}/pk-{next(runs)}", **pk_fixed),
             "PK write, dynamic (new)": lambda: tarn.spark.write(df, f"{work}/dyn-{next(runs)}", **{"primary-key": "k"}),
+            "PK write, postpone (-2)": lambda: tarn.spark.write(df, f"{work}/pp-{next(runs)}",
+                                                                **{"primary-key": "k", "bucket": "-2"}),
             "  upsert, dynamic (kept)": lambda: tarn.spark.write(df, upsert_path),
             "  upsert, fixed (kept)": lambda: tarn.spark.write(df, upsert_fixed),
         }.items() if not chosen or any(c in name.lower() for c in chosen)}, args.repeat)

@@ -4,7 +4,8 @@ Entry points:
 
 - `Catalog(warehouse)` opens a filesystem (or `s3://`) warehouse: `create_table`, `load_table`,
   `list_tables`, `drop_table`.
-- `load_table(path)` opens one table directory without a catalog.
+- `load_table(path)` opens one table directory without a catalog; `create_table(path, schema,
+  ...)` creates one.
 - `Table.write(data)` / `Table.delete(...)` / `Table.update(set={...}, filter=...)` commit rows;
   `Table.scan(filter=col("x") > 1, columns=[...])`
   returns a `Scan` (`to_arrow`, `to_pandas`, `to_polars`, `to_duckdb`, `to_arrow_batch_reader`);
@@ -30,7 +31,8 @@ from tarn.errors import (
 )
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports these on use
-    from tarn.catalog import Catalog
+    from tarn.catalog import Catalog, create_table
+    from tarn.commit.result import CommitResult
     from tarn.commit.committer import Overwrite
     from tarn.meta.schema import (
         AddColumn, DropColumn, RemoveOption, RenameColumn, SetOption, UpdateColumnComment,
@@ -43,7 +45,8 @@ __version__ = "0.1.0"  # the one source of the version: pyproject.toml reads it 
 
 # name -> module that defines it, imported by `__getattr__` the first time the name is used
 _LAZY = {
-    "Catalog": "tarn.catalog",
+    "Catalog": "tarn.catalog", "create_table": "tarn.catalog",
+    "CommitResult": "tarn.commit.result",
     "Table": "tarn.table", "Scan": "tarn.table", "load_table": "tarn.table",
     "col": "tarn.scan.predicate",
     "Overwrite": "tarn.commit.committer",
@@ -55,7 +58,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "Catalog", "Table", "Scan", "load_table", "col", "Overwrite",
+    "Catalog", "Table", "Scan", "load_table", "create_table", "CommitResult", "col", "Overwrite",
     "TarnError", "InvalidArgument", "SchemaMismatch", "InvalidOption", "TableNotFound", "TableAlreadyExists",
     "SnapshotNotFound", "CorruptFile", "FileMissing", "CommitConflict", "SchemaEvolutionError", "InvalidFilter",
     "MissingDependency", "UnsupportedFeature", "OutcomeUnknown", "StorageError",
@@ -79,5 +82,10 @@ def __getattr__(name: str):
     return value
 
 
+# the submodules users import by name (the rest are tarn's own layers)
+PUBLIC_MODULES = ["types", "variant", "spark"]
+
+
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public API: `__all__`, `__version__` and the public submodules."""
+    return sorted([*__all__, "__version__", *PUBLIC_MODULES])

@@ -143,6 +143,19 @@ class Catalog:
         self.file_io.delete_dir(self.table_path(identifier))
 
 
+def create_table(path, schema, primary_key=None, partition_keys=None, options: dict | None = None,
+                 comment: str | None = None, storage_options: dict | None = None, *, filesystem=None,
+                 lock=None) -> Table:
+    """Create a table at a path, without a catalog (`tarn.load_table(path)` opens it again):
+    a local path, `s3://bucket/path` or a path inside `filesystem`; the rest as
+    `Catalog.create_table` (TableAlreadyExists when the path holds a table)."""
+    file_io, root = file_io_for(location_argument(path, "table path"), storage_options, filesystem, lock)
+    if "$" in root.rsplit("/", 1)[-1]:
+        raise InvalidArgument(f"table path {path}: a table name cannot hold '$' (Paimon's system-table and "
+                              "branch separator); create a branch with table.create_branch(name)")
+    return create_table_at(file_io, root, root, schema, primary_key, partition_keys, options, comment)
+
+
 def create_table_at(file_io: FileIO, path: str, name: str, schema: pa.Schema | list[DataField],
                     primary_key=None, partition_keys=None, options: dict | None = None,
                     comment: str | None = None) -> Table:

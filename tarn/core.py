@@ -11,6 +11,7 @@ maintenance (tags, expiry) is a hook the facade (tarn/table.py) installs, and th
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from typing import Callable
 
@@ -46,6 +47,35 @@ class TableCore(TableContext):
         super().__init__(file_io, root, name, branch)
         self.last_maintenance_errors: list[Exception] = []
         self.post_commit_hooks: list[PostCommitHook] = []
+        # what the running operation committed and counted, per thread (the facade turns them
+        # into its CommitResult; tarn/commit/result.py)
+        self._running = threading.local()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_running", None)  # per-thread bookkeeping stays with the process
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._running = threading.local()
+
+    @property
+    def landed(self) -> list:
+        """The snapshots (`Landed`) the running operation committed so far, in this thread."""
+        if not hasattr(self._running, "landed"):
+            self._running.landed = []
+        return self._running.landed
+
+    @property
+    def counted(self) -> dict:
+        """What the running operation counted (rows written, matched, ...), in this thread."""
+        if not hasattr(self._running, "counted"):
+            self._running.counted = {}
+        return self._running.counted
+
+    def start_operation(self) -> None:
+        self._running.landed, self._running.counted = [], {}
 
     # ------------------------------------------------------------------ read
 
@@ -135,6 +165,7 @@ class TableCore(TableContext):
                 best_effort(self, "deleting the files of a failed commit", lambda: abort(
                     self.file_io, self.root, schema, messages, keep=committer.landed_files))
             raise
+        self.landed.extend(committer.made)
         # `+=` on the list maintenance steps append to (kept_error): none of their failures is lost
         self.last_maintenance_errors += self._after_landed(committer, schema, messages, on_landed)
         return snapshot

@@ -183,7 +183,7 @@ OPTIONS: tuple[Opt, ...] = (
         effect=WRITES, since="1.3", note="Spark turns INSERT into MERGE on these columns; tarn appends"),
     Opt("partition.default-name", STRING, "__DEFAULT_PARTITION__", effect=ACTED, since="0.4"),
     Opt("partition.legacy-name", BOOL, "true",
-        effect=READS, since="1.0", note="false names partition directories by cast to string (#30)"),
+        effect=ACTED, since="1.0", note="false: partition directories named by CAST to STRING (dates 2026-11-03)"),
     Opt("snapshot.num-retained.min", INT, "10", effect=ACTED, since="0.4"),
     Opt("snapshot.num-retained.max", INT, "2147483647", effect=ACTED, since="0.4"),
     Opt("snapshot.time-retained", DURATION, "1 h", effect=ACTED, since="0.4"),

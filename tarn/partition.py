@@ -24,10 +24,11 @@ def partition_path(schema: TableSchema, default_name: str | None, values) -> str
     if not schema.partition_keys:
         return ""
     default = default_name or paths.DEFAULT_PARTITION_NAME
+    legacy = str(schema.options.get("partition.legacy-name", "true")).strip().lower() != "false"
     texts = []
     for key, value in zip(schema.partition_keys, values):
         t = schema.field(key).type
-        texts.append(paths.partition_value_text(value, t.root, t.precision, default))
+        texts.append(paths.partition_value_text(value, t.root, t.precision, default, legacy))
     return paths.partition_dir(list(schema.partition_keys), texts)
 
 

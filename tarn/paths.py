@@ -59,10 +59,14 @@ def escape_path_name(text: str) -> str:
 
 
 
-def partition_value_text(value, root: str, precision: int | None, default_name: str) -> str:
-    """Java `toString()` of a partition value (partition.legacy-name=true)."""
+def partition_value_text(value, root: str, precision: int | None, default_name: str, legacy: bool = True) -> str:
+    """Java `toString()` of a partition value (partition.legacy-name=true), or with
+    `legacy=False` its CAST to STRING (Paimon's cast rules: dates `2026-11-03`, times
+    `10:00:00[.f]`, timestamps `2026-11-03 10:00:00[.fff]`)."""
     if value is None:
         return default_name
+    if not legacy and root in _CAST_TEXT and isinstance(value, (dt.date, dt.time)):
+        return _CAST_TEXT[root](value, 0 if precision is None else precision)
     if isinstance(value, bool):
         return "true" if value else "false"
     if root == "DATE" and isinstance(value, dt.date):
@@ -80,6 +84,41 @@ def partition_value_text(value, root: str, precision: int | None, default_name: 
         return value.decode("utf-8", "replace")
     text = str(value)
     return default_name if text.strip() == "" else text
+
+
+def _cast_timestamp(value: dt.datetime, precision: int) -> str:
+    """DateTimeUtils.formatTimestamp: the nanosecond fraction, trailing zeros cut while longer
+    than the precision."""
+    if value.tzinfo is not None:  # TIMESTAMP_LTZ: shown in the local zone, as Java's default zone
+        value = value.astimezone().replace(tzinfo=None)
+    fraction = f"{value.microsecond * 1000:09d}"
+    while len(fraction) > precision and fraction.endswith("0"):
+        fraction = fraction[:-1]
+    return value.strftime("%Y-%m-%d %H:%M:%S") + (f".{fraction}" if fraction else "")
+
+
+def _cast_time(value: dt.time, precision: int) -> str:
+    """DateTimeUtils.formatTimestampMillis: milliseconds digit by digit, stopping once the rest
+    is zero."""
+    text = value.strftime("%H:%M:%S")
+    millis = value.microsecond // 1000
+    if precision > 0:
+        text += "."
+        while precision > 0:
+            text += str(millis // 100)
+            millis = millis % 100 * 10
+            if millis == 0:
+                break
+            precision -= 1
+    return text
+
+
+_CAST_TEXT = {
+    "DATE": lambda value, precision: value.isoformat(),
+    "TIME": _cast_time,
+    "TIMESTAMP": _cast_timestamp,
+    "TIMESTAMP_LTZ": _cast_timestamp,
+}
 
 
 def _java_local_datetime(value: dt.datetime) -> str:

@@ -7,18 +7,20 @@ lives in tarn/scan/scan.py and is re-exported here.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pyarrow as pa
 
+from tarn.commit.result import CommitResult, Landed, result_of
 from tarn.core import TableCore
 from tarn.errors import InvalidArgument, TableNotFound
 from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.meta.statistics import Statistics
-from tarn.ops import (alter, analyze, branches, compact, delete, expire, orphans, post_commit, rescale, rollback,
-                      row_updates, system_tables, tags, time_travel, update, write)
+from tarn.ops import (alter, analyze, branches, compact, delete, expire, merge, orphans, post_commit, rescale,
+                      rollback, row_updates, system_tables, tags, time_travel, update, write)
 from tarn.ops.rescale import RescalePlan, commit_rescale, plan_rescale, rescale_writer  # noqa: F401 (tarn.spark)
 from tarn.scan import counts
 from tarn.scan.arguments import location_argument, millis_argument
@@ -68,6 +70,26 @@ class Table(TableCore):
             parts.append("bucket=dynamic")
         return parts + [f"snapshot={latest}"]
 
+    def recorded(self, operation: str, run, matched: str | None = None, started: float | None = None,
+                 counted: dict | None = None) -> CommitResult | None:
+        """Run a committing verb and describe what it committed as a `CommitResult` (None:
+        nothing). `matched`: the count the verb's matches are reported as (rows_deleted, ...);
+        `started`: when the work began (perf_counter; default now); `counted`: counts the
+        caller knows (engines such as tarn.spark)."""
+        self.start_operation()
+        started = time.perf_counter() if started is None else started
+        out = run()
+        if out is None:
+            return None
+        counted = {**dict(self.counted), **(counted or {})}
+        rows_matched = counted.pop("rows_matched", None)
+        if matched is not None and rows_matched is not None:
+            counted[matched] = rows_matched
+        if matched == "rows_updated" or (operation not in ("delete", "merge") and not counted.get("rows_deleted")):
+            counted.pop("rows_deleted", None)
+        landed = list(self.landed) or [Landed(out, ())]
+        return result_of(self.name, operation, landed, time.perf_counter() - started, **counted)
+
     # ------------------------------------------------------------------ metadata
 
     @property
@@ -93,65 +115,83 @@ class Table(TableCore):
 
     # ------------------------------------------------------------------ writes
 
-    def write(self, data, row_kind=None) -> Snapshot | None:
+    def write(self, data, row_kind=None) -> CommitResult | None:
         """Write rows in one commit: upsert for primary-key tables, append otherwise. `data`: a
         pyarrow Table, RecordBatch(es) or RecordBatchReader, a dict of columns, a pandas or
         polars DataFrame, or any Arrow PyCapsule stream; columns matched by name, cast only
         when lossless. `row_kind`: '+I', '-U', '+U', '-D' (or 0-3) for all rows or per row.
-        Returns the snapshot (None when nothing was written)."""
-        return write.write(self, data, row_kind)
+        Returns a `CommitResult` (snapshots made, rows and files added and removed, rows
+        written, seconds; None when nothing was written)."""
+        return self.recorded("write", lambda: write.write(self, data, row_kind))
 
-    def compact(self, full: bool = False, partitions: list[dict] | None = None) -> Snapshot | None:
+    def compact(self, full: bool = False, partitions: list[dict] | None = None) -> CommitResult | None:
         """Compact the table in one COMPACT snapshot (None: nothing was due). `partitions`
         limits it to those partitions (dicts of partition column -> value).
 
         Primary-key buckets: `full=True` rewrites every bucket into one sorted run at the top
         level; otherwise universal compaction picks what is due. Append tables
-        (tarn/ops/append_compaction.py): small files are merged in sequence order into files of
+        (docs/guide-maintenance.md): small files are merged in sequence order into files of
         `target-file-size` (`compaction.min.file-num`, `compaction.small-file-ratio`, ...), rows
         their deletion vectors mark are dropped; `full=True` rewrites each bucket (partition,
         in unaware-bucket tables) as Paimon's full compaction does."""
-        return compact.compact(self, full, partitions)
+        return self.recorded("compact", lambda: compact.compact(self, full, partitions))
 
-    def delete(self, keys=None, *, filter=None) -> Snapshot | None:
+    def delete(self, keys=None, *, filter=None) -> CommitResult | None:
         """Delete rows in one commit: by primary key (`keys`: rows holding at least the key
         columns; written as -D rows), or every row matching `filter` (whatever `scan` takes: a
-        predicate, a pyarrow Expression, a SQL-like string; tarn/ops/delete.py: -D rows on
-        primary-key tables, deletion vectors on append tables with deletion-vectors.enabled,
-        otherwise the files holding matches are rewritten)."""
-        return delete.delete(self, keys, filter)
+        predicate, a pyarrow Expression, a SQL-like string): -D rows on primary-key tables,
+        deletion vectors on append tables with deletion-vectors.enabled, otherwise the files
+        holding matches are rewritten. Returns a `CommitResult` with `rows_deleted`. See
+        docs/guide-delete-update.md."""
+        return self.recorded("delete", lambda: delete.delete(self, keys, filter), matched="rows_deleted")
 
-    def update(self, set: dict, filter=None) -> Snapshot | None:
+    def update(self, set: dict, filter=None) -> CommitResult | None:
         """Set columns on every row matching `filter` (whatever `scan` takes; None: all rows)
         in one commit; None when no row matches. `set`: column -> a literal (converted with
         the column's type as filter values are; None is NULL) or a pyarrow Expression over the
         row's columns (`pc.field("amount") * 2`, evaluated on the rows before the update).
         Primary-key tables: an upsert of the updated rows (key and partition columns cannot
         be set; merge engines deduplicate and partial-update). Append tables without deletion
-        vectors: the files holding matches are rewritten in one OVERWRITE. See tarn/ops/update.py
-        and docs/guide-delete-update.md."""
-        return update.update_where(self, set, filter)
+        vectors: the files holding matches are rewritten in one OVERWRITE. See
+        docs/guide-delete-update.md."""
+        return self.recorded("update", lambda: update.update_where(self, set, filter), matched="rows_updated")
 
-    def update_columns(self, data) -> Snapshot | None:
+    def merge(self, source, on=None, *, when_matched_update=None, when_matched_delete=None,
+              when_not_matched_insert=None, when_not_matched_by_source_delete=None,
+              matched_update_if=None, not_matched_insert_if=None) -> CommitResult | None:
+        """MERGE INTO this table from `source` (anything `write` takes), in one commit, on one
+        machine (Arrow joins). `on`: the key columns (default: the primary key). Actions, in
+        this order: `when_matched_delete` (True or a condition), `when_matched_update` ("*" or
+        {column: value}; `matched_update_if`: a condition), `when_not_matched_insert` ("*" or
+        {column: value}; `not_matched_insert_if`), `when_not_matched_by_source_delete` (True or
+        a condition). Conditions: the filter language over `source.<col>` / `target.<col>`
+        ("source.op = 'D'") or pyarrow Expressions; values: literals or pyarrow Expressions
+        (`pc.field("source.amount") + pc.field("target.amount")`). Returns a CommitResult with
+        rows_updated, rows_inserted, rows_deleted. See docs/guide-delete-update.md."""
+        actions = merge.Actions(when_matched_delete, when_matched_update, matched_update_if, when_not_matched_insert,
+                                not_matched_insert_if, when_not_matched_by_source_delete)
+        return self.recorded("merge", lambda: merge.merge(self, source, on, actions))
+
+    def update_columns(self, data) -> CommitResult | None:
         """Data-evolution tables: set columns of the rows `data` names by `_ROW_ID` (an int64
         column; every other column of `data` is a column to set), writing files of only those
-        columns, in one commit (tarn/ops/row_updates.py, docs/guide-row-tracking.md)."""
-        return row_updates.update_columns(self, data)
+        columns, in one commit (docs/guide-row-tracking.md)."""
+        return self.recorded("update_columns", lambda: row_updates.update_columns(self, data))
 
-    def upsert(self, data, on, columns: list[str] | None = None) -> Snapshot | None:
+    def upsert(self, data, on, columns: list[str] | None = None) -> CommitResult | None:
         """Data-evolution tables: rows of `data` matching table rows on the `on` columns update
         those rows' `columns` (default: all but `on`; files of only those columns), the others
-        are appended, in one commit (tarn/ops/row_updates.py)."""
-        return row_updates.upsert(self, data, on, columns)
+        are appended, in one commit (docs/guide-row-tracking.md)."""
+        return self.recorded("upsert", lambda: row_updates.upsert(self, data, on, columns))
 
-    def overwrite(self, data, partition: dict | None = None, dynamic: bool | None = None) -> Snapshot | None:
+    def overwrite(self, data, partition: dict | None = None, dynamic: bool | None = None) -> CommitResult | None:
         """INSERT OVERWRITE. `partition={...}`: replace that static partition; `dynamic=True`:
         replace only the partitions `data` touches; otherwise the whole table. When neither is
         given on a partitioned table, Paimon's `dynamic-partition-overwrite` option (default
         true) decides."""
-        return write.overwrite(self, data, partition, dynamic)
+        return self.recorded("overwrite", lambda: write.overwrite(self, data, partition, dynamic))
 
-    def rescale(self, bucket: int | None = None, partitions: list[dict] | None = None) -> Snapshot | None:
+    def rescale(self, bucket: int | None = None, partitions: list[dict] | None = None) -> CommitResult | None:
         """Rewrite the table's data, or that of `partitions` (dicts of partition column ->
         value; a dict may name only some partition columns), into `bucket` buckets in one
         OVERWRITE commit, as Paimon's rescale overwrite does. `bucket` (default: the table's
@@ -162,7 +202,7 @@ class Table(TableCore):
         The rewrite reads the latest snapshot; a commit by another writer that changes those
         partitions before the rewrite lands makes it fail (nothing committed, nothing lost):
         stop other writers first. Returns the OVERWRITE snapshot (None: nothing to rescale)."""
-        return rescale.rescale(self, bucket, partitions)
+        return self.recorded("rescale", lambda: rescale.rescale(self, bucket, partitions))
 
     # ------------------------------------------------------------------ reads
 
@@ -261,12 +301,12 @@ class Table(TableCore):
 
     # ------------------------------------------------------------------ statistics
 
-    def analyze(self, columns: list[str] | None = None) -> Snapshot | None:
+    def analyze(self, columns: list[str] | None = None) -> CommitResult | None:
         """Paimon's ANALYZE: gather the statistics of the latest snapshot (merged record count and
         size; per column, all or `columns`, distinct count, min, max, null count, average and
         maximum length) and commit them as an ANALYZE snapshot, which it returns (None: no
         snapshot yet). See docs/guide-statistics.md."""
-        return analyze.analyze(self, columns)
+        return self.recorded("analyze", lambda: analyze.analyze(self, columns))
 
     def statistics(self, snapshot_id: int | None = None) -> "Statistics | None":
         """The statistics the latest snapshot (or `snapshot_id`) carries, min/max typed as the

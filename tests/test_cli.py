@@ -351,22 +351,13 @@ def test_orphans_dry_run_then_delete(warehouse):
                                        status=2).output
 
 
-def test_analyze_calls_table_analyze_when_it_exists(warehouse, monkeypatch):
-    monkeypatch.delattr(Table, "analyze", raising=False)
-    missing = run("analyze", "shop.orders", "-w", warehouse, status=2)
-    assert "cannot analyze tables yet" in missing.stderr
-
-    calls = []
-
-    def fake_analyze(self, columns=None):
-        calls.append(columns)
-        return {"row_count": 8, "columns": {"id": {"distinct": 5}}}
-
-    monkeypatch.setattr(Table, "analyze", fake_analyze, raising=False)
+def test_analyze_prints_the_statistics_it_gathered(warehouse):
     result = run_json("analyze", "shop.orders", "-w", warehouse, "-c", "id,v")
-    assert calls == [["id", "v"]] and result == {
-        "table": "shop.orders", "result": {"row_count": 8, "columns": {"id": {"distinct": 5}}}}
-    assert "row_count" in run("analyze", "shop.orders", "-w", warehouse).stdout and calls[-1] is None
+    assert result["table"] == "shop.orders" and result["rows"] == 8
+    by_column = {c["column"]: c for c in result["columns"]}
+    assert set(by_column) == {"id", "v"} and by_column["id"]["distinct"] == 5 and by_column["id"]["min"] == 1
+    text = run("analyze", "shop.orders", "-w", warehouse).stdout
+    assert "8 rows" in text and "column statistics" in text and "distinct" in text
 
 
 # ---------------------------------------------------------------------------------------------

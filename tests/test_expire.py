@@ -132,7 +132,7 @@ def test_each_manifest_read_at_most_once(catalog, monkeypatch):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"retain_min": 0}, "snapshot.num-retained.min should be at least 1"),
-    ({"retain_min": 5, "retain_max": 2}, "should not be larger than snapshot.num-retained.max"),
+    ({"retain_min": 5, "retain_max": 2}, "retain_min is larger than retain_max"),
     ({"max_deletes": 0}, "snapshot.expire.limit"),
 ])
 def test_invalid_arguments_change_nothing(catalog, kwargs, message):

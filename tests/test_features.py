@@ -153,10 +153,10 @@ def test_alter_after_refusal_lifts_nothing_by_accident(catalog):
     """A refused table stays refused after reloads; dropping the option (another ALTER) lifts it."""
     table = catalog.create_table("db.t", SCHEMA, options={})
     table.write(rows([1]))
-    as_other_engine(table, {"partition.legacy-name": "false"})
-    with pytest.raises(tarn.UnsupportedFeature, match="partition.legacy-name"):
+    as_other_engine(table, {"chain-table.enabled": "true"})
+    with pytest.raises(tarn.UnsupportedFeature, match="chain-table.enabled"):
         catalog.load_table("db.t").scan().to_arrow()
-    as_other_engine(table, drop_options=("partition.legacy-name",))
+    as_other_engine(table, drop_options=("chain-table.enabled",))
     table = catalog.load_table("db.t")
     table.write(rows([2]))
     assert table.scan().to_arrow().sort_by("id").to_pylist() == rows([1, 2]).to_pylist()

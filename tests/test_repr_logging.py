@@ -39,7 +39,7 @@ def test_catalog_repr_names_the_warehouse(catalog, tmp_path):
 
 
 def test_snapshot_repr_is_one_short_line(orders):
-    snapshot = orders.write(pa.table({"dt": ["2026-11-20"], "id": [4], "v": ["d"]}, schema=SCHEMA))
+    snapshot = orders.write(pa.table({"dt": ["2026-11-20"], "id": [4], "v": ["d"]}, schema=SCHEMA)).snapshot
     text = repr(snapshot)
     one_or_few_lines(text, max_chars=120, max_lines=1)
     assert text.startswith("Snapshot(id=2, APPEND, schema_id=0, ")
@@ -134,10 +134,12 @@ def test_lost_race_is_logged_before_the_retry(orders, caplog, monkeypatch):
         "table db.orders: committed snapshot 2 (APPEND): 1 files added, 0 deleted, 0 changelog files, 1 records"]
 
 
-def test_nothing_is_logged_above_debug_by_a_plain_write(orders, caplog):
+def test_a_plain_write_logs_one_info_line_per_commit(orders, caplog):
     caplog.set_level(logging.INFO, logger="tarn")
     orders.write(pa.table({"dt": ["2026-11-20"], "id": [9], "v": ["z"]}, schema=SCHEMA))
-    assert [r for r in caplog.records if r.name.startswith("tarn")] == []
+    records = [r for r in caplog.records if r.name.startswith("tarn")]
+    assert [r.levelno for r in records] == [logging.INFO]
+    assert records[0].getMessage().startswith("table db.orders: APPEND snapshot 2: +1/-0 rows, +1/-0 files, ")
 
 
 def test_table_repr_names_keys_bucket_and_snapshot(orders, catalog):

@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 from typing import Annotated, Optional
 
-import pyarrow as pa
+import importlib.util
+import sys
+
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -28,17 +30,36 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 import tarn
-import tarn.cli.lsm as lsm_drawing
-from tarn.catalog import Catalog, create_table_at
 from tarn.cli.missing import missing_package_message
-from tarn.cli.lsm import human_size
-from tarn.cli.where import parse_value, where_predicate
 from tarn.errors import InvalidArgument, TarnError
-from tarn.fs import file_io_for
-from tarn.meta.schema import TableSchema
-from tarn.options import Options, parse_duration_ms
-from tarn.table import Table, load_table
-from tarn.types import DataField, arrow_schema, parse_type, type_to_sql
+
+
+def _lazy(name: str):
+    """Module `name`, loaded when first used: `tarn --help` imports neither pyarrow nor tarn's
+    table layers (it answers in a fraction of a second)."""
+    if name in sys.modules:
+        if sys.modules[name] is None:  # blocked: as if not installed
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)  # a missing package fails here, not at first use
+    if spec is None:
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
+
+
+pa = _lazy("pyarrow")
+lsm_drawing = _lazy("tarn.cli.lsm")
+_catalog = _lazy("tarn.catalog")
+_where = _lazy("tarn.cli.where")
+_fs = _lazy("tarn.fs")
+_options = _lazy("tarn.options")
+_table = _lazy("tarn.table")
+_types = _lazy("tarn.types")
 
 app = typer.Typer(
     name="tarn", no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
@@ -74,8 +95,13 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     """Look at and look after Apache Paimon tables."""
 
 
-def command(name: str | None = None, **settings):
-    """Register a command whose tarn, Arrow and OS errors become `error: ...` and exit status 1."""
+tag_app = typer.Typer(no_args_is_help=True, help="Create and delete tags (`tarn tags` lists them).")
+app.add_typer(tag_app, name="tag")
+
+
+def command(name: str | None = None, group=None, **settings):
+    """Register a command (on `app`, or `group`) whose tarn, Arrow and OS errors become
+    `error: ...` and exit status 1."""
     def register(function):
         @functools.wraps(function)
         def run(*args, **kwargs):
@@ -89,7 +115,7 @@ def command(name: str | None = None, **settings):
                     raise
                 fail(message)
 
-        app.command(name, **settings)(run)
+        (group or app).command(name, **settings)(run)
         return function
     return register
 
@@ -100,7 +126,10 @@ def fail(message: str, status: int = 1):
 
 
 def output() -> Console:
-    return Console(highlight=False)
+    """stdout: rich on a terminal; plain and unwrapped when piped (scripts, files)."""
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, no_color=True, width=100_000, soft_wrap=True)
 
 
 def errors() -> Console:
@@ -128,9 +157,9 @@ def open_table(table: str, warehouse: str | None, storage: list[str] | None) -> 
     if warehouse and "/" not in table and "\\" not in table and "://" not in table:
         if "://" not in warehouse and not Path(warehouse).is_dir():
             raise TarnError(f"warehouse {warehouse} does not exist")
-        return Catalog(warehouse, options).load_table(table)
+        return _catalog.Catalog(warehouse, options).load_table(table)
     try:
-        return load_table(table, options)
+        return _table.load_table(table, options)
     except TarnError:
         if "/" not in table and "." in table and not Path(table).exists():
             raise TarnError(f"no table at {table!r}: for a db.table identifier give --warehouse WH "
@@ -151,7 +180,7 @@ def moment_ms(text: str, option: str) -> int:
     """`--older-than`: a duration back from now ('1 d', '2h', '30 min', '0 s') or an ISO time
     ('2026-01-31', '2026-01-31T12:00', local unless it names a zone), as epoch millis."""
     try:
-        return int(time.time() * 1000) - parse_duration_ms(text)
+        return int(time.time() * 1000) - _options.parse_duration_ms(text)
     except ValueError:
         pass
     try:
@@ -174,7 +203,7 @@ def partition_specs(table: Table, specs: list[str] | None) -> list[dict] | None:
         if unknown:
             raise typer.BadParameter(f"{unknown} are not partition keys of {table.name} "
                                      f"(partition keys: {list(schema.partition_keys)})", param_hint="'--partition'")
-        out.append({k: parse_value(v, schema.field(k), table.name, "'--partition'") for k, v in values.items()})
+        out.append({k: _where.parse_value(v, schema.field(k), table.name, "'--partition'") for k, v in values.items()})
     return out
 
 
@@ -204,7 +233,7 @@ def cell(value, size: bool = False) -> Text | str:
     if value is None:
         return Text("null", style="dim")
     if size and isinstance(value, int):
-        return human_size(value)
+        return lsm_drawing.human_size(value)
     if isinstance(value, dt.datetime):
         spec = "seconds" if value.microsecond == 0 else "milliseconds" if value.microsecond % 1000 == 0 else "auto"
         return value.isoformat(sep=" ", timespec=spec)
@@ -246,7 +275,7 @@ def snapshot_json(snapshot) -> dict | None:
 
 
 def fields_json(schema: TableSchema) -> list[dict]:
-    return [{"id": f.id, "name": f.name, "type": type_to_sql(f.type), "nullable": f.type.nullable,
+    return [{"id": f.id, "name": f.name, "type": _types.type_to_sql(f.type), "nullable": f.type.nullable,
              "primary_key": f.name in schema.primary_keys, "partition_key": f.name in schema.partition_keys,
              "description": f.description} for f in schema.fields]
 
@@ -258,7 +287,7 @@ def fields_table(schema: TableSchema) -> RichTable:
     for f in schema.fields:
         key = " ".join(k for k, on in (("primary", f.name in schema.primary_keys),
                                        ("partition", f.name in schema.partition_keys)) if on)
-        table.add_row(str(f.id), f.name, type_to_sql(f.type), key, f.description or "")
+        table.add_row(str(f.id), f.name, _types.type_to_sql(f.type), key, f.description or "")
     return table
 
 
@@ -293,7 +322,7 @@ def info(table: TableArg, warehouse: WarehouseOpt = None, storage_option: Storag
     """Schema, options, latest snapshot and sizes of a table."""
     t = open_table(table, warehouse, storage_option)
     schema = t.schema()
-    options = Options(schema.options)
+    options = _options.Options(schema.options)
     latest = t.latest_snapshot()
     entries = t.live_entries(latest, schema) if latest is not None else []
     snapshot_ids = t.snapshot_store.list_ids()
@@ -344,7 +373,7 @@ def info(table: TableArg, warehouse: WarehouseOpt = None, storage_option: Storag
         summary.add_row("snapshots", f"{len(snapshot_ids)} ({snapshot_ids[0]}..{snapshot_ids[-1]})")
     summary.add_row("tags", ", ".join(data["tags"]) or "-")
     sizes = data["sizes"]
-    summary.add_row("data", f"{sizes['data_files']:,} files · {human_size(sizes['data_bytes'])} · "
+    summary.add_row("data", f"{sizes['data_files']:,} files · {lsm_drawing.human_size(sizes['data_bytes'])} · "
                             f"{sizes['records_in_files']:,} records in files · {sizes['partitions']:,} partitions · "
                             f"{sizes['buckets']:,} buckets")
     if schema.primary_keys and levels:
@@ -443,7 +472,7 @@ def show(table: TableArg,
         except ValueError:
             raise typer.BadParameter(f"{as_of!r} is not an ISO time", param_hint="'--as-of'") from None
     schema = t.scan(**selector).schema if selector else t.schema()
-    predicate = where_predicate(where, schema.fields, t.name)  # the scan's parser: exit status 2 if bad
+    predicate = _where.where_predicate(where, schema.fields, t.name)  # the scan's parser: exit status 2 if bad
     wanted = names(columns) or None
     scan = t.scan(filter=predicate, columns=wanted, **selector)
     batches, count = [], 0
@@ -499,7 +528,7 @@ def read_schema_file(path: Path) -> dict:
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or "name" not in item or "type" not in item:
             raise InvalidArgument(f"schema file {path}: field {i} needs 'name' and 'type'")
-        fields.append(DataField(-1, str(item["name"]), parse_type(item["type"]), item.get("description")))
+        fields.append(_types.DataField(-1, str(item["name"]), _types.parse_type(item["type"]), item.get("description")))
     return {"fields": fields,
             "primary_key": list(doc.get("primaryKeys", doc.get("primary_keys", []))),
             "partition_keys": list(doc.get("partitionKeys", doc.get("partition_keys", []))),
@@ -561,7 +590,7 @@ def read_batches(path: Path, fmt: str, delimiter: str | None, table_types: dict[
 
 def import_files(t: Table, paths: list[Path], fmt: str | None, delimiter: str | None) -> dict:
     """Write every row of the files in one commit, with a progress bar per file."""
-    types = {f.name: f.type for f in arrow_schema(t.schema().fields)}
+    types = {f.name: f.type for f in _types.arrow_schema(t.schema().fields)}
     counts: dict[str, int] = {}
     console = errors()
 
@@ -631,13 +660,18 @@ def create(table: TableArg,
     text = comment if comment is not None else spec["comment"]
     storage = key_values(storage_option, "'--storage-option'") or None
     if warehouse and "/" not in table and "://" not in table:
-        created = Catalog(warehouse, storage).create_table(table, spec["fields"], primary, partitioned, options, text)
+        created = _catalog.Catalog(warehouse, storage).create_table(table, spec["fields"], primary, partitioned, options, text)
     else:
-        file_io, root = file_io_for(table, storage)
-        created = create_table_at(file_io, root, root, spec["fields"], primary, partitioned, options, text)
+        file_io, root = _fs.file_io_for(table, storage)
+        created = _catalog.create_table_at(file_io, root, root, spec["fields"], primary, partitioned, options, text)
     result = {"table": created.name, "path": created.root, "fields": fields_json(created.schema()),
               "primary_keys": primary, "partition_keys": partitioned, "options": created.schema().options}
-    imported = import_files(created, [sample], fmt, delimiter) if import_sample else None
+    try:
+        imported = import_files(created, [sample], fmt, delimiter) if import_sample else None
+    except BaseException:  # a failed create-and-import leaves nothing behind (the table is new and empty)
+        if created.latest_snapshot() is None:
+            created.file_io.delete_dir(created.root)
+        raise
     if json_output:
         return print_json({**result, "import": imported})
     console = output()
@@ -765,22 +799,24 @@ def analyze(table: TableArg,
     """Collect table statistics (Table.analyze): row count, size and per-column distinct
     counts, min/max and nulls, committed as one ANALYZE snapshot."""
     t = open_table(table, warehouse, storage_option)
-    run = getattr(t, "analyze", None)
-    if run is None:
-        fail("this version of tarn cannot analyze tables yet (Table.analyze() is missing)", 2)
     with working(f"analyzing {t.name}"):
-        result = run(columns=names(columns) or None)
-    data = plain(result)
+        result = t.analyze(columns=names(columns) or None)
+    stats = t.statistics(result.id) if result is not None else None
+    rows = [] if stats is None else [
+        {"column": name, "distinct": c.distinct_count, "nulls": c.null_count, "min": c.min, "max": c.max,
+         "avg_len": c.avg_len, "max_len": c.max_len} for name, c in stats.col_stats.items()]
     if json_output:
-        return print_json({"table": t.name, "result": data})
+        return print_json({"table": t.name, "snapshot_id": None if result is None else result.id,
+                           "rows": None if stats is None else stats.merged_record_count,
+                           "size": None if stats is None else stats.merged_record_size, "columns": rows})
     console = output()
-    console.print(f"analyzed {t.name}")
-    if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
-        console.print(rows_table(data, list(data[0])))
-    elif isinstance(data, dict):
-        console.print(rows_table([{"key": k, "value": v} for k, v in data.items()], ["key", "value"]))
-    elif data is not None:
-        console.print(str(data))
+    if stats is None:
+        console.print(f"{t.name} has no snapshot to analyze")
+        return
+    console.print(f"analyzed {t.name} (snapshot {result.id}): {stats.merged_record_count:,} rows, "
+                  f"{lsm_drawing.human_size(stats.merged_record_size or 0)}")
+    console.print(rows_table(rows, ["column", "distinct", "nulls", "min", "max", "avg_len", "max_len"],
+                             title="column statistics"))
 
 
 def plain(value):
@@ -848,3 +884,140 @@ def lsm(table: TableArg,
         console.print(lsm_drawing.render_tree(tree, width, list_files))
     if svg is not None:
         console.print(Text(f"wrote {svg}", style="dim"))
+
+
+# ---------------------------------------------------------------------------------------------
+# changing tables: tags, delete, update, alter, drop; listing a warehouse
+
+
+def print_result(result, json_output: bool, what: str) -> None:
+    """A verb's CommitResult: its metrics as JSON, or one line (nothing committed: say so)."""
+    if json_output:
+        return print_json(result.metrics() if result is not None else {"operation": what, "snapshot_ids": []})
+    if result is None:
+        output().print(f"{what}: nothing to commit")
+        return
+    counted = [f"{word} {value:,}" for word, value in (
+        ("inserted", result.rows_inserted), ("updated", result.rows_updated), ("deleted", result.rows_deleted))
+        if value is not None]
+    made = ", ".join(f"{s.id} ({s.commit_kind})" for s in result.snapshots)
+    output().print(f"{what} {result.table}: {'; '.join(counted) + '; ' if counted else ''}"
+                   f"snapshot{'s' if len(result.snapshots) > 1 else ''} {made}; {result.files_added} files "
+                   f"added, {result.files_removed} removed; {result.seconds:.2f}s")
+
+
+@command("create", group=tag_app)
+def tag_create(table: TableArg, name: Annotated[str, typer.Argument(help="the tag's name")],
+               snapshot: Annotated[Optional[int], typer.Option("--snapshot", help="snapshot id (default: latest)")] = None,
+               retain: Annotated[Optional[str], typer.Option("--retain", metavar="DURATION",
+                                                             help="time retained, e.g. '7 d'")] = None,
+               warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Tag a snapshot (default: the latest)."""
+    t = open_table(table, warehouse, storage_option)
+    tag = t.create_tag(name, snapshot_id=snapshot, time_retained=retain)
+    if json_output:
+        return print_json({"table": t.name, "tag": name, "snapshot_id": tag.snapshot.id})
+    output().print(f"tagged snapshot {tag.snapshot.id} of {t.name} as {name!r}")
+
+
+@command("delete", group=tag_app)
+def tag_delete(table: TableArg, name: Annotated[str, typer.Argument(help="the tag's name")],
+               warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Delete a tag (and the files only it kept)."""
+    t = open_table(table, warehouse, storage_option)
+    t.delete_tag(name)
+    if json_output:
+        return print_json({"table": t.name, "deleted_tag": name})
+    output().print(f"deleted tag {name!r} of {t.name}")
+
+
+WhereOpt = Annotated[Optional[str], typer.Option(
+    "--where", metavar="FILTER", help="rows to change, e.g. \"dt = '2026-01-31' and id in (1, 2)\"")]
+
+
+@command("delete")
+def delete_rows(table: TableArg, where: WhereOpt = None,
+                warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Delete the rows matching --where, in one commit."""
+    if not where:
+        raise typer.BadParameter("give --where FILTER (the rows to delete)", param_hint="'--where'")
+    t = open_table(table, warehouse, storage_option)
+    predicate = _where.where_predicate(where, t.schema().fields, t.name)
+    with working(f"deleting from {t.name}"):
+        result = t.delete(filter=predicate)
+    print_result(result, json_output, "delete")
+
+
+@command("update")
+def update_rows(table: TableArg,
+                set_: Annotated[list[str], typer.Option("--set", metavar="COLUMN=VALUE",
+                                                        help="a column and its new value; repeatable")],
+                where: WhereOpt = None,
+                warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Set columns of the rows matching --where (all rows without it), in one commit. Values
+    are converted with the column's type ('NULL' sets NULL)."""
+    t = open_table(table, warehouse, storage_option)
+    values = {k: (None if v.strip().upper() == "NULL" else v) for k, v in key_values(set_, "'--set'").items()}
+    predicate = _where.where_predicate(where, t.schema().fields, t.name) if where else None
+    with working(f"updating {t.name}"):
+        result = t.update(values, filter=predicate)
+    print_result(result, json_output, "update")
+
+
+@command("alter")
+def alter(table: TableArg,
+          add_column: Annotated[Optional[list[str]], typer.Option(
+              "--add-column", metavar="'NAME TYPE'", help="add a column, e.g. 'note STRING'; repeatable")] = None,
+          set_option: Annotated[Optional[list[str]], typer.Option(
+              "--set-option", metavar="KEY=VALUE", help="set a table option; repeatable")] = None,
+          remove_option: Annotated[Optional[list[str]], typer.Option(
+              "--remove-option", metavar="KEY", help="remove a table option; repeatable")] = None,
+          warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Evolve the schema: add columns, set or remove options (one new schema)."""
+    changes = []
+    for item in add_column or []:
+        name, _, type_text = item.strip().partition(" ")
+        if not name or not type_text.strip():
+            raise typer.BadParameter(f"{item!r} is not 'NAME TYPE'", param_hint="'--add-column'")
+        changes.append(tarn.AddColumn(name, _types.parse_type(type_text.strip())))
+    changes += [tarn.SetOption(k, v) for k, v in key_values(set_option, "'--set-option'").items()]
+    changes += [tarn.RemoveOption(k) for k in remove_option or []]
+    if not changes:
+        raise typer.BadParameter("give --add-column, --set-option or --remove-option", param_hint="'--add-column'")
+    t = open_table(table, warehouse, storage_option)
+    schema = t.alter(*changes)
+    if json_output:
+        return print_json({"table": t.name, "schema_id": schema.id, "fields": fields_json(schema),
+                           "options": schema.options})
+    console = output()
+    console.print(f"altered {t.name}: schema {schema.id}")
+    console.print(fields_table(schema))
+
+
+@command("drop")
+def drop(table: TableArg,
+         yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask before deleting")] = False,
+         warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """Delete a table: its directory with every file, snapshot and tag."""
+    t = open_table(table, warehouse, storage_option)
+    if not yes and not typer.confirm(f"delete table {t.name} and every file under {t.root}?"):
+        raise typer.Exit(1)
+    t.file_io.delete_dir(t.root)
+    if json_output:
+        return print_json({"dropped": t.name, "path": t.root})
+    output().print(f"dropped {t.name} ({t.root})")
+
+
+@command("ls")
+def list_tables(database: Annotated[Optional[str], typer.Argument(help="one database (default: all)")] = None,
+                warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+                json_output: JsonOpt = False) -> None:
+    """The tables of a warehouse (--warehouse or TARN_WAREHOUSE), by database."""
+    if not warehouse:
+        raise typer.BadParameter("give --warehouse WH (or set TARN_WAREHOUSE)", param_hint="'--warehouse'")
+    catalog = _catalog.Catalog(warehouse, key_values(storage_option, "'--storage-option'") or None)
+    databases = [database] if database else catalog.list_databases()
+    found = [{"database": d, "table": n} for d in databases for n in catalog.list_tables(d)]
+    if json_output:
+        return print_json(found)
+    output().print(rows_table(found, ["database", "table"], title=f"tables of {warehouse}"))

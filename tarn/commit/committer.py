@@ -30,6 +30,7 @@ from tarn.paths import POSTPONE_BUCKET
 from tarn.options import Options
 from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound, TarnError
 from tarn.commit import row_id_conflicts
+from tarn.commit.result import Landed
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import ADD, DELETE, DELETION_VECTORS_INDEX, HASH_INDEX, ManifestEntry, ManifestFileMeta
 from tarn.meta.row_ranges import assign_row_ids
@@ -107,6 +108,8 @@ class Committer:
         self.landed_files: set[str] = set()  # files referenced by snapshots this committer made
         self.outcome_unknown = False  # a snapshot write failed in a way that may have landed
         self.dropped_compaction: BaseException | None = None
+        self.made: list[Landed] = []  # the snapshots this committer landed, with their entries
+        self.started = time.perf_counter()
 
     def commit(self, messages: list[CommitMessage], commit_user: str,
                commit_identifier: int = snap.BATCH_COMMIT_IDENTIFIER,
@@ -229,7 +232,8 @@ class Committer:
                 self._delete(written)
             raise
         if landed:
-            _log_commit(self.table_name, new_snapshot, delta, changelog)
+            self.made.append(Landed(new_snapshot, tuple(delta), tuple(changelog)))
+            _log_commit(self.table_name, new_snapshot, delta, changelog, time.perf_counter() - self.started)
             return new_snapshot
         self._delete(written)
         return None
@@ -654,19 +658,28 @@ class Committer:
         return None
 
 
-def _log_commit(table_name: str, snapshot: Snapshot, delta: list[ManifestEntry], changelog: list) -> None:
-    """The debug record of a landed commit: snapshot id, kind, files added and deleted."""
+def _log_commit(table_name: str, snapshot: Snapshot, delta: list[ManifestEntry], changelog: list,
+                seconds: float) -> None:
+    """One INFO line per landed commit (table, kind, snapshot, rows, files, seconds); DEBUG adds
+    the files' names."""
     try:
-        _log_details(table_name, snapshot, delta, changelog)
+        _log_details(table_name, snapshot, delta, changelog, seconds)
     except Exception:  # noqa: BLE001 - a log line never fails a landed commit
         pass
 
 
-def _log_details(table_name: str, snapshot: Snapshot, delta: list[ManifestEntry], changelog: list) -> None:
+def _log_details(table_name: str, snapshot: Snapshot, delta: list[ManifestEntry], changelog: list,
+                 seconds: float) -> None:
+    if not log.isEnabledFor(logging.INFO):
+        return
+    added = [e for e in delta if e.kind != DELETE]
+    removed = [e for e in delta if e.kind == DELETE]
+    log.info("table %s: %s snapshot %d: +%d/-%d rows, +%d/-%d files, %d changelog files, %.2fs", table_name,
+             snapshot.commit_kind, snapshot.id, sum(e.file.row_count for e in added),
+             sum(e.file.row_count for e in removed), len(added), len(removed), len(changelog), seconds)
     if log.isEnabledFor(logging.DEBUG):
-        deleted = sum(e.kind == DELETE for e in delta)
         log.debug("table %s: committed snapshot %d (%s): %d files added, %d deleted, %d changelog files, "
-                  "%s records", table_name, snapshot.id, snapshot.commit_kind, len(delta) - deleted, deleted,
+                  "%s records", table_name, snapshot.id, snapshot.commit_kind, len(added), len(removed),
                   len(changelog), snapshot.delta_record_count)
 
 

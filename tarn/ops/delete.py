@@ -55,6 +55,10 @@ def delete(core: "TableCore", keys=None, filter=None) -> "Snapshot | None":
         if keys is not None:
             raise InvalidArgument(f"table {core.name}: delete takes keys or filter, not both")
         return delete_where(core, filter)
+    if keys is None:
+        raise InvalidArgument(f"table {core.name}: delete needs keys (rows holding the primary-key columns) or "
+                              "filter= (e.g. table.delete(filter=\"id = 3\")); to empty the table, overwrite it "
+                              "with no rows")
     return delete_keys(core, keys)
 
 
@@ -104,7 +108,13 @@ def rewrite_matching(table: "TableCore", scan, change) -> "Snapshot | None":
     predicate, _ = _row_test(scan)
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
     total_buckets = options.int("bucket") if options.int("bucket") > 0 else -1
-    messages = _rewrite_messages(table, scan.plan(), reader, predicate, total_buckets, change)
+    matched_rows = [0]
+
+    def counting(rows, matched):
+        matched_rows[0] += int(pc.sum(matched).as_py() or 0)
+        return change(rows, matched)
+    messages = _rewrite_messages(table, scan.plan(), reader, predicate, total_buckets, counting)
+    table.counted["rows_matched"] = matched_rows[0]
     return table.commit(messages) if messages else None
 
 
@@ -151,6 +161,7 @@ def _vector_messages(table, splits, reader, fields, predicate, total_buckets) ->
             if old is not None:
                 found = np.setdiff1d(found, old)
             live.setdefault((split.partition, split.bucket), set()).add(meta.file_name)
+            table.counted["rows_matched"] = table.counted.get("rows_matched", 0) + len(found)
             if len(found):
                 group = touched.setdefault((split.partition, split.bucket), {"entries": {}, "new": {}})
                 group["new"][meta.file_name] = found if old is None else np.union1d(old, found)

@@ -124,12 +124,19 @@ def plan_expire(table: "TableContext", retain_min: int | None = None, retain_max
     """Decide which snapshots expire and which files go with them; changes nothing."""
     options = table.options
     defaults = ExpireConfig.from_options(options)
-    config = ExpireConfig(
-        retain_min if retain_min is not None else defaults.retain_min,
-        retain_max if retain_max is not None else defaults.retain_max,
-        defaults.time_retained_ms,
-        max_deletes if max_deletes is not None else defaults.max_deletes,
-    )
+    # the arguments given win over the table's options: a retain_max below the table's
+    # retain_min lowers the minimum to it, and the other way round
+    low = retain_min if retain_min is not None else defaults.retain_min
+    high = retain_max if retain_max is not None else defaults.retain_max
+    if retain_max is not None and retain_min is None:
+        low = min(low, retain_max)
+    elif retain_min is not None and retain_max is None:
+        high = max(high, retain_min)
+    config = ExpireConfig(low, high, defaults.time_retained_ms,
+                          max_deletes if max_deletes is not None else defaults.max_deletes)
+    if retain_min is not None and retain_max is not None and retain_min > retain_max:
+        raise InvalidOption(f"table {table.name}: expire_snapshots(retain_min={retain_min}, retain_max={retain_max}):"
+                            " retain_min is larger than retain_max")
     config.check(table.name)
     store = table.snapshot_store
     latest = store.latest_id()

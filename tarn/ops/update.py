@@ -111,6 +111,7 @@ def _upsert(table: "TableCore", parsed: Assignments, filter) -> "Snapshot | None
                 matched += batch.num_rows
                 writer.write(parsed.apply(pa.Table.from_batches([batch])), row_kind="+U")
         messages = writer.prepare_commit()
+    table.counted["rows_matched"] = matched
     return table.commit(messages) if matched else None
 
 
@@ -193,8 +194,19 @@ def _check_engine(schema: TableSchema, assignments: dict, table_name: str) -> No
                               "'partial-update' (a NULL keeps the previous value)")
 
 
+def check_unambiguous(value, column: str, table_name: str) -> None:
+    """A string in `set=` is a literal value, locally and on Spark; one quoted like a SQL
+    literal ('paid') is refused with the two ways to say what was meant."""
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == "'":
+        raise InvalidArgument(
+            f"table {table_name}: update set {column}={value!r}: a string in set= is the value itself, so the "
+            f"quotes would be stored; write {value[1:-1]!r} for that text, or an expression "
+            "(pyarrow.compute.field/Expression locally, a Column such as F.expr(...) on Spark) for SQL")
+
+
 def literal_array(value, f: DataField, table_name: str) -> pa.Array:
     """`value` as a one-element Arrow array of `f`'s type, converted as filter literals are."""
+    check_unambiguous(value, f.name, table_name)
     arrow_type = arrow_schema([f]).field(0).type
     if value is None:
         if not f.type.nullable:

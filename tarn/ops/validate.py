@@ -62,7 +62,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: _check_bucket(schema, options, identifier),
         lambda: check_bucket_function(schema, identifier),
         lambda: _check_format(options, identifier),
-        lambda: _check_partition_types(schema, identifier),
+        lambda: _check_key_types(schema, identifier),
         lambda: check_merge_engine(schema, options, identifier),
         lambda: _check_deletion_vectors(schema, options, identifier),
         lambda: _check_file_indexes(schema, identifier),
@@ -201,12 +201,26 @@ def _check_streaming_overwrite(schema: TableSchema, options: Options, identifier
                             "append tables stream their overwrite commits with 'streaming-read-append-overwrite'")
 
 
-def _check_partition_types(schema: TableSchema, identifier: str) -> None:
+NESTED_ROOTS = ("ARRAY", "MAP", "MULTISET", "ROW")
+
+
+def _check_key_types(schema: TableSchema, identifier: str) -> None:
     for key in schema.partition_keys:
         root = schema.field(key).type.root
-        if root in ("ARRAY", "MAP", "MULTISET", "ROW"):
+        if root in NESTED_ROOTS:
             raise TarnError(f"table {identifier}: partition column '{key}' has type {root}, "
                             "which cannot be encoded as a partition value")
+    try:
+        bucket_keys = list(schema.bucket_keys)
+    except Exception:  # noqa: BLE001 - a bad bucket-key is reported by its own check
+        bucket_keys = []
+    for kind, keys in (("primary key", schema.primary_keys), ("bucket key", bucket_keys)):
+        nested = [k for k in keys if schema.field(k).type.root in NESTED_ROOTS]
+        if nested:
+            raise InvalidOption(f"table {identifier}: column '{nested[0]}' has type "
+                                f"{schema.field(nested[0]).type.root} and cannot be in the {kind}: keys are "
+                                "compared and hashed, and Paimon refuses nested types there (ARRAY, MAP, "
+                                "MULTISET, ROW)")
 
 
 def check_merge_engine(schema, options: Options, identifier: str) -> None:

@@ -24,6 +24,7 @@ def write(core: TableCore, data, row_kind=None) -> Snapshot | None:
         writer.write(data, row_kind=row_kind)
     commit_user = str(uuid.uuid4())
     snapshot = core.commit(writer.prepare_commit(), commit_user=commit_user)
+    core.counted.update(writer.counted)
     failure = best_effort(core, "keeping the key index for the next write",  # cross-partition tables
                           lambda: writer.keep_key_index(core, commit_user))
     core.last_maintenance_errors += [failure] if failure else []
@@ -52,4 +53,5 @@ def overwrite(core: TableCore, data, partition: dict | None = None, dynamic: boo
     messages = writer.prepare_commit()
     if spec.dynamic and not messages:
         return None
+    core.counted.update(rows_written=table.num_rows)
     return core.commit(messages, overwrite=spec)

@@ -45,7 +45,7 @@ _TOKEN = re.compile(r"""
   | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<op><=|>=|<>|!=|==|=|<|>)
   | (?P<punct>[(),+-])
-  | (?P<name>[A-Za-z_][A-Za-z_0-9$]*)
+  | (?P<name>[A-Za-z_][A-Za-z_0-9$]*(?:\.[A-Za-z_][A-Za-z_0-9$]*)*)
 """, re.VERBOSE)
 
 _KEYWORDS = {"AND", "OR", "NOT", "IN", "IS", "NULL", "LIKE", "BETWEEN", "TRUE", "FALSE"}

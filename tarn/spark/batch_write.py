@@ -322,17 +322,17 @@ class WritePlan:
         self.compact_level_0(table)
 
     def compact_level_0(self, table: tarn.Table) -> None:
-        """Tasks that did not own their buckets wrote level-0 files without compacting them.
-        Deletion-vector and first-row tables hide level 0 from batch reads (in every engine), so
-        after the commit the driver compacts what is due, pushing level 0 up; a failure is logged
-        and kept in `last_maintenance_errors` (the write landed)."""
+        """Tasks that did not own their buckets wrote level-0 files without compacting them
+        (a plain df.write / writeStream of a primary-key table). After the commit the driver
+        compacts what the table's options make due (universal compaction, as Paimon's writers
+        do after each commit), so level-0 runs do not pile up micro-batch after micro-batch;
+        a failure is logged and kept in `last_maintenance_errors` (the write landed)."""
         schema = table.schema()
         if not schema.primary_keys or self.bucket_owned or Options(schema.options).write_only \
                 or Options(schema.options).int("bucket") == POSTPONE_BUCKET:  # placed by its compaction
             return
         try:
-            if table.planner(schema).skips_level_0():
-                table.compact()
+            table.compact()
         except Exception as exc:  # noqa: BLE001 - the data commit stands
             log.warning("table %s: compacting level 0 after the Spark write failed (the write stands): %s",
                         table.name, exc)
@@ -567,7 +567,8 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         raise
     owned = options.get("write.bucket-owned", "false").lower() == "true"
     return WritePlan(path, overrides, spec, owned, created, new_job_token(),
-                     commit_user=str(uuid.uuid4()), storage=storage_of(options), given_buckets=given,
+                     commit_user=options.get("commit-user") or str(uuid.uuid4()), storage=storage_of(options),
+                     given_buckets=given,
                      route_channels=route, route_snapshot=route_snapshot, placed_rows=placed)
 
 

@@ -15,12 +15,15 @@ writer changed it in between.
 from __future__ import annotations
 
 import os
+import time
+import uuid
 import pickle
 from functools import partial
 
 import pyarrow as pa
 
 import tarn
+from tarn.commit.result import landed_of, result_of
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.options import Options
 from tarn.spark.bucket_expr import supported as bucket_expr_supported
@@ -268,7 +271,7 @@ def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fre
     return assigned.repartition(tasks, *keys, F.pmod(F.col(BUCKET_COLUMN), F.lit(32768)))
 
 
-def write(df, table_path: str, mode: str = "append", **options) -> None:
+def write(df, table_path: str, mode: str = "append", **options):
     """Write a DataFrame to a tarn table, shuffled so that each bucket is written by one task.
 
     For fixed-bucket tables (primary-key tables, append tables with `bucket-key`) rows are
@@ -279,9 +282,11 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
     routing (`routable`), is shuffled once, to writer tasks that assign as they write
     (`route_dynamic`, Paimon's topology for a first write). `options` are the writer's
     (`primary-key`, `partition`, table options, ...); the table is created from the DataFrame
-    schema when missing."""
+    schema when missing. Returns the `CommitResult` of the snapshots the write made (None:
+    nothing committed)."""
     if mode not in ("append", "overwrite"):
         raise InvalidOption(f"mode '{mode}' is not supported (append, overwrite)")
+    started = time.perf_counter()
     register(df.sparkSession)
     path = _absolute(table_path)
     text_options = {str(k).lower(): str(v) for k, v in options.items()}
@@ -306,14 +311,26 @@ def write(df, table_path: str, mode: str = "append", **options) -> None:
             df = by_bucket(df, path, storage_of(text_options))
         if table.primary_keys:
             text_options["write.bucket-owned"] = "true"
+        user = text_options.setdefault("commit-user", str(uuid.uuid4()))
+        before = table.snapshot_store.latest_id() or 0
         writer = df.write.format("tarn").mode(mode)
         for key, value in text_options.items():
             writer = writer.option(key, value)
         writer.save(path)
+        return _result_of_user(tarn.load_table(path, storage_of(text_options)), "write", user, before, started)
     except BaseException:
         if created and tarn.load_table(path, storage_of(text_options)).latest_snapshot() is None:
             table.file_io.delete_dir(table.root)
         raise
+
+
+def _result_of_user(table, operation: str, user: str, before: int, started: float):
+    """The CommitResult of the snapshots `user` committed after snapshot `before` (a Spark
+    job commits in a Python worker of the driver, not in this process)."""
+    latest = table.snapshot_store.latest_id() or 0
+    made = [s for s in (table.snapshot_store.find(i) for i in range(before + 1, latest + 1))
+            if s is not None and s.commit_user == user]
+    return result_of(table.name, operation, [landed_of(table, s) for s in made], time.perf_counter() - started)
 
 
 def _placed(df, table, mode: str, storage: dict | None):

@@ -14,6 +14,7 @@ driver (its condition must then be SQL-like text tarn parses: copy-on-write or d
 from __future__ import annotations
 
 import os
+import time
 import pickle
 from dataclasses import dataclass
 from functools import partial
@@ -21,6 +22,7 @@ from functools import partial
 import pyarrow as pa
 
 import tarn
+from tarn.ops.update import literal_array
 from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
@@ -42,7 +44,7 @@ _MATCHED = "__tarn_matched"
 _UPDATABLE_ENGINES = ("deduplicate", "partial-update")
 
 
-def delete(spark, path: str, condition, storage_options: dict | None = None) -> Snapshot | None:
+def delete(spark, path: str, condition, storage_options: dict | None = None):
     """Delete the rows of the table at `path` matching `condition` (a Spark SQL string such as
     "dt = '2026-11-20' and amount < 0", or a Column), in one commit; None if nothing matched.
 
@@ -50,6 +52,7 @@ def delete(spark, path: str, condition, storage_options: dict | None = None) -> 
     them as -D rows, one task per bucket, committed once on the driver. Append tables: the
     condition must be a string tarn's filter parser reads, and `Table.delete(filter=...)` runs
     on the driver (deletion vectors, or a copy-on-write rewrite of the files holding matches)."""
+    started = time.perf_counter()
     register(spark)
     path = _absolute(path)
     table = tarn.load_table(path, storage_options)
@@ -60,10 +63,10 @@ def delete(spark, path: str, condition, storage_options: dict | None = None) -> 
         return None
     rows = _read(spark, path, snapshot, storage_options).filter(_column(condition))
     from pyspark.sql import functions as F
-    return commit_rows(spark, table, rows.withColumn(KIND_COLUMN, F.lit("-D")), storage_options)
+    return commit_rows(spark, table, rows.withColumn(KIND_COLUMN, F.lit("-D")), storage_options, "delete", started)
 
 
-def _delete_append(table: tarn.Table, condition) -> Snapshot | None:
+def _delete_append(table: tarn.Table, condition):
     if not isinstance(condition, str):
         raise InvalidArgument(f"table {table.name}: tarn.spark.delete on an append table takes the condition "
                               "as SQL-like text tarn parses (the files are rewritten on the driver by "
@@ -75,16 +78,18 @@ def _delete_append(table: tarn.Table, condition) -> Snapshot | None:
                             "filter parser: comparisons, IN, BETWEEN, LIKE, IS NULL, AND/OR/NOT)") from None
 
 
-def update(spark, path: str, set: dict, condition=None, storage_options: dict | None = None) -> Snapshot | None:
+def update(spark, path: str, set: dict, condition=None, storage_options: dict | None = None):
     """UPDATE the primary-key table at `path`: on every row matching `condition` (a Spark SQL
-    string or a Column; None: every row) set the columns of `set` ({column: SQL expression
-    string, Column, or a non-string Python literal}, evaluated over the row's current values;
-    a string is SQL, so a text value is quoted: "'paid'"), in one commit; None if nothing
-    matched. Spark reads the latest snapshot, computes the new rows and writes them as an
+    string or a Column; None: every row) set the columns of `set` ({column: value or Column}:
+    a value, strings included, is converted with the column's type as `Table.update` does; a
+    Column such as F.expr("amount * 2") is evaluated over the row's current values; a string
+    quoted like a SQL literal ("'paid'") is refused as ambiguous), in one commit; None if
+    nothing matched. Spark reads the latest snapshot, computes the new rows and writes them as an
     upsert, one task per bucket. Key and partition columns cannot be set, as in
     `Table.update`; append tables are refused (use `Table.update`, a copy-on-write rewrite)."""
     from pyspark.sql import functions as F
 
+    started = time.perf_counter()
     register(spark)
     path = _absolute(path)
     table = tarn.load_table(path, storage_options)
@@ -103,16 +108,18 @@ def update(spark, path: str, set: dict, condition=None, storage_options: dict | 
     if condition is not None:
         rows = rows.filter(_column(condition))
     fields = {f.name: f for f in table.schema().fields}
-    new = {name: _column(value).cast(spark_schema([fields[name]])[0].dataType) for name, value in set.items()}
+    new = {name: _set_value(value, fields[name], table.name).cast(spark_schema([fields[name]])[0].dataType)
+           for name, value in set.items()}
     if evolving:  # files of the set columns per row-id group (tarn/spark/row_updates.py)
         changed = rows.select(F.col(ROW_ID), *[column.alias(name) for name, column in new.items()])
-        return commit_column_updates(spark, table, snapshot, changed, storage=storage_options)
+        return table.recorded("update", lambda: commit_column_updates(spark, table, snapshot, changed,
+                                                                      storage=storage_options), started=started)
     rows = rows.withColumns(new).withColumn(KIND_COLUMN, F.lit("+U"))
-    return commit_rows(spark, table, rows, storage_options)
+    return commit_rows(spark, table, rows, storage_options, "update", started)
 
 
 def merge_into(spark, path: str, source, on=None, when_matched_update=None, when_matched_delete=None,
-               when_not_matched_insert="*", storage_options: dict | None = None) -> Snapshot | None:
+               when_not_matched_insert="*", storage_options: dict | None = None):
     """MERGE INTO the primary-key table at `path` from the DataFrame `source`, in one commit
     (None: no row changed).
 
@@ -129,6 +136,7 @@ def merge_into(spark, path: str, source, on=None, when_matched_update=None, when
     The table is read at its latest snapshot; the changed rows are written as an upsert plus -D
     rows (merge engines deduplicate and partial-update), so a row another writer changes
     meanwhile takes the merge's value (last writer wins)."""
+    started = time.perf_counter()
     register(spark)
     path = _absolute(path)
     table = tarn.load_table(path, storage_options)
@@ -141,10 +149,11 @@ def merge_into(spark, path: str, source, on=None, when_matched_update=None, when
     _check_insert(table, when_not_matched_insert)
     _check_unique(source, keys, table.name)
     snapshot = table.latest_snapshot()
-    target = (_read(spark, path, snapshot, storage_options) if snapshot is not None
-              else spark.createDataFrame([], spark_schema(list(schema.fields))))
+    target = (_read(spark, path, snapshot, storage_options, filter_text=_keys_filter(source, keys, schema))
+              if snapshot is not None else spark.createDataFrame([], spark_schema(list(schema.fields))))
     actions = _Actions(when_matched_update, when_matched_delete, when_not_matched_insert)
-    return commit_rows(spark, table, _merged_rows(source, target, table, keys, actions), storage_options)
+    return commit_rows(spark, table, _merged_rows(source, target, table, keys, actions), storage_options, "merge",
+                       started)
 
 
 def _merge_evolving(spark, table: tarn.Table, path: str, source, on, update, delete_when, insert,
@@ -191,7 +200,8 @@ def _merge_evolving(spark, table: tarn.Table, path: str, source, on, update, del
         if inserted is None:
             return None
         changed = spark.createDataFrame([], spark_schema([]).add(ROW_ID, "long"))
-    return commit_column_updates(spark, table, snapshot, changed, inserted, storage_options)
+    return table.recorded("merge", lambda: commit_column_updates(spark, table, snapshot, changed, inserted,
+                                                                 storage_options))
 
 
 @dataclass(frozen=True)
@@ -224,6 +234,42 @@ def _merged_rows(source, target, table: tarn.Table, keys: list[str], actions: _A
             column = F.when(inserted, new).otherwise(column)
         columns.append(column.cast(spark_schema([f])[0].dataType).alias(f.name))
     return joined.select(*columns, kind.alias(KIND_COLUMN)).filter(F.col(KIND_COLUMN).isNotNull())
+
+
+PRUNE_KEYS = 100_000  # a source with at most this many keys prunes the target read by them
+
+
+def _keys_filter(source, keys: list[str], schema) -> str | None:
+    """tarn filter text holding the source's keys (`k IN (...)` per key column), so the
+    target read skips partitions, buckets and files without them; None for a large source or
+    key types the text cannot spell."""
+    if any(schema.field(k).type.root not in _SPELLED for k in keys):
+        return None
+    rows = source.select(*keys).distinct().limit(PRUNE_KEYS + 1).collect()
+    if len(rows) > PRUNE_KEYS:
+        return None
+    terms = []
+    for i, key in enumerate(keys):
+        values = sorted({row[i] for row in rows if row[i] is not None}, key=str)
+        if not values:
+            return f"{_quoted_name(key)} IS NULL AND {_quoted_name(key)} IS NOT NULL"  # nothing can match
+        terms.append(f"{_quoted_name(key)} IN ({', '.join(_spelled(v) for v in values)})")
+    return " AND ".join(terms)
+
+
+_SPELLED = {"TINYINT", "SMALLINT", "INT", "BIGINT", "CHAR", "VARCHAR", "DATE", "BOOLEAN"}
+
+
+def _quoted_name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _spelled(value) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
 
 
 def _merge_keys(table: tarn.Table, on, source) -> list[str]:
@@ -293,6 +339,17 @@ def _condition(condition):
     return _column(condition)
 
 
+def _set_value(value, field, table_name: str):
+    """An update's value: a Column (F.expr("amount * 2") for SQL) as it is; anything else,
+    strings included, a literal converted with the column's type as `Table.update` does."""
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    if isinstance(value, Column):
+        return value
+    return F.lit(literal_array(value, field, table_name)[0].as_py())
+
+
 def _column(expression):
     """A Column from a Column or a Spark SQL expression string."""
     from pyspark.sql import Column
@@ -309,8 +366,11 @@ def _absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def _read(spark, path: str, snapshot: Snapshot, storage_options: dict | None, row_ids: bool = False):
+def _read(spark, path: str, snapshot: Snapshot, storage_options: dict | None, row_ids: bool = False,
+          filter_text: str | None = None):
     reader = spark.read.format("tarn").option("scan.snapshot-id", str(snapshot.id))
+    if filter_text:  # tarn prunes partitions, buckets and files by it (no pushdown needed)
+        reader = reader.option("filter", filter_text)
     if row_ids:  # every column and `_ROW_ID` (a row-tracking table)
         names = tarn.load_table(path, storage_options).schema_by_id(snapshot.schema_id).field_names
         reader = reader.option("columns", ",".join([*names, ROW_ID]))
@@ -323,10 +383,13 @@ def _read(spark, path: str, snapshot: Snapshot, storage_options: dict | None, ro
 # rows with row kinds, written by one task per bucket, committed once
 
 
-def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = None) -> Snapshot | None:
+def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = None, operation: str = "write",
+                started: float | None = None):
     """Write `rows` (the table's columns plus KIND_COLUMN) to the primary-key `table` in one
     commit: one task per (partition, bucket), the messages committed on the driver; every file
-    of the job is deleted if it fails. None if there were no rows."""
+    of the job is deleted if it fails. Returns the `CommitResult` of `operation`; None if there
+    were no rows."""
+    started = time.perf_counter() if started is None else started
     schema = table.schema()
     if is_cross_partition(schema, Options(schema.options).int("bucket")):
         raise InvalidArgument(f"table {table.name} is a cross-partition upsert table (primary key without every "
@@ -339,7 +402,13 @@ def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = N
     if not any(m.new_files for m in messages):
         abort(table.file_io, table.root, table.schema(), messages)
         return None
-    return table.commit(messages)
+    written = [f for m in messages for f in m.new_files]
+    counted = {"rows_written": sum(f.row_count for f in written)}
+    if operation == "delete":
+        counted["rows_deleted"] = sum(f.delete_row_count or 0 for f in written)
+    elif operation == "update":
+        counted["rows_updated"] = counted["rows_written"]
+    return table.recorded(operation, lambda: table.commit(messages), started=started, counted=counted)
 
 
 def _write_task(path: str, storage: dict | None, token: str, batches):

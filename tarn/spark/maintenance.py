@@ -139,6 +139,7 @@ def compact(spark, table_path: str, full: bool = False, partitions: list[dict] |
     reaches `compaction.delete-ratio-threshold` included). Append tables: the driver picks the
     groups of files as `Table.compact` does (tarn/append_compaction.py), executors rewrite them,
     the driver replaces the deletion-vector index files and commits."""
+    _register(spark)
     table = tarn.load_table(table_path, storage_options)
     if not table.primary_keys:
         return _compact_append(spark, table, table_path, full, partitions, parallelism, storage_options)
@@ -226,7 +227,7 @@ def _compact_append(spark, table: tarn.Table, table_path: str, full: bool, parti
     groups = append_compaction.plan(table, full, partitions)
     if not groups:
         return None
-    spark.dataSource.register(AppendCompactSource)
+    _register(spark)
     tasks = min(len(groups), parallelism or spark.sparkContext.defaultParallelism * 2)
     frame = spark.createDataFrame(spread_groups(groups, tasks), GROUPS_SCHEMA).repartitionById(tasks, "task")
     writer = frame.write.format(APPEND_COMPACT_FORMAT).mode("append").option("job-token", new_job_token())
@@ -237,6 +238,23 @@ def _compact_append(spark, table: tarn.Table, table_path: str, full: bool, parti
     writer.save(table_path if "://" in table_path else table.location)
     latest = table.latest_snapshot()
     return latest if latest is not None and latest.id != before else None
+
+
+def _register(spark) -> None:
+    """Register the internal compaction writers with the session, once (Spark warns on every
+    re-registration); tarn.spark.session.register calls this too."""
+    if getattr(spark, _COMPACTION_REGISTERED, False):
+        return
+    for source in (CompactSource, AppendCompactSource, PostponeCompactSource):
+        spark.dataSource.register(source)
+    try:
+        setattr(spark, _COMPACTION_REGISTERED, True)
+    except AttributeError:  # a session object that takes no attributes registers again next time
+        pass
+
+
+register_compaction = _register
+_COMPACTION_REGISTERED = "_tarn_compaction_registered"
 
 
 POSTPONE_COMPACT_FORMAT = "tarn_postpone_compact"
@@ -289,7 +307,7 @@ def _compact_postpone(spark, table: tarn.Table, table_path: str, full: bool, par
     plan_ = postpone.plan(table, partitions, full, unset_default=spark.sparkContext.defaultParallelism)
     if plan_ is None or not plan_.parts:
         return None
-    spark.dataSource.register(PostponeCompactSource)
+    _register(spark)
     tasks = min(len(plan_.parts), parallelism or spark.sparkContext.defaultParallelism * 2)
     load = [0] * tasks
     rows = []

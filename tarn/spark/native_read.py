@@ -427,7 +427,7 @@ def read(spark, table_path: str, **options):
     cached = cached_frame(spark, key)
     if cached is not None:
         return cached
-    files = native_files(target)
+    files = None if target.options.get("filter") else native_files(target)  # tarn applies its own filter
     if files is None:
         return tarn_source()
     declared = target.spark_schema()

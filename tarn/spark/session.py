@@ -7,7 +7,7 @@ import os
 import sys
 
 from tarn.spark.errors import install as install_error_hook
-from tarn.spark.maintenance import CompactSource
+from tarn.spark.maintenance import register_compaction
 from tarn.spark.source import TarnDataSource, TarnDataSourceWithoutPushdown
 
 # What `session()` sets unless told otherwise: Arrow batches of 64k rows (Spark's 10k costs tarn's
@@ -51,11 +51,20 @@ def register(spark) -> None:
     with tarn's message first (`tarn.spark.errors`): catch them as the tarn error class or
     as Spark's."""
     install_error_hook()
+    if getattr(spark, REGISTERED, False):  # once per session: Spark warns on every re-registration
+        return
     safe = pushdown_is_safe(spark)
     spark.dataSource.register(TarnDataSource if safe else TarnDataSourceWithoutPushdown)
-    spark.dataSource.register(CompactSource)
+    register_compaction(spark)
     if safe:
         spark.conf.set(PUSHDOWN_CONF, "true")
+    try:
+        setattr(spark, REGISTERED, True)
+    except AttributeError:  # a session object that takes no attributes registers again next time
+        pass
+
+
+REGISTERED = "_tarn_sources_registered"
 
 
 def local_shuffle_partitions(master: str) -> int:

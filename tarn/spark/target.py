@@ -17,6 +17,7 @@ import tarn
 from tarn.store.branches import split_object_name
 from tarn.table import split_branch_path
 from tarn.scan.scan import scan_fields
+from tarn.scan.sql_filter import parse_filter
 from tarn import s3
 from tarn.errors import InvalidOption, SnapshotNotFound, TableNotFound, TarnError
 from tarn.meta.snapshot import Snapshot
@@ -31,7 +32,7 @@ ROW_KIND_COLUMN = "rowkind"  # the column `read.changelog` adds (as Paimon's Spa
 
 # Options of the connector itself (lower-case, as Spark passes them).
 READ_OPTIONS = {
-    "path", "branch", "columns", "versionasof", "timestampasof", "read.changelog",
+    "path", "branch", "columns", "filter", "versionasof", "timestampasof", "read.changelog",
     # streaming read limits (Paimon's Spark connector options)
     "read.stream.maxfilespertrigger", "read.stream.maxbytespertrigger", "read.stream.maxrowspertrigger",
     "read.stream.minrowspertrigger", "read.stream.maxtriggerdelayms",
@@ -203,6 +204,8 @@ class ReadTarget:
         schema_id = snapshot.schema_id if (snapshot is not None and selector is not None) else table.schema().id
         target = cls(path, system, snapshot, columns, options, schema_id)
         target.check_columns(table)
+        if options.get("filter"):  # a bad filter fails on the driver, before any task runs
+            table.scan_snapshot(snapshot, target.filter_predicate(), None, target.table_schema(table))
         return target
 
     @property
@@ -222,7 +225,16 @@ class ReadTarget:
         merge = self.options.get("postpone.merge-on-read")
         if merge is not None:
             schema = replace(schema, options={**schema.options, "postpone.merge-on-read": merge})
+        given = self.filter_predicate()
+        if given is not None:
+            predicate = given if predicate is None else predicate & given
         return table.scan_snapshot(self.snapshot, predicate, columns, schema)
+
+    def filter_predicate(self):
+        """Option `filter`: tarn's SQL-like filter text, applied by tarn (partitions, buckets and
+        files pruned, rows filtered) whether or not Spark pushes its own filters down."""
+        text = self.options.get("filter")
+        return parse_filter(text, self.path) if text else None
 
     def check_columns(self, table: tarn.Table) -> None:
         if self.columns is None or self.system:

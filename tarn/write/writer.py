@@ -138,6 +138,7 @@ class TableWriter:
         self.num_buckets = options.int("bucket")
         self.buffered: list[pa.Table] = []
         self.buffered_bytes = 0
+        self.kind_counts = np.zeros(4, dtype=np.int64)  # rows given per row kind: +I, -U, +U, -D
         self.buffer_limit = options.memory_bytes("write-buffer-size")
         self.states: dict[tuple[bytes, int], BucketState] = {}
         self._restored: Restored | None = None
@@ -204,6 +205,7 @@ class TableWriter:
         rowkind_field = self.options.get("rowkind.field")
         conformed = conform(table, list(self.schema.fields), self.name, self.schema.primary_keys)
         kinds = self._row_kinds(conformed, row_kind, rowkind_field)
+        self.kind_counts += np.bincount(np.asarray(kinds), minlength=4)[:4]
         if self.layout.is_key_value:
             conformed = conformed.append_column(VALUE_KIND, kinds)
             if self.postpone:  # nothing merges these rows before the compaction: refuse now
@@ -321,6 +323,16 @@ class TableWriter:
         self._parallel([lambda g=g, st=st: self.buckets.flush(g, st) for g, st in zip(groups, states)])
         if self.compacts:
             self._parallel([lambda st=st: self.buckets.compact_after_flush(st) for st in states])
+
+    @property
+    def counted(self) -> dict:
+        """The rows this writer was given: written (all), and of them inserted/updated (+I/+U)
+        and deleted (-D) on primary-key tables."""
+        plus_i, minus_u, plus_u, minus_d = (int(n) for n in self.kind_counts)
+        out = {"rows_written": plus_i + minus_u + plus_u + minus_d}
+        if self.layout.is_key_value:
+            out["rows_deleted"] = minus_d
+        return out
 
     def _flush_postponed(self, data: pa.Table) -> None:
         """Postpone bucket mode: each partition's rows, as they came (unsorted, not merged), into

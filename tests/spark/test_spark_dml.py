@@ -84,7 +84,7 @@ def test_update_sets_expressions_on_matching_rows_in_one_commit(spark, path, buc
 
     table = _table(path, bucket)
     table.write(_rows(START))
-    snapshot = tarn.spark.update(spark, table.root, {"v": "upper(v) || '!'", "n": F.col("n") * 10}, "n >= 3")
+    snapshot = tarn.spark.update(spark, table.root, {"v": F.expr("upper(v) || '!'"), "n": F.col("n") * 10}, "n >= 3")
     assert snapshot.id == 2 and table.latest_snapshot().id == 2
     expected = START[:2] + [("b", 3, "Z!", 30), ("b", 4, "W!", 40)]
     assert _content(table) == canonical_rows(_rows(expected))
@@ -100,7 +100,7 @@ def test_update_refusals(spark, path, tmp_path):
         tarn.spark.update(spark, table.root, {"zz": 1})
     appendable = tarn.Catalog(str(tmp_path / "other")).create_table("db.a", schema=SCHEMA)
     with pytest.raises(tarn.InvalidArgument, match="needs a primary-key or data-evolution table"):
-        tarn.spark.update(spark, appendable.root, {"v": "'x'"})
+        tarn.spark.update(spark, appendable.root, {"v": "x"})
     assert table.latest_snapshot().id == 1
 
 

@@ -9,6 +9,7 @@ import pytest
 
 import tarn
 import tarn.spark
+from pyspark.sql import functions as F
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string()), ("score", pa.float64())])
 OPTIONS = {"row-tracking.enabled": "true", "data-evolution.enabled": "true", "deletion-vectors.enabled": "true"}
@@ -35,7 +36,7 @@ def test_spark_reads_row_ids(spark, path):
 
 def test_spark_update_writes_only_the_set_column(spark, path):
     table = _table(path)
-    snapshot = tarn.spark.update(spark, table.root, {"score": "score * 10"}, "id in (2, 4)")
+    snapshot = tarn.spark.update(spark, table.root, {"score": F.expr("score * 10")}, "id in (2, 4)")
     assert snapshot.id == 3
     assert _by_row_id(table) == {0: {"id": 1, "name": "a", "score": 1.0}, 1: {"id": 2, "name": "b", "score": 20.0},
                                  2: {"id": 3, "name": "c", "score": 3.0}, 3: {"id": 4, "name": "d", "score": 40.0},
@@ -57,7 +58,7 @@ def test_spark_merge_into_on_business_key(spark, path):
 
 def test_spark_delete_then_compact_keeps_row_ids(spark, path):
     table = _table(path)
-    tarn.spark.update(spark, table.root, {"name": "upper(name)"})
+    tarn.spark.update(spark, table.root, {"name": F.expr("upper(name)")})
     tarn.spark.delete(spark, table.root, "id = 3")
     tarn.spark.compact(spark, table.root, full=True)
     assert _by_row_id(table) == {0: {"id": 1, "name": "A", "score": 1.0}, 1: {"id": 2, "name": "B", "score": 2.0},
