@@ -9,7 +9,8 @@
 3. Batch SQL over the orders, a tag at the end of day one, more (late) events, time travel
    back to the tag, a compaction on Spark, and a summary.
 
-Run: .venv/bin/python examples/pipeline.py [--orders N] [warehouse]
+Run: .venv/bin/python examples/pipeline.py [--orders N] [--quiet] [--keep] [warehouse]
+(each step is printed with its time; --keep keeps the temporary warehouse and prints its path)
 """
 
 from __future__ import annotations
@@ -87,9 +88,7 @@ def wave_two(orders: int, rng) -> pa.Table:
 
 
 def create_orders(path: str) -> tarn.Table:
-    catalog_schema = pa.schema([f for f in EVENTS])
-    from tarn.spark.batch_write import create_table
-    return create_table(path, catalog_schema, primary_key=["dt", "order_id"], partition=["dt"], options={
+    return tarn.create_table(path, EVENTS, primary_key=["dt", "order_id"], partition_keys=["dt"], options={
         "bucket": "2", "merge-engine": "partial-update", "sequence.field": "event_time",
         "partial-update.remove-record-on-delete": "true", "rowkind.field": "op",
     })
@@ -127,7 +126,7 @@ def files_by_level(spark, orders_path: str) -> dict:
     return {r["level"]: r["count"] for r in sorted(rows, key=lambda r: r["level"])}
 
 
-def run(spark, warehouse: str, orders: int = 20_000, seed: int = 7, verbose: bool = False) -> dict:
+def run(spark, warehouse: str, orders: int = 20_000, seed: int = 7, verbose: bool = True) -> dict:
     """The whole pipeline; returns the figures the summary prints."""
     rng = np.random.default_rng(seed)
     events_path, orders_path = f"{warehouse}/shop.db/events", f"{warehouse}/shop.db/orders"
@@ -144,7 +143,7 @@ def run(spark, warehouse: str, orders: int = 20_000, seed: int = 7, verbose: boo
     def lap(name: str) -> None:
         if verbose:
             now = time.time()
-            print(f"  .. {name}: {now - step[0]:.1f} s")
+            print(f"  .. {name}: {now - step[0]:.1f} s", flush=True)
             step[0] = now
 
     first = wave_one(orders, rng)
@@ -215,16 +214,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("warehouse", nargs="?", help="warehouse directory (default: a temporary one)")
     parser.add_argument("--orders", type=int, default=20_000, help="orders per day one (default 20000)")
-    parser.add_argument("--verbose", action="store_true", help="print the time of each step")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary, not each step and its time")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary warehouse (its path is printed)")
     args = parser.parse_args()
     warehouse = args.warehouse or tempfile.mkdtemp(prefix="tarn-pipeline-")
+    if not args.quiet:
+        print(f"tarn pipeline demo: warehouse {warehouse}; starting Spark (local[2])", flush=True)
     spark = tarn.spark.session("local[2]", "tarn-pipeline", {"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
+    kept = bool(args.warehouse) or args.keep
     try:
-        print(summary(run(spark, warehouse, args.orders, verbose=args.verbose)))
+        print(summary(run(spark, warehouse, args.orders, verbose=not args.quiet)))
     finally:
         spark.stop()
-        if not args.warehouse:
+        if kept:
+            print(f"warehouse kept at {warehouse} (tarn info {warehouse}/shop.db/orders)")
+        else:
             shutil.rmtree(warehouse, ignore_errors=True)
 
 

@@ -33,6 +33,7 @@ from tarn.errors import (
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports these on use
     from tarn.catalog import Catalog, create_table
     from tarn.commit.result import CommitResult
+    from tarn.progress import show_progress
     from tarn.commit.committer import Overwrite
     from tarn.meta.schema import (
         AddColumn, DropColumn, RemoveOption, RenameColumn, SetOption, UpdateColumnComment,
@@ -47,6 +48,7 @@ __version__ = "0.1.0"  # the one source of the version: pyproject.toml reads it 
 _LAZY = {
     "Catalog": "tarn.catalog", "create_table": "tarn.catalog",
     "CommitResult": "tarn.commit.result",
+    "show_progress": "tarn.progress",
     "Table": "tarn.table", "Scan": "tarn.table", "load_table": "tarn.table",
     "col": "tarn.scan.predicate",
     "Overwrite": "tarn.commit.committer",
@@ -58,7 +60,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "Catalog", "Table", "Scan", "load_table", "create_table", "CommitResult", "col", "Overwrite",
+    "Catalog", "Table", "Scan", "load_table", "create_table", "CommitResult", "col", "Overwrite", "show_progress",
     "TarnError", "InvalidArgument", "SchemaMismatch", "InvalidOption", "TableNotFound", "TableAlreadyExists",
     "SnapshotNotFound", "CorruptFile", "FileMissing", "CommitConflict", "SchemaEvolutionError", "InvalidFilter",
     "MissingDependency", "UnsupportedFeature", "OutcomeUnknown", "StorageError",

@@ -75,6 +75,7 @@ class TableCore(TableContext):
         return self._running.counted
 
     def start_operation(self) -> None:
+        """Begin recording what an operation commits and counts (in this thread)."""
         self._running.landed, self._running.counted = [], {}
 
     # ------------------------------------------------------------------ read

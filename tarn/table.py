@@ -59,6 +59,8 @@ class Table(TableCore):
             return f"Table({self.name!r})"
 
     def _repr_parts(self) -> list[str]:
+        """Name, keys, bucket mode, latest snapshot and, when metadata tells without reading
+        data files, the live rows (`scan().count()` always answers)."""
         schema, latest = self.schema(), self.snapshot_store.latest_id()
         bucket = schema.options.get("bucket", "-1")
         parts = [repr(self.name)] + ([f"branch={self.branch!r}"] if self.branch != "main" else [])
@@ -68,7 +70,9 @@ class Table(TableCore):
             parts.append(f"bucket={bucket}")
         elif schema.primary_keys:
             parts.append("bucket=dynamic")
-        return parts + [f"snapshot={latest}"]
+        parts.append(f"snapshot={latest}")
+        rows = counts.count_from_metadata(self.scan()) if latest is not None else None
+        return parts + ([f"rows={rows:,}"] if rows is not None else [])
 
     def recorded(self, operation: str, run, matched: str | None = None, started: float | None = None,
                  counted: dict | None = None) -> CommitResult | None:

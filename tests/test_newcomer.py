@@ -288,3 +288,46 @@ def test_cli_output_is_plain_when_piped_and_help_is_quick(tmp_path):
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert loaded.stdout.strip().endswith("False")  # --help imports no pyarrow (lazy imports)
     assert time.perf_counter() - started < 30
+
+
+# 5. progress on long local work (opt in from Python)
+
+def test_progress_bars_are_opt_in_and_drawn_on_a_terminal(catalog, monkeypatch):
+    import io
+    import sys
+
+    from tarn import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    table = catalog.create_table("db.big", pa.schema([("k", pa.int64()), ("v", pa.int64())]), primary_key=["k"],
+                                 options={"bucket": "16"})
+    rows = pa.table({"k": pa.array(range(5000), pa.int64()), "v": pa.array(range(5000), pa.int64())})
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    progress.show_progress(False)  # the default (an in-process CLI run above turned it on)
+    table.write(rows)
+    assert screen.getvalue() == ""  # off by default: libraries stay quiet
+    tarn.show_progress(True)
+    try:
+        table.write(rows)
+        table.compact(full=True)
+        assert "writing db.big" in screen.getvalue() and "compacting db.big" in screen.getvalue()
+    finally:
+        progress.show_progress(False)
+
+
+def test_a_bad_csv_import_is_a_tarn_error_naming_the_file(tmp_path):
+    warehouse = str(tmp_path / "wh")
+    tarn.Catalog(warehouse).create_table("shop.t", pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,v\n1,a\nnot-a-number,b\n")
+    result = cli("import", "shop.t", bad, "-w", warehouse, status=1)
+    assert f"file {bad}" in result.stderr and "error:" in result.stderr
+    from tarn.cli.commands import read_batches
+
+    with pytest.raises(tarn.TarnError, match="bad.csv"):
+        _, batches = read_batches(bad, "csv", None, {"id": pa.int64(), "v": pa.string()})
+        list(batches)

@@ -93,6 +93,9 @@ def _version(value: bool) -> None:
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                                 help="print the version and exit")] = False) -> None:
     """Look at and look after Apache Paimon tables."""
+    from tarn.progress import show_progress
+
+    show_progress(True)  # bars on a terminal (stderr), for long work: compaction, analyze, expiry
 
 
 tag_app = typer.Typer(no_args_is_help=True, help="Create and delete tags (`tarn tags` lists them).")
@@ -340,6 +343,7 @@ def info(table: TableArg, warehouse: WarehouseOpt = None, storage_option: Storag
         "snapshot": snapshot_json(latest),
         "snapshots": {"count": len(snapshot_ids), "earliest": snapshot_ids[0] if snapshot_ids else None,
                       "latest": snapshot_ids[-1] if snapshot_ids else None},
+        "rows": t.scan().count() if latest is not None else 0,  # live rows (deletes and old versions merged away)
         "tags": [tag.name for tag in t.list_tags()],
         "sizes": {"data_files": len(entries), "data_bytes": sum(e.file.file_size for e in entries),
                   "records_in_files": sum(e.file.row_count for e in entries),
@@ -367,7 +371,9 @@ def info(table: TableArg, warehouse: WarehouseOpt = None, storage_option: Storag
     if latest is None:
         summary.add_row("snapshot", "none (empty table)")
     else:
-        records = f" · {latest.total_record_count:,} records" if latest.total_record_count is not None else ""
+        summary.add_row("rows", f"{data['rows']:,}")
+        records = f" · totalRecordCount {latest.total_record_count:,} (rows in its files, deletes and older " \
+                  "versions of keys included)" if latest.total_record_count is not None else ""
         summary.add_row("snapshot", f"{latest.id} · {latest.commit_kind} · "
                                     f"{local_time(latest.time_millis):%Y-%m-%d %H:%M:%S}{records}")
         summary.add_row("snapshots", f"{len(snapshot_ids)} ({snapshot_ids[0]}..{snapshot_ids[-1]})")
@@ -576,16 +582,28 @@ def sample_schema(path: Path, fmt: str, delimiter: str | None) -> pa.Schema:
 def read_batches(path: Path, fmt: str, delimiter: str | None, table_types: dict[str, pa.DataType]):
     """(rows if known, iterator of record batches) of a data file; CSV columns are parsed with
     the table's types."""
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
 
-        handle = pq.ParquetFile(path)
-        return handle.metadata.num_rows, handle.iter_batches(batch_size=1 << 16)
-    from pyarrow import csv
+            handle = pq.ParquetFile(path)
+            return handle.metadata.num_rows, _naming(path, handle.iter_batches(batch_size=1 << 16))
+        from pyarrow import csv
 
-    header = sample_schema(path, fmt, delimiter).names
-    read, parse, convert = csv_options(path, delimiter, {n: table_types[n] for n in header if n in table_types})
-    return None, iter(csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert))
+        header = sample_schema(path, fmt, delimiter).names
+        read, parse, convert = csv_options(path, delimiter, {n: table_types[n] for n in header if n in table_types})
+        reader = csv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert)
+        return None, _naming(path, iter(reader))
+    except (pa.ArrowException, OSError) as exc:
+        raise TarnError(f"file {path}: {exc}") from exc
+
+
+def _naming(path: Path, batches):
+    """The batches of a data file; a parse error names the file (a TarnError)."""
+    try:
+        yield from batches
+    except pa.ArrowException as exc:
+        raise TarnError(f"file {path}: {exc}") from exc
 
 
 def import_files(t: Table, paths: list[Path], fmt: str | None, delimiter: str | None) -> dict:

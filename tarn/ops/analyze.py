@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tarn import progress
 from tarn.data.reader import FileReader
 from tarn.errors import SchemaMismatch
 from tarn.meta.schema import TableSchema
@@ -590,7 +591,18 @@ def collect(table, plan: AnalyzePlan, splits=None, precision: int | None = None,
         collector.add_rows(count_splits(table, scan, splits))
         return collector
     reader = scan.reader()
-    chunks = (chunk for split in splits for chunk in _chunks_of(table, plan, reader, split))
+    with progress.task(f"analyzing {table.name}", total=len(splits)) as bar:
+        chunks = (chunk for split in splits for chunk in _counted(_chunks_of(table, plan, reader, split), bar))
+        return _collect(collector, chunks)
+
+
+def _counted(chunks, bar):
+    yield from chunks
+    bar.advance()
+
+
+def _collect(collector, chunks):
+    """Measure chunks while the next one is read."""
     with ThreadPoolExecutor(max_workers=1) as prefetch:
         upcoming = prefetch.submit(next, chunks, None)
         while True:

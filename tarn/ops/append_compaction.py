@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import pyarrow as pa
 
+from tarn import progress
 from tarn import features
 from tarn import partition as partitions
 from tarn.data.reader import FileReader
@@ -578,6 +579,10 @@ def compact(table: "TableCore", full: bool = False, partitions_filter: list[dict
         with ThreadPoolExecutor(max_workers=max(1, min(len(groups), os.cpu_count() or 2))) as pool:
             futures = [pool.submit(rewrite, table, g) for g in groups]
             errors = []
+            with progress.task(f"compacting {table.name}", total=len(futures)) as bar:
+                for f in futures:
+                    f.exception()
+                    bar.advance()
             for f in futures:
                 if f.exception() is None:
                     messages.append(f.result())

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
+from tarn import progress
 from tarn import partition as partitions
 from tarn import paths
 from tarn.errors import CorruptFile, FileMissing
@@ -286,8 +287,10 @@ def delete_paths(file_io: FileIO, paths_to_delete: Iterable[str]) -> int:
         for path in unique:
             file_io.delete(path)
     else:
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(file_io.delete, unique))
+        with progress.task(f"deleting {len(unique):,} files", total=len(unique)) as bar, \
+                ThreadPoolExecutor(max_workers=8) as pool:
+            for _ in pool.map(file_io.delete, unique):
+                bar.advance()
     return len(unique)
 
 

@@ -147,6 +147,23 @@ def count_splits(table: TableContext, scan, splits) -> int:
     return total
 
 
+def count_from_metadata(scan) -> int | None:
+    """The rows a scan without filter returns when metadata alone tells (append tables, buckets
+    needing no merge, fresh statistics); None when it would have to read data files."""
+    if scan.snapshot is None:
+        return 0
+    if scan.filter is not None or getattr(scan, "row_filter", None) is not None:
+        return None
+    if scan.schema.primary_keys:
+        stats = fresh_statistics(scan.table, scan.snapshot)
+        if stats is not None and stats.merged_record_count is not None:
+            return stats.merged_record_count
+    splits = scan.plan()
+    if not all(split.raw_convertible or (split.row_tracking and len(split.files) > 1) for split in splits):
+        return None
+    return count_splits(scan.table, scan, splits)
+
+
 def count(scan) -> int:
     """`Scan.count()`: the rows the scan returns, without reading data files where metadata
     answers (see `count_splits`); a whole primary-key table with fresh statistics answers from

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn import features, partition
+from tarn import features, partition, progress
 from tarn.bucket import MAX_DYNAMIC_BUCKETS, bucket_function, bucket_ids, check_bucket_function, row_hashes
 from tarn.data.layout import layout_of
 from tarn.data.reader import FileReader
@@ -317,10 +317,18 @@ class TableWriter:
             return
         groups, hashes = self._groups(data)
         states = [self._state(g.partition_values, g.bucket) for g in groups]
+        if len(groups) > 8:  # a large write: a bar over its buckets
+            with progress.task(f"writing {self.name}", total=len(groups)) as bar:
+                self._flush_groups(groups, states, hashes, bar)
+            return
+        self._flush_groups(groups, states, hashes, None)
+
+    def _flush_groups(self, groups, states, hashes, bar) -> None:
         if hashes is not None and self._given_buckets:  # the own assigner knows which hashes are new
             for g, st in zip(groups, states):
                 st.hashes.add(hashes[g.indices] if g.indices is not None else hashes[g.lo:g.hi])
-        self._parallel([lambda g=g, st=st: self.buckets.flush(g, st) for g, st in zip(groups, states)])
+        self._parallel([lambda g=g, st=st: (self.buckets.flush(g, st), bar and bar.advance())
+                        for g, st in zip(groups, states)])
         if self.compacts:
             self._parallel([lambda st=st: self.buckets.compact_after_flush(st) for st in states])
 
@@ -396,7 +404,9 @@ class TableWriter:
         """Compact the given buckets as they are in the restored snapshot (`table.compact`)."""
         states = [self._state_for(partition, bucket) for partition, bucket in buckets]
         try:
-            self._parallel([lambda st=st: self.buckets.compact(st, full=full) for st in states])
+            with progress.task(f"compacting {self.name}", total=len(states)) as bar:
+                self._parallel([lambda st=st: (self.buckets.compact(st, full=full), bar.advance())
+                                for st in states])
             self._write_vectors()
         except BaseException:
             self.delete_written()
