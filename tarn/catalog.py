@@ -11,7 +11,7 @@ from tarn.fs import FileIO, file_io_for, join
 from tarn.meta.schema import new_schema
 from tarn.scan.arguments import location_argument, names_argument
 from tarn.ops.validate import validate_table
-from tarn.store.branches import split_object_name
+from tarn.store.branches import branch_of
 from tarn.store.schemas import SchemaStore
 from tarn.table import Table
 from tarn.types import DataField
@@ -121,14 +121,7 @@ class Catalog:
         `table.system_table(name)`."""
         if not isinstance(identifier, str) or "$" not in identifier:
             return identifier, "main"
-        try:
-            name, branch, system = split_object_name(identifier)
-        except ValueError as exc:
-            raise InvalidArgument(f"table identifier {exc}") from None
-        if system is not None:
-            raise InvalidArgument(f"table identifier '{identifier}': '${system}' names a system table; load the "
-                                  f"table and call table.system_table('{system}')")
-        return name, branch
+        return branch_of(identifier, f"table identifier '{identifier}'")
 
     def table_exists(self, identifier: str) -> bool:
         """Whether the table has a schema file."""

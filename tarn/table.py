@@ -25,7 +25,7 @@ from tarn.ops.rescale import RescalePlan, commit_rescale, plan_rescale, rescale_
 from tarn.scan import counts
 from tarn.scan.arguments import location_argument, millis_argument
 from tarn.scan.scan import Scan
-from tarn.store.branches import branch_names, split_object_name
+from tarn.store.branches import branch_names, branch_of
 from tarn.store.schemas import SchemaStore
 
 __all__ = ["Scan", "SystemTable", "Table", "load_table"]
@@ -367,11 +367,5 @@ def split_branch_path(path: str) -> tuple[str, str | None]:
     head, sep, tail = path.rstrip("/").rpartition("/")
     if "$" not in tail:
         return path, None
-    try:
-        name, branch, system = split_object_name(tail)
-    except ValueError as exc:
-        raise InvalidArgument(f"table path {path}: {exc}") from None
-    if system is not None:
-        raise InvalidArgument(f"table path {path}: '${system}' names a system table; open the table and "
-                              f"call table.system_table('{system}')")
+    name, branch = branch_of(tail, f"table path {path}")
     return head + sep + name, branch

@@ -203,7 +203,7 @@ def test_merge_matches_a_dict_model(tmp_path_factory, kind, data):
         source = [{"id": i, "v": data.draw(st.sampled_from(["x", "del"]), label="v"),
                    "n": data.draw(st.integers(0, 9), label="n")} for i in source_ids]
         delete_when = data.draw(st.sampled_from([None, "del"]), label="delete when")
-        update = kind != "append-dv" and data.draw(st.booleans(), label="update")
+        update = data.draw(st.booleans(), label="update")
         insert = data.draw(st.booleans(), label="insert")
         by_source = data.draw(st.booleans(), label="by source delete")
         result = table.merge(pa.Table.from_pylist(source, schema=MERGE_SCHEMA), on="id",
@@ -331,3 +331,15 @@ def test_a_bad_csv_import_is_a_tarn_error_naming_the_file(tmp_path):
     with pytest.raises(tarn.TarnError, match="bad.csv"):
         _, batches = read_batches(bad, "csv", None, {"id": pa.int64(), "v": pa.string()})
         list(batches)
+
+
+def test_merge_into_a_deletion_vector_append_table_is_one_snapshot(catalog):
+    table = catalog.create_table("db.dv", MERGE_SCHEMA, options={"deletion-vectors.enabled": "true"})
+    table.write(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"],
+                          "n": pa.array([1, 2, 3], pa.int64())}))
+    source = pa.table({"id": pa.array([2, 7], pa.int64()), "v": ["B", "new"], "n": pa.array([20, 70], pa.int64())})
+    result = table.merge(source, on="id", when_matched_update="*", when_not_matched_insert="*")
+    assert [s.commit_kind for s in result.snapshots] == ["APPEND"]  # old versions marked with the new rows
+    assert sorted((r["id"], r["v"]) for r in table.scan().to_arrow().to_pylist()) == \
+        [(1, "a"), (2, "B"), (3, "c"), (7, "new")]
+    assert table.scan(snapshot_id=result.id - 1).count() == 3

@@ -22,8 +22,9 @@ are read (an IN filter on each key column: partitions, buckets and files pruned)
 
 Primary-key tables: one commit of +U rows (updates), +I rows (inserts) and -D rows (deletes);
 key and partition columns cannot be set. Append tables: the files holding matched rows are
-rewritten (copy-on-write) and the inserted rows added, in one OVERWRITE snapshot; append
-tables with deletion vectors take inserts and deletes but not updates (as `update`).
+rewritten (copy-on-write) and the inserted rows added, in one OVERWRITE snapshot; on append
+tables with deletion vectors the old versions are marked in deletion vectors and the updated
+and inserted rows appended, in one APPEND snapshot (as Java's append tables commit them).
 Row-tracking tables use `upsert`.
 """
 
@@ -257,9 +258,6 @@ def _commit_append(table: "TableCore", schema: TableSchema, joined: pa.Table, up
                    removed: np.ndarray, new_rows: pa.Table, added: pa.Table, keys: list[str]):
     """Copy-on-write of the files holding changed rows, plus the inserted rows, in one commit."""
     options = Options(schema.options)
-    if options.bool("deletion-vectors.enabled") and updated.any():
-        raise InvalidArgument(f"table {table.name}: merge updates on an append table with deletion vectors are "
-                              "not supported (as update: two snapshots); delete and insert instead")
     changed = joined.filter(pa.array(updated | removed))
     changed_keys = changed.select([TARGET + k for k in keys]).rename_columns(keys)
     replacement = new_rows  # in the order of `changed`'s updated rows
@@ -271,7 +269,10 @@ def _commit_append(table: "TableCore", schema: TableSchema, joined: pa.Table, up
     exact = _exact_keys(changed_keys, keys) if scan is not None else None
     if scan is not None and options.bool("deletion-vectors.enabled"):
         fields = [schema.field(k) for k in keys]
-        messages += deletes._vector_messages(table, scan.plan(), reader, fields, exact, total)
+        marks = deletes._vector_messages(table, scan.plan(), reader, fields, exact, total)
+        messages += [replace(m, vectors_with_data=True) for m in marks]  # one snapshot with the new rows
+        if new_rows.num_rows:  # updated rows: the old versions marked above, the new ones appended
+            added = pa.concat_tables([new_rows, added]) if added.num_rows else new_rows
     elif scan is not None:
         def change(rows: pa.Table, _matched) -> pa.Table:
             return _replace_rows(rows, changed_keys, update_keys, replacement, keys)

@@ -328,8 +328,9 @@ class WritePlan:
         do after each commit), so level-0 runs do not pile up micro-batch after micro-batch;
         a failure is logged and kept in `last_maintenance_errors` (the write landed)."""
         schema = table.schema()
-        if not schema.primary_keys or self.bucket_owned or Options(schema.options).write_only \
-                or Options(schema.options).int("bucket") == POSTPONE_BUCKET:  # placed by its compaction
+        options = Options({**schema.options, **self.overrides})  # `write-only` given to this write counts
+        if not schema.primary_keys or self.bucket_owned or options.write_only \
+                or options.int("bucket") == POSTPONE_BUCKET:  # placed by its compaction
             return
         try:
             table.compact()

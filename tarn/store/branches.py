@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pyarrow.fs as pafs
 
 from tarn import paths
+from tarn.errors import InvalidArgument
 from tarn.fs import FileIO, basename, join
 from tarn.store.schemas import SchemaStore, branch_root
 from tarn.store.snapshots import SnapshotStore
@@ -83,3 +84,16 @@ def split_object_name(name: str) -> tuple[str, str, str | None]:
         return parts[0], parts[1][len(BRANCH_MARK):] or MAIN_BRANCH, parts[2]
     raise ValueError(f"'{name}' is not 'table', 'table$branch_<name>', 'table$<system table>' or "
                      "'table$branch_<name>$<system table>'")
+
+
+def branch_of(name: str, what: str) -> tuple[str, str]:
+    """`t$branch_dev` -> (`t`, 'dev'), `t` -> (`t`, 'main'); InvalidArgument naming `what` for
+    a system table (opened with `table.system_table(name)`) or a malformed name."""
+    try:
+        table, branch, system = split_object_name(name)
+    except ValueError as exc:
+        raise InvalidArgument(f"{what}: {exc}") from None
+    if system is not None:
+        raise InvalidArgument(f"{what}: '${system}' names a system table; open the table and call "
+                              f"table.system_table('{system}')")
+    return table, branch

@@ -23,6 +23,9 @@ class CommitMessage:
     deleted_index_files: list[IndexManifestEntry] = field(default_factory=list)
     compact_changelog_files: list[DataFileMeta] = field(default_factory=list)  # changelog of compactions
     deleted_files: list[DataFileMeta] = field(default_factory=list)  # data files a rewrite replaces (copy-on-write)
+    # deletion vectors that belong with the new rows (an append table's merge: old versions
+    # marked, new ones added): committed in the APPEND snapshot, as Java's append tables do
+    vectors_with_data: bool = False
 
     @property
     def is_empty(self) -> bool:
@@ -52,6 +55,8 @@ class CommitMessage:
     def append_part(self) -> "CommitMessage":
         """The new files, their changelog and index changes other than deletion vectors:
         committed as an APPEND snapshot."""
+        if self.vectors_with_data:
+            return replace(self, compact_before=[], compact_after=[], compact_changelog_files=[])
         return replace(self, compact_before=[], compact_after=[], compact_changelog_files=[],
                        new_index_files=[e for e in self.new_index_files if not _is_dv(e)],
                        deleted_index_files=[e for e in self.deleted_index_files if not _is_dv(e)])
@@ -59,6 +64,9 @@ class CommitMessage:
     def compact_part(self) -> "CommitMessage":
         """The compaction changes, their changelog and the deletion-vector index changes (as
         Java commits them): committed after the append part as a COMPACT snapshot."""
+        if self.vectors_with_data:
+            return replace(self, new_files=[], changelog_files=[], deleted_files=[], new_index_files=[],
+                           deleted_index_files=[])
         return replace(self, new_files=[], changelog_files=[], deleted_files=[],
                        new_index_files=[e for e in self.new_index_files if _is_dv(e)],
                        deleted_index_files=[e for e in self.deleted_index_files if _is_dv(e)])
