@@ -86,9 +86,8 @@ class Table(TableCore):
         if out is None:
             return None
         counted = {**dict(self.counted), **(counted or {})}
-        rows_matched = counted.pop("rows_matched", None)
-        if matched is not None and rows_matched is not None:
-            counted[matched] = rows_matched
+        if matched is not None and "rows_matched" in counted:  # the verb's matches are its deletes/updates
+            counted[matched] = counted.pop("rows_matched")
         if matched == "rows_updated" or (operation not in ("delete", "merge") and not counted.get("rows_deleted")):
             counted.pop("rows_deleted", None)
         landed = list(self.landed) or [Landed(out, ())]
