@@ -292,9 +292,10 @@ class Table(TableCore):
         are left to `remove_orphan_files`, as in Paimon."""
         branches.delete_branch(self, name)
 
-    def list_branches(self) -> list:
-        """Every branch but main: `BranchInfo(name, create_time)`, by name (`$branches`)."""
-        return branches.list_branches(self)
+    def list_branches(self) -> list[str]:
+        """The names of every branch but main, sorted (`system_table("branches")` adds each
+        one's creation time)."""
+        return [b.name for b in branches.list_branches(self)]
 
     def fast_forward(self, name: str):
         """Make this branch (usually main) hold branch `name`'s history from the branch's first

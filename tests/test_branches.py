@@ -125,7 +125,7 @@ def test_identifiers_paths_and_branches_table(catalog, table):
     assert branches.column_names == ["branch_name", "create_time"]
     assert branches.column("branch_name").to_pylist() == ["dev"]
     assert str(branches.schema.field("create_time").type) == "timestamp[ms]"
-    assert [b.name for b in table.list_branches()] == ["dev"]
+    assert table.list_branches() == ["dev"]
     assert "branch='dev'" in repr(table.branch_table("dev"))
 
 

@@ -1,0 +1,171 @@
+"""tarn against deltalake on the shapes of change people run (issue 31's table), one run each
+printing tarn's time, deltalake's and the ratio (tarn / deltalake: below 1 is tarn faster).
+
+    .venv/bin/python bench/bench_vs_deltalake.py [--repeat 3] [--only upsert,delete,...]
+
+Shapes:
+- `upserts`: 10 x 100k upserts into a table partitioned by day (10 days) with key (day, k),
+  tarn with 4 buckets; deltalake `merge` (update all / insert all) on (day, k);
+- `delete`: delete the rows matching `amount < 0.1` (about 10%) of 2.8M rows;
+- `update`: set `status` on the rows matching `k < 20000` (20k rows) of the same table;
+- `reads`: a full read and a point read (`day = ... and k = ...`) after 5 x 100k upserts into
+  1M rows partitioned by day with key (day, k);
+- `single`: 5 x 200k upserts into 2M rows with a single int64 key.
+
+deltalake: `pip install deltalake` (not a tarn dependency). Medians of `--repeat` runs, each
+on fresh copies of the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import tarn  # noqa: E402
+
+DAYS = [f"2026-11-{d + 1:02d}" for d in range(10)]
+
+
+def rows(n: int, seed: int, keys: np.ndarray | None = None, days: bool = True) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    k = keys if keys is not None else np.arange(n, dtype=np.int64)
+    columns = {"k": pa.array(k.astype(np.int64)), "amount": pa.array(rng.random(len(k))),
+               "status": pa.array(np.char.add("s", rng.integers(0, 8, len(k)).astype(str)))}
+    if days:
+        columns = {"day": pa.array(np.array(DAYS)[k % len(DAYS)]), **columns}
+    return pa.table(columns)
+
+
+def median_of(repeat: int, prepare, run) -> float:
+    times = []
+    for _ in range(repeat):
+        state = prepare()
+        started = time.perf_counter()
+        run(state)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+class Bench:
+    def __init__(self, work: str, repeat: int):
+        import deltalake
+
+        self.dl = deltalake
+        self.work, self.repeat = work, repeat
+        self.fresh = iter(range(10_000))
+
+    def path(self) -> str:
+        return os.path.join(self.work, f"t{next(self.fresh)}")
+
+    def tarn_table(self, base: pa.Table, keys: list[str], partitioned: bool, bucket: str = "4"):
+        table = tarn.create_table(self.path(), base.schema, primary_key=keys,
+                                  partition_keys=["day"] if partitioned else None, options={"bucket": bucket})
+        table.write(base)
+        return table
+
+    def delta_table(self, base: pa.Table, partitioned: bool):
+        path = self.path()
+        self.dl.write_deltalake(path, base, partition_by=["day"] if partitioned else None)
+        return self.dl.DeltaTable(path)
+
+    def delta_merge(self, table, batch: pa.Table, keys: list[str]) -> None:
+        predicate = " and ".join(f"t.{k} = s.{k}" for k in keys)
+        (table.merge(batch, predicate=predicate, source_alias="s", target_alias="t")
+         .when_matched_update_all().when_not_matched_insert_all().execute())
+
+    def report(self, name: str, ours: float, theirs: float) -> None:
+        print(f"  {name:42} tarn {ours:7.3f} s   deltalake {theirs:7.3f} s   ratio {ours / theirs:5.2f}x", flush=True)
+
+    # ------------------------------------------------------------------ shapes
+
+    def upserts(self) -> None:
+        base = rows(1_000_000, 1)
+        batches = [rows(0, 10 + i, keys=np.random.default_rng(i).choice(1_200_000, 100_000, replace=False))
+                   for i in range(10)]
+        ours = median_of(self.repeat, lambda: self.tarn_table(base, ["day", "k"], True),
+                         lambda t: [t.write(b) for b in batches])
+        theirs = median_of(self.repeat, lambda: self.delta_table(base, True),
+                           lambda t: [self.delta_merge(t, b, ["day", "k"]) for b in batches])
+        self.report("10 x 100k upserts, partitioned, key (day, k)", ours, theirs)
+
+    def delete(self) -> None:
+        base = rows(2_800_000, 2)
+        ours = median_of(self.repeat, lambda: self.tarn_table(base, ["day", "k"], True),
+                         lambda t: t.delete(filter="amount < 0.1"))
+        theirs = median_of(self.repeat, lambda: self.delta_table(base, True), lambda t: t.delete("amount < 0.1"))
+        self.report("delete ~10% of 2.8M rows by predicate", ours, theirs)
+
+    def update(self) -> None:
+        base = rows(2_800_000, 3)
+        ours = median_of(self.repeat, lambda: self.tarn_table(base, ["day", "k"], True),
+                         lambda t: t.update({"status": "upd"}, filter="k < 20000"))
+        theirs = median_of(self.repeat, lambda: self.delta_table(base, True),
+                           lambda t: t.update(updates={"status": "'upd'"}, predicate="k < 20000"))
+        self.report("update 20k of 2.8M rows by predicate", ours, theirs)
+
+    def reads(self) -> None:
+        base = rows(1_000_000, 4)
+        batches = [rows(0, 20 + i, keys=np.random.default_rng(50 + i).choice(1_000_000, 100_000, replace=False))
+                   for i in range(5)]
+        ours_table = self.tarn_table(base, ["day", "k"], True)
+        for b in batches:
+            ours_table.write(b)
+        theirs_table = self.delta_table(base, True)
+        for b in batches:
+            self.delta_merge(theirs_table, b, ["day", "k"])
+        probe = 123_457
+        day = DAYS[probe % len(DAYS)]
+        full_ours = median_of(self.repeat, lambda: None, lambda _: ours_table.scan().to_arrow())
+        full_theirs = median_of(self.repeat, lambda: None, lambda _: theirs_table.to_pyarrow_table())
+        point_ours = median_of(self.repeat, lambda: None,
+                               lambda _: ours_table.scan(filter=f"day = '{day}' and k = {probe}").to_arrow())
+        point_theirs = median_of(self.repeat, lambda: None, lambda _: theirs_table.to_pyarrow_table(
+            partitions=[("day", "=", day)], filters=pc.field("k") == probe))
+        self.report("full read after 5 x 100k upserts", full_ours, full_theirs)
+        self.report("point read after 5 x 100k upserts", point_ours, point_theirs)
+
+    def single(self) -> None:
+        base = rows(2_000_000, 5, days=False)
+        batches = [rows(0, 30 + i, keys=np.random.default_rng(70 + i).choice(2_400_000, 200_000, replace=False),
+                        days=False) for i in range(5)]
+        ours = median_of(self.repeat, lambda: self.tarn_table(base, ["k"], False),
+                         lambda t: [t.write(b) for b in batches])
+        theirs = median_of(self.repeat, lambda: self.delta_table(base, False),
+                           lambda t: [self.delta_merge(t, b, ["k"]) for b in batches])
+        self.report("5 x 200k upserts into 2M rows, single key", ours, theirs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default="upserts,delete,update,reads,single")
+    args = parser.parse_args()
+    try:
+        import deltalake  # noqa: F401
+    except ImportError:
+        sys.exit("bench_vs_deltalake needs deltalake: .venv/bin/pip install deltalake")
+    work = tempfile.mkdtemp(prefix="tarn-bench-delta-")
+    try:
+        bench = Bench(work, args.repeat)
+        print(f"tarn vs deltalake, {os.cpu_count()} cpu(s), medians of {args.repeat}")
+        for shape in [s.strip() for s in args.only.split(",") if s.strip()]:
+            getattr(bench, shape)()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
