@@ -48,10 +48,6 @@ class PostponedPartition:
     num_buckets: int
     level0_buckets: tuple[int, ...] = ()  # real buckets holding level-0 files
 
-    @property
-    def rows(self) -> int:
-        return sum(f.row_count for f in self.files)
-
 
 @dataclass(frozen=True)
 class PostponePlan:
@@ -64,12 +60,6 @@ class PostponePlan:
 
 def is_postpone(schema: TableSchema) -> bool:
     return bool(schema.primary_keys) and Options(schema.options).int("bucket") == POSTPONE_BUCKET
-
-
-def replay_order(files) -> list[DataFileMeta]:
-    """Postponed files in the order their commits landed (the order of the snapshot's live
-    manifest entries), each commit's files in the order its writer wrote them."""
-    return list(files)
 
 
 def plan(core, partition_specs: list[dict] | None = None, full: bool = False,
@@ -100,7 +90,7 @@ def plan(core, partition_specs: list[dict] | None = None, full: bool = False,
             level0.setdefault(entry.partition, set()).add(entry.bucket)
     parts = []
     for part in sorted(set(postponed) | set(level0)):
-        files = replay_order(postponed.get(part, []))
+        files = postponed.get(part, [])  # in the order their commits landed (the manifest order)
         count = _bucket_count(core.name, schema, options, part, totals.get(part, set()), files, unset_default)
         parts.append(PostponedPartition(part, tuple(files), count, tuple(sorted(level0.get(part, ())))))
     return PostponePlan(snapshot, schema, tuple(parts))
@@ -202,5 +192,4 @@ def compact(core, full: bool = False, partition_specs: list[dict] | None = None)
     return core.commit(messages, schema=plan_.schema)
 
 
-__all__ = ["PostponePlan", "PostponedPartition", "compact", "compact_partitions", "is_postpone", "plan",
-           "replay_order"]
+__all__ = ["PostponePlan", "PostponedPartition", "compact", "compact_partitions", "is_postpone", "plan"]
