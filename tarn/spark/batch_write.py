@@ -301,7 +301,7 @@ class WritePlan:
             # directories it made again if the aborted write had created the table).
             abort(table.file_io, table.root, schema, messages)
             if self.created and not table.schema_store.list_ids():
-                table.file_io.delete_dir(table.root)
+                drop_created_table(table)
             raise TarnError(f"table {table.name}: the write was aborted")
         return TaskMessages(messages, assigned.get("snapshot") if self.placed_rows else None)
 
@@ -365,7 +365,7 @@ class WritePlan:
             time.sleep(settle_seconds)
             sweep(table, token)
         if self.created and table.latest_snapshot() is None:
-            table.file_io.delete_dir(table.root)
+            drop_created_table(table)
 
 
 def given_buckets(data: pa.Table, assigned: dict) -> tuple[pa.Table, pa.Array | None]:
@@ -500,6 +500,22 @@ def job_prefixes(options: dict, token: str) -> dict[str, str]:
     """The file-name prefixes of a Spark job's data and changelog files (job `token`)."""
     return {"data-file.prefix": (options.get("data-file.prefix") or "data-") + token,
             "changelog-file.prefix": (options.get("changelog-file.prefix") or "changelog-") + token}
+
+
+def drop_created_table(table: tarn.Table, attempts: int = 5) -> None:
+    """Remove the directory of a table an aborted write created. Tasks of the job may still be
+    finishing (and deleting) their files inside it, so a removal that meets a changing directory
+    is tried again; one that keeps failing is logged, not raised (it would hide the job's error)."""
+    for attempt in range(attempts):
+        try:
+            table.file_io.delete_dir(table.root)
+            return
+        except TarnError as exc:
+            if attempt == attempts - 1:
+                log.warning("table %s: could not remove the directory the aborted write created: %s",
+                            table.name, exc)
+            else:
+                time.sleep(0.5 * (attempt + 1))
 
 
 def sweep(table: tarn.Table, token: str) -> int:
