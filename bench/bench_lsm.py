@@ -100,10 +100,9 @@ table = tarn.Catalog(workdir).create_table("b.big", schema=schema, primary_key=[
                                            options={"bucket": "1", "write-buffer-size": "256 mb"})
 def batches(batch=1_000_000):
     rng = np.random.default_rng(5)
-    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
     for start in range(0, total, batch):
         n = min(batch, total - start)
-        chars = letters[rng.integers(0, 26, size=(n, 20))]
+        chars = rng.integers(97, 123, size=(n, 20), dtype=np.uint8)  # a-z, no int64 temporary
         s = pa.StringArray.from_buffers(n, pa.py_buffer(np.arange(0, 20 * (n + 1), 20, dtype=np.int32)),
                                         pa.py_buffer(chars.tobytes()))
         yield pa.record_batch([pa.array(rng.integers(0, total, n)), pa.array(np.arange(start, start + n)), s],

@@ -11,6 +11,8 @@ smallest level above 0 are merged (`merge_lookup_sorted`; rows carry their level
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -256,6 +258,38 @@ def keys_in(keys: pa.Table, newer: list[pa.Table]) -> np.ndarray:
                           join_type="left semi", use_threads=True)
     hit[joined.column("__row").to_numpy()] = True
     return hit
+
+
+@dataclass
+class NewerKeys:
+    """The keys of the newer runs seen so far, for a newest-first read: `shadowed(keys)` tells
+    which rows of an older run a newer run overrides, `add(keys, shadowed)` takes in that run's
+    other keys. A single numeric key is kept as one sorted unique array (one binary search per
+    older run, and a linear merge of only the keys it adds); other keys as the runs' key tables."""
+    numeric: np.ndarray | None = None
+    tables: list = field(default_factory=list)
+
+    def shadowed(self, keys: pa.Table) -> np.ndarray:
+        if self.numeric is None:  # nothing yet, or keys kept as tables
+            return keys_in(keys, self.tables)
+        probe = keys.column(0).to_numpy()
+        if len(probe) == 0 or len(self.numeric) == 0 or probe[-1] < self.numeric[0] or probe[0] > self.numeric[-1]:
+            return np.zeros(len(probe), dtype=bool)
+        return _sorted_member(probe, self.numeric)
+
+    def add(self, keys: pa.Table, shadowed: np.ndarray | None = None) -> None:
+        if self.tables or not (keys.num_columns == 1 and _numpy_comparable(keys.column(0).type)):
+            self.tables.append(keys)  # every run of a table has the same key columns
+            return
+        fresh = keys.column(0).to_numpy()
+        if shadowed is not None and shadowed.any():
+            fresh = fresh[~shadowed]
+        if self.numeric is None or len(self.numeric) == 0:
+            self.numeric = fresh
+        elif len(fresh):
+            both = np.concatenate([self.numeric, fresh])
+            both.sort(kind="stable")  # two sorted runs: a linear merge
+            self.numeric = both
 
 
 def _sorted_member(probe: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:

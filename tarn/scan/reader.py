@@ -14,7 +14,7 @@ from tarn.data.layout import ROW_TRACKING_FIELDS
 from tarn.data.reader import FileReader, SchemaLookup
 from tarn.data.runs import LookupMerge, merge_sections
 from tarn.fs import FileIO
-from tarn.lsm.merge import (SEQUENCE, VALUE_KIND, MergeSpec, drop_retracts, keys_in, lookup_merge_applies,
+from tarn.lsm.merge import (SEQUENCE, VALUE_KIND, MergeSpec, NewerKeys, drop_retracts, lookup_merge_applies,
                             merge_table, newest_wins_applies)
 from tarn.paths import POSTPONE_BUCKET
 from tarn.data.defaults import default_values, fill_default_values
@@ -149,17 +149,25 @@ class SplitReader:
         """Deduplicate without sorting: newest file first; an older file contributes only the
         keys no newer file holds. Older files are probed by their key columns alone, and read
         in full only if some of their rows survive."""
-        files = sorted(split.files, key=lambda f: f.min_sequence_number)
+        files = sorted(split.files, key=lambda f: f.min_sequence_number, reverse=True)
         key_fields = [self.schema.field(k) for k in self.merge_spec.key_columns]
-        newest = files_reader.read(split.bucket_path, files[-1], self.value_fields, with_system=True)
-        kept, newer_keys = [newest], [newest.select([f.name for f in key_fields])]
-        for meta in reversed(files[:-1]):
-            keys = files_reader.read(split.bucket_path, meta, key_fields, with_system=False)
-            survivors = ~keys_in(keys, newer_keys)
-            newer_keys.append(keys)
-            if survivors.any():
-                older = files_reader.read(split.bucket_path, meta, self.value_fields, with_system=True)
-                kept.append(older.filter(survivors))
+        key_names = [f.name for f in key_fields]
+
+        def first_look(i: int) -> pa.Table:  # the newest file whole, the others' keys
+            fields, system = (self.value_fields, True) if i == 0 else (key_fields, False)
+            return files_reader.read(split.bucket_path, files[i], fields, with_system=system)
+
+        looked = parallel_map(first_look, range(len(files)))
+        newer, survivors = NewerKeys(), {}
+        newer.add(looked[0].select(key_names))
+        for i in range(1, len(files)):
+            shadowed = newer.shadowed(looked[i])
+            newer.add(looked[i], shadowed)
+            if not shadowed.all():
+                survivors[i] = ~shadowed
+        older = parallel_map(lambda i: files_reader.read(split.bucket_path, files[i], self.value_fields,
+                                                         with_system=True).filter(survivors[i]), list(survivors))
+        kept = [looked[0], *older]
         data = pa.concat_tables(kept) if len(kept) > 1 else kept[0]
         return drop_retracts(data)
 

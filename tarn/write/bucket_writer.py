@@ -18,7 +18,8 @@ from tarn.data.writer import FileWriter
 from tarn.errors import FileMissing
 from tarn.fs import FileIO, join
 from tarn.lsm.levels import Levels
-from tarn.lsm.merge import SEQUENCE, MergeSpec, drop_retracts, merge_sorted, merge_table, sort_indices
+from tarn.lsm.merge import (SEQUENCE, MergeSpec, drop_retracts, merge_sorted, merge_table, newest_wins_applies,
+                            sort_indices)
 from tarn.lsm.policy import (CompactUnit, PickState, drops_deletes, full_compaction_unit, num_levels, pick,
                              should_stop_writes)
 from tarn.meta.manifest import DataFileMeta, IndexManifestEntry
@@ -128,8 +129,17 @@ class BucketWriter:
     def flush(self, group: Group, state: BucketState) -> None:
         """Write one group's rows (one bucket's, sorted by key) as a level-0 run of the bucket."""
         writer = FileWriter(self.file_io, state.path, self.schema, self.options)
-        rows = group.rows()
         base = state.next_sequence
+        spec = self.spec
+        if self.layout.is_key_value and self.producer != "input" and newest_wins_applies(spec):
+            # deduplicate: the newest row of each key is the merge; numbered in key order
+            merged = group.last_of_each_key(list(self.layout.key_names))
+            group.source = None  # the buffer is freed once every group has its rows, before encoding
+            sequence = pa.array(np.arange(base, base + merged.num_rows, dtype=np.int64))
+            state.add_new(writer.write(merged.append_column(SEQUENCE, sequence)))
+            return
+        rows = group.rows()
+        group.source = None
         if not self.layout.is_key_value:
             # row tracking: each file numbered from 0, which the commit stamps with its snapshot id
             first = None if self.options.bool("row-tracking.enabled") else base
@@ -143,7 +153,6 @@ class BucketWriter:
         # changelog the merged rows keep the numbers of the input rows they came from.
         count = rows.num_rows
         rows = rows.append_column(SEQUENCE, pa.array(np.arange(base, base + count, dtype=np.int64)))
-        spec = self.spec
         changelog = self._input_changelog(rows, spec, state) if self.producer == "input" else []
         try:
             merged = merge_sorted(rows, spec) if spec.plain_order else merge_table(rows, spec)

@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tarn.lsm.kv import key_changes
+
 PARALLEL_TAKE_ROWS = 200_000  # below this a group's columns are gathered in the calling thread
 _take_pool: ThreadPoolExecutor | None = None
 
@@ -29,13 +31,28 @@ class Group:
     numeric_keys: np.ndarray | None = None
 
     def rows(self) -> pa.Table:
+        if self.indices is None and not self.sort_columns:
+            return self.source.slice(self.lo, self.hi - self.lo)
+        return take_rows(self.source, self.sorted_indices())
+
+    def sorted_indices(self) -> np.ndarray:
+        """Positions in `source` of the group's rows, in sort order."""
         indices = self.indices
         if self.sort_columns:
             indices = _sorted_within(self.source, self.numeric_keys, indices, self.lo, self.hi,
                                      self.sort_columns)
-        if indices is None:
-            return self.source.slice(self.lo, self.hi - self.lo)
-        return take_rows(self.source, indices)
+        return np.arange(self.lo, self.hi) if indices is None else indices
+
+    def last_of_each_key(self, key_columns: list[str]) -> pa.Table:
+        """The rows sorted, only the last row of each key: gathered once, the keys alone
+        looked at first (a deduplicating flush holds no sorted copy of the dropped rows)."""
+        indices = self.sorted_indices()
+        if len(key_columns) == 1 and self.numeric_keys is not None:
+            keys = self.numeric_keys[indices]
+            last = np.append(keys[1:] != keys[:-1], True) if len(keys) else np.zeros(0, dtype=bool)
+        else:
+            last = key_changes(take_rows(self.source.select(key_columns), indices), key_columns)
+        return take_rows(self.source, indices if last.all() else indices[last])
 
 
 def take_rows(table: pa.Table, indices: np.ndarray) -> pa.Table:

@@ -315,7 +315,10 @@ class TableWriter:
         if self.postpone:
             self._flush_postponed(data)
             return
+        if self.layout.is_key_value:
+            data = one_chunk_per_column(data)
         groups, hashes = self._groups(data)
+        del data  # the groups hold the buffer until each has taken its rows
         states = [self._state(g.partition_values, g.bucket) for g in groups]
         if len(groups) > 8:  # a large write: a bar over its buckets
             with progress.task(f"writing {self.name}", total=len(groups)) as bar:
@@ -540,7 +543,9 @@ class TableWriter:
         """The (partition, bucket) groups of the rows; in dynamic bucket mode also each row's
         key hash (the bucket's HASH index keeps it)."""
         buckets = hashes = None
-        if self.num_buckets > 0:
+        if self.num_buckets == 1:
+            pass  # one bucket: every row's, no hashing
+        elif self.num_buckets > 0:
             key_fields = [self.schema.field(k) for k in self.schema.bucket_keys]
             buckets = bucket_ids(data, key_fields, self.num_buckets, bucket_function(self.options))
         elif self.cross:
@@ -577,6 +582,17 @@ class TableWriter:
         if self._assigner is not None and (spec, ids) != (self.assigner_spec, self._assigner_ids):
             raise TarnError(f"table {self.name}: this writer already assigns as another assigner task")
         self.assigner_spec, self._assigner_ids = spec, ids
+
+def one_chunk_per_column(data: pa.Table) -> pa.Table:
+    """The buffer with each column in one chunk, combined column by column so that each
+    column's chunks are freed before the next is copied. Arrow's take concatenates a chunked
+    column first; sorting a buffer of many chunks would hold it twice at once."""
+    if all(column.num_chunks <= 1 for column in data.columns):
+        return data
+    for i in range(data.num_columns):
+        data = data.set_column(i, data.field(i), pa.chunked_array([data.column(i).combine_chunks()]))
+    return data
+
 
 GIVEN_BUCKET = "_TARN_BUCKET"  # the buffered rows' given buckets (write(buckets=...)), never written
 
