@@ -669,10 +669,13 @@ def _group_stats(group, tested: dict, index: dict) -> dict:
 
 
 def _read_parquet(source, path: str, fields, columns: list[str] | None) -> pa.Table:
+    parquet_file = pq.ParquetFile(source, coerce_int96_timestamp_unit="ns")
     if columns is not None:
-        _check_columns(columns, pq.read_schema(source).names, path)
-    # the dataset reader decodes row groups in parallel (faster than ParquetFile.read)
-    return pq.read_table(source, columns=columns, coerce_int96_timestamp_unit="ns")
+        _check_columns(columns, parquet_file.schema_arrow.names, path)
+    if parquet_file.metadata.num_row_groups > 1:
+        # the dataset reader decodes row groups in parallel (faster than ParquetFile.read)
+        return pq.read_table(source, columns=columns, coerce_int96_timestamp_unit="ns")
+    return parquet_file.read(columns=columns)  # one footer parse: a small file's read costs half
 
 
 def _read_orc(source, path: str, fields, columns: list[str] | None) -> pa.Table:

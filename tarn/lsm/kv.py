@@ -77,4 +77,11 @@ def drop_retracts(table: pa.Table) -> pa.Table:
     """Rows whose final kind is -U or -D are not part of the table's content."""
     if table.num_rows == 0:
         return table
+    kinds = table.column(VALUE_KIND)
+    if kinds.null_count == 0 and pa.types.is_integer(kinds.type):
+        codes = kinds.to_numpy()
+        retract = (codes == UPDATE_BEFORE) | (codes == DELETE)
+        if not retract.any():
+            return table  # nothing to drop: no copy
+        return table.filter(pa.array(~retract))
     return table.filter(pc.invert(is_retract(table)))

@@ -147,27 +147,35 @@ class SplitReader:
 
     def _read_newest_wins(self, files_reader: FileReader, split: Split) -> pa.Table | None:
         """Deduplicate without sorting: newest file first; an older file contributes only the
-        keys no newer file holds. Older files are probed by their key columns alone, and read
-        in full only if some of their rows survive."""
+        keys no newer file holds. An older file that newer ones can shadow at most half of is
+        read whole at once; others are probed by their key columns alone first, and read in
+        full only if some of their rows survive."""
         files = sorted(split.files, key=lambda f: f.min_sequence_number, reverse=True)
         key_fields = [self.schema.field(k) for k in self.merge_spec.key_columns]
         key_names = [f.name for f in key_fields]
+        newer_rows = np.cumsum([0] + [f.row_count for f in files])
+        whole = [i == 0 or files[i].row_count > 2 * newer_rows[i] for i in range(len(files))]
+        in_threads = parallel_map if newer_rows[-1] >= PARALLEL_SPLIT_ROWS else serial_map
 
-        def first_look(i: int) -> pa.Table:  # the newest file whole, the others' keys
-            fields, system = (self.value_fields, True) if i == 0 else (key_fields, False)
+        def first_look(i: int) -> pa.Table:  # whole files, or the keys of the others
+            fields, system = (self.value_fields, True) if whole[i] else (key_fields, False)
             return files_reader.read(split.bucket_path, files[i], fields, with_system=system)
 
-        looked = parallel_map(first_look, range(len(files)))
+        looked = in_threads(first_look, range(len(files)))
         newer, survivors = NewerKeys(), {}
-        newer.add(looked[0].select(key_names))
-        for i in range(1, len(files)):
-            shadowed = newer.shadowed(looked[i])
-            newer.add(looked[i], shadowed)
+        for i, table in enumerate(looked):
+            keys = table.select(key_names)
+            shadowed = newer.shadowed(keys) if i else np.zeros(table.num_rows, dtype=bool)
+            newer.add(keys, shadowed)
             if not shadowed.all():
                 survivors[i] = ~shadowed
-        older = parallel_map(lambda i: files_reader.read(split.bucket_path, files[i], self.value_fields,
-                                                         with_system=True).filter(survivors[i]), list(survivors))
-        kept = [looked[0], *older]
+
+        def kept_rows(i: int) -> pa.Table:
+            table = looked[i] if whole[i] else files_reader.read(split.bucket_path, files[i], self.value_fields,
+                                                                with_system=True)
+            return table if survivors[i].all() else table.filter(survivors[i])
+
+        kept = in_threads(kept_rows, list(survivors)) or [looked[0]]  # [looked[0]]: no rows at all
         data = pa.concat_tables(kept) if len(kept) > 1 else kept[0]
         return drop_retracts(data)
 
@@ -175,6 +183,13 @@ class SplitReader:
         for split in splits:
             for table in self.read_chunks(split):
                 yield from table.to_batches()
+
+
+PARALLEL_SPLIT_ROWS = 500_000  # a split's files read in threads from this many rows (splits run in threads)
+
+
+def serial_map(read, items) -> list:
+    return [read(item) for item in items]
 
 
 def parallel_map(read, items: list) -> list:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from tarn.codec import avro
 from tarn.codec.binary_row import deserialize_row, serialize_row
 from tarn.errors import CorruptFile
+from tarn.store.cache import ByteCache
 from tarn.fs import FileIO, join
 from tarn.meta.manifest import (
     ADD,
@@ -35,6 +36,12 @@ from tarn.types import DataType
 MANIFEST_PREFIX = "manifest-"
 MANIFEST_LIST_PREFIX = "manifest-list-"
 INDEX_MANIFEST_PREFIX = "index-manifest-"
+
+# Decoded manifest, manifest-list and index-manifest files by (path, decoder), charged a
+# multiple of their compressed size (decoded entries hold their stats as Python objects).
+DECODED = ByteCache(64 << 20)
+DECODED_BYTES_PER_FILE_BYTE = 8
+
 
 class ManifestStore:
     """Reads and writes the Avro metadata files of one table (or branch)."""
@@ -74,14 +81,23 @@ class ManifestStore:
         return name
 
     def _read(self, file_name: str, decode: Callable[[dict], object]) -> list:
-        data = self.file_io.read_bytes(self.path(file_name))
+        """The decoded records of a manifest (list) file. Such files never change once written
+        (their names are unique), so decoded ones are kept in a process-wide cache: a table
+        scanned again decodes only the manifests it has not seen."""
+        path = self.path(file_name)
+        cached = DECODED.get((path, decode))
+        if cached is not None:
+            return list(cached)
+        data = self.file_io.read_bytes(path)
         records = avro.read_avro(data, file_name, logical_types=False)
         try:
-            return [decode(record) for record in records]
+            decoded = tuple(decode(record) for record in records)
         except CorruptFile as exc:
             raise CorruptFile(f"manifest file {file_name}: {exc}") from exc
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptFile(f"manifest file {file_name}: bad record ({exc!r})") from exc
+        DECODED.put((path, decode), decoded, DECODED_BYTES_PER_FILE_BYTE * len(data))
+        return list(decoded)
 
     def _codec_level(self) -> int | None:
         return self.zstd_level if self.codec == "zstandard" else None
