@@ -1,7 +1,7 @@
 """tarn against deltalake on the shapes of change people run (issue 31's table), one run each
 printing tarn's time, deltalake's and the ratio (tarn / deltalake: below 1 is tarn faster).
 
-    .venv/bin/python bench/bench_vs_deltalake.py [--repeat 3] [--only upsert,delete,...]
+    .venv/bin/python bench/bench_vs_deltalake.py [--repeat 3] [--only upserts,delete,...] [--iceberg]
 
 Shapes:
 - `upserts`: 10 x 100k upserts into a table partitioned by day (10 days) with key (day, k),
@@ -12,8 +12,10 @@ Shapes:
   1M rows partitioned by day with key (day, k);
 - `single`: 5 x 200k upserts into 2M rows with a single int64 key.
 
-deltalake: `pip install deltalake` (not a tarn dependency). Medians of `--repeat` runs, each
-on fresh copies of the tables.
+- `single --iceberg` also times pyiceberg's `upsert` of the same batches (one run: it took 163 s here).
+
+deltalake and pyiceberg: `bash scripts/bench-setup.sh` (the `bench` extra; not tarn dependencies).
+Medians of `--repeat` runs, each on fresh copies of the tables.
 """
 
 from __future__ import annotations
@@ -60,11 +62,11 @@ def median_of(repeat: int, prepare, run) -> float:
 
 
 class Bench:
-    def __init__(self, work: str, repeat: int):
+    def __init__(self, work: str, repeat: int, iceberg: bool):
         import deltalake
 
         self.dl = deltalake
-        self.work, self.repeat = work, repeat
+        self.work, self.repeat, self.iceberg = work, repeat, iceberg
         self.fresh = iter(range(10_000))
 
     def path(self) -> str:
@@ -146,20 +148,37 @@ class Bench:
         theirs = median_of(self.repeat, lambda: self.delta_table(base, False),
                            lambda t: [self.delta_merge(t, b, ["k"]) for b in batches])
         self.report("5 x 200k upserts into 2M rows, single key", ours, theirs)
+        if self.iceberg:
+            iceberg = median_of(1, lambda: self.iceberg_table(base), lambda t: [t.upsert(b, join_cols=["k"])
+                                                                                for b in batches])
+            print(f"  {'  the same, pyiceberg upsert (one run)':42} tarn {ours:7.3f} s   pyiceberg {iceberg:7.3f} s"
+                  f"   ratio {ours / iceberg:5.3f}x", flush=True)
+
+    def iceberg_table(self, base: pa.Table):
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        path = self.path()
+        os.makedirs(path)
+        catalog = SqlCatalog("bench", uri=f"sqlite:///{path}/catalog.db", warehouse=f"file://{path}")
+        catalog.create_namespace("b")
+        table = catalog.create_table("b.t", schema=base.schema)
+        table.append(base)
+        return table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", default="upserts,delete,update,reads,single")
+    parser.add_argument("--iceberg", action="store_true", help="also time pyiceberg's upsert (minutes: one run)")
     args = parser.parse_args()
     try:
         import deltalake  # noqa: F401
     except ImportError:
-        sys.exit("bench_vs_deltalake needs deltalake: .venv/bin/pip install deltalake")
+        sys.exit("bench_vs_deltalake needs deltalake and pyiceberg: bash scripts/bench-setup.sh")
     work = tempfile.mkdtemp(prefix="tarn-bench-delta-")
     try:
-        bench = Bench(work, args.repeat)
+        bench = Bench(work, args.repeat, args.iceberg)
         print(f"tarn vs deltalake, {os.cpu_count()} cpu(s), medians of {args.repeat}")
         for shape in [s.strip() for s in args.only.split(",") if s.strip()]:
             getattr(bench, shape)()
