@@ -650,6 +650,31 @@ def read_parquet_groups(file_io, path: str, fields: list[DataField], groups: lis
     return _to_logical(table.select(columns), fields, path)
 
 
+def read_parquet_files_together(file_io, paths: list[str], row_counts: list[int],
+                                fields: list[DataField]) -> list[pa.Table] | None:
+    """Several small parquet data files of one schema read by one Arrow dataset scan (its
+    threads decode them in parallel without Python between files), cut back into one table per
+    file by the row counts the manifests give; typed like `read_data_file`. None when the files
+    do not read as one dataset (other physical types, a row count that does not add up): the
+    caller reads them one by one, and any error is then reported for its file."""
+    import pyarrow.dataset as ds  # only multi-file scans need it
+
+    columns = [f.name for f in fields]
+    try:
+        parquet = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="ns"))
+        table = ds.dataset(paths, format=parquet, filesystem=file_io.fs).to_table(columns=columns)
+    except (pa.ArrowException, OSError, ValueError, KeyError, TypeError):
+        return None
+    if table.num_rows != sum(row_counts):
+        return None
+    table = _to_logical(table, fields, paths[0])
+    out, start = [], 0
+    for count in row_counts:
+        out.append(table.slice(start, count))
+        start += count
+    return out
+
+
 def _group_stats(group, tested: dict, index: dict) -> dict:
     stats = {}
     for name, f in tested.items():

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from tarn.codec.data_file import (RowGroup, iter_data_file, parquet_row_groups, read_data_file,
-                                  read_parquet_groups)
+                                  read_parquet_files_together, read_parquet_groups)
 from tarn.data.evolution import adapt_table
 from tarn.data.layout import STORED_ROW_TRACKING_FIELDS, SYSTEM_FIELDS
 from tarn.features import format_of_file
@@ -54,13 +54,37 @@ class FileReader:
         self.schemas = schemas
         self.file_format = (options.get("file.format") or "parquet").lower()
         self.deletions = deletions
+        self.preloaded: dict[str, pa.Table] = {}  # path -> the raw file, read with others (`preload`)
 
     def read(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool,
              skip_deleted: bool = True) -> pa.Table:
         file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
-        raw = read_data_file(self.file_io, path, self.format_of(meta), system + file_fields)
+        raw = self.preloaded.get(path)
+        if raw is None:
+            raw = read_data_file(self.file_io, path, self.format_of(meta), system + file_fields)
         shaped = self._shape(raw, file_fields, fields, system)
         return self._drop_deleted(shaped, meta, 0) if skip_deleted else shaped
+
+    def is_preloaded(self, bucket_path: str, meta: DataFileMeta) -> bool:
+        return (meta.external_path or join(bucket_path, meta.file_name)) in self.preloaded
+
+    def preload(self, files: list[tuple[str, DataFileMeta]], fields: list[DataField]) -> None:
+        """Read these (bucket path, file) pairs ahead, whole with system columns, by one scan
+        per schema (`read` then serves them). Only parquet files of one schema that name all
+        their columns are read together; the others are left to `read`."""
+        by_schema: dict[int, list] = {}
+        for bucket_path, meta in files:
+            if self.format_of(meta) == "parquet" and meta.write_cols is None:
+                by_schema.setdefault(meta.schema_id, []).append((bucket_path, meta))
+        for together in by_schema.values():
+            if len(together) < 2:
+                continue
+            file_fields, system, _ = self._plan(together[0][0], together[0][1], fields, True)
+            paths = [self._plan(b, m, fields, True)[2] for b, m in together]
+            tables = read_parquet_files_together(self.file_io, paths, [m.row_count for _, m in together],
+                                                 system + file_fields)
+            if tables is not None:
+                self.preloaded.update(zip(paths, tables))
 
     def iter(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool,
              batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
@@ -109,7 +133,9 @@ class FileReader:
 
     def with_deletions(self, deletions: Deletions | None) -> "FileReader":
         """This reader with other deletion vectors."""
-        return FileReader(self.file_io, self.schema, self.schemas, {"file.format": self.file_format}, deletions)
+        reader = FileReader(self.file_io, self.schema, self.schemas, {"file.format": self.file_format}, deletions)
+        reader.preloaded = self.preloaded
+        return reader
 
     def deleted_rows(self, meta: DataFileMeta) -> np.ndarray | None:
         """The file's deleted row positions (sorted), None when it has no deletion vector."""

@@ -52,6 +52,26 @@ class SplitReader:
         # `fields.<f>.default-value`: shown for fields still null after the merge.
         self.defaults = default_values(self.value_fields, options) if merge_spec is not None else {}
 
+    def read_all(self, splits: list[Split]) -> list[pa.Table]:
+        """Every split's rows, splits read in parallel. Many small files are first read
+        together by one Arrow scan (`FileReader.preload`): the per-file cost of a table of many
+        small buckets is then Arrow's, not Python's."""
+        small = [(s.bucket_path, f) for s in splits if self._plain(s) for f in s.files]
+        rows = sum(meta.row_count for _, meta in small)
+        if len(small) >= PRELOAD_MIN_FILES and rows <= PRELOAD_MAX_ROWS and rows <= PRELOAD_FILE_ROWS * len(small):
+            self.files.preload(small, self.value_fields)
+        try:
+            return parallel_map(self.read, splits)
+        finally:
+            self.files.preloaded.clear()
+
+    def _plain(self, split: Split) -> bool:
+        """A split read by whole files: one file or runs that do not overlap, or the newest
+        row of each key wins."""
+        if split.bucket == POSTPONE_BUCKET or split.row_tracking:
+            return False
+        return split.raw_convertible or (newest_wins_applies(self.merge_spec) and _disjoint(split.files))
+
     def read(self, split: Split) -> pa.Table:
         tables = list(self.read_chunks(split))
         if not tables:
@@ -114,6 +134,8 @@ class SplitReader:
         """Each file read alone, cut into pieces of row groups that are decoded and stripped of
         their deleted rows in parallel; with a filter, parquet row groups its statistics rule
         out are skipped (rows are still filtered exactly afterwards)."""
+        if all(files.is_preloaded(split.bucket_path, meta) for meta in split.files):
+            return [files.read(split.bucket_path, meta, self.value_fields, with_system=False) for meta in split.files]
         may_match = None if self.predicate is None else _stats_test(self.predicate)
         planned = parallel_map(lambda meta: files.pieces(split.bucket_path, meta, self.value_fields, may_match),
                                split.files)
@@ -185,6 +207,9 @@ class SplitReader:
                 yield from table.to_batches()
 
 
+# a scan of at least PRELOAD_MIN_FILES files averaging at most PRELOAD_FILE_ROWS rows, together
+# at most PRELOAD_MAX_ROWS, reads them by one Arrow scan first (SplitReader.read_all)
+PRELOAD_MIN_FILES, PRELOAD_FILE_ROWS, PRELOAD_MAX_ROWS = 8, 200_000, 8_000_000
 PARALLEL_SPLIT_ROWS = 500_000  # a split's files read in threads from this many rows (splits run in threads)
 
 

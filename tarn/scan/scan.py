@@ -26,7 +26,7 @@ from tarn.scan import counts, fallback
 from tarn.scan.filters import RowFilterReader
 from tarn.scan.planner import Split, planner_for
 from tarn.scan.predicate import Predicate
-from tarn.scan.reader import SplitReader, parallel_map
+from tarn.scan.reader import SplitReader
 from tarn.store.context import TableContext
 from tarn.types import DataField, arrow_schema
 
@@ -197,8 +197,7 @@ class Scan:
     def _read_all(self) -> pa.Table:
         if self.limit is not None:
             return pa.Table.from_batches(list(self.to_batches()), schema=self.arrow_schema)
-        reader = self.reader()
-        tables = parallel_map(reader.read, self.plan())
+        tables = self.reader().read_all(self.plan())
         if not tables:
             return self.arrow_schema.empty_table()
         return pa.concat_tables(tables)

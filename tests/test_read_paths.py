@@ -1,0 +1,129 @@
+"""The read path's shortcuts agree with a dict model of the table: small files read together by
+one Arrow scan (preload), the newest-first merge of runs (one sorted key union, older runs read
+whole or probed by keys), the decoded-manifest cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import tarn
+import tarn.codec.data_file as data_file
+import tarn.data.reader as data_reader
+from tarn.lsm.merge import NewerKeys, keys_in
+from tarn.store import manifests
+
+DAYS = ["2026-11-01", "2026-11-02", "2026-11-03"]
+
+
+@pytest.fixture
+def together(monkeypatch):
+    """Counts the scans that read several files at once (so a test can fail if none ran)."""
+    calls = []
+    real = data_file.read_parquet_files_together
+
+    def counted(file_io, paths, row_counts, fields):
+        calls.append(len(paths))
+        return real(file_io, paths, row_counts, fields)
+
+    monkeypatch.setattr(data_reader, "read_parquet_files_together", counted)
+    return calls
+
+
+def batch(keys, seed: int, deleted=()) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    keys = np.asarray(keys, dtype=np.int64)
+    return pa.table({"day": pa.array(np.array(DAYS)[keys % 3]), "k": pa.array(keys),
+                     "v": pa.array(rng.integers(0, 1000, len(keys))),
+                     "s": pa.array([f"s{seed}-{k}" for k in keys])})
+
+
+def apply(model: dict, rows: pa.Table, delete: bool = False) -> None:
+    for day, k, v, s in zip(*(rows.column(c).to_pylist() for c in ("day", "k", "v", "s"))):
+        if delete:
+            model.pop((day, k), None)
+        else:
+            model[(day, k)] = (v, s)
+
+
+def read_model(table, **scan) -> dict:
+    got = table.scan(**scan).to_arrow()
+    rows = {(d, k): (v, s) for d, k, v, s in zip(*(got.column(c).to_pylist() for c in ("day", "k", "v", "s")))}
+    assert len(rows) == got.num_rows, "a key read twice"
+    return rows
+
+
+@pytest.mark.parametrize("options", [{"write-only": "true"}, {"deletion-vectors.enabled": "true"},
+                                     {"write-only": "true", "file.format": "orc"}])
+def test_many_small_buckets_read_as_the_model(tmp_path, together, options):
+    schema = batch([0], 0).schema
+    table = tarn.create_table(str(tmp_path / "t"), schema, primary_key=["day", "k"], partition_keys=["day"],
+                              options={"bucket": "4", **options})
+    rng = np.random.default_rng(7)
+    model: dict = {}
+    first = batch(np.arange(3000), 1)
+    table.write(first)
+    apply(model, first)
+    for seed in range(2, 6):
+        upsert = batch(rng.choice(4000, 600, replace=False), seed)
+        table.write(upsert)
+        apply(model, upsert)
+        gone = batch(rng.choice(3000, 100, replace=False), 100 + seed)
+        table.delete(gone.select(["day", "k"]))
+        apply(model, gone, delete=True)
+    assert read_model(table) == model
+    if options.get("file.format") != "orc":
+        assert together and together[0] >= 8  # the preload ran (orc files are read one by one)
+    else:
+        assert not together
+    day = DAYS[1]
+    assert read_model(table, filter=f"day = '{day}' and v < 500") == {
+        key: value for key, value in model.items() if key[0] == day and value[0] < 500}
+
+
+def test_files_of_two_schemas_read_together_by_schema(tmp_path, together):
+    table = tarn.create_table(str(tmp_path / "t"), pa.schema([("k", pa.int64()), ("v", pa.string())]),
+                              options={"bucket": "2", "bucket-key": "k"})
+    for i in range(6):
+        table.write(pa.table({"k": [i * 10 + j for j in range(5)], "v": [f"a{i}"] * 5}))
+    table.alter(tarn.AddColumn("w", tarn.types.BIGINT()))
+    for i in range(6, 12):
+        table.write(pa.table({"k": [i * 10 + j for j in range(5)], "v": [f"b{i}"] * 5, "w": [i] * 5}))
+    got = table.scan().to_arrow().sort_by("k")
+    assert got.column("k").to_pylist() == [i * 10 + j for i in range(12) for j in range(5)]
+    assert got.column("w").to_pylist() == [None] * 30 + [i for i in range(6, 12) for _ in range(5)]
+    files = sum(len(split.files) for split in table.scan().plan())
+    assert len(together) == 2 and sum(together) == files  # one scan per schema, every file
+
+
+def test_newer_keys_match_keys_in():
+    rng = np.random.default_rng(3)
+    runs = [np.unique(rng.integers(0, 5000, 2000)) for _ in range(5)]
+    newer, seen = NewerKeys(), []
+    for run in runs:
+        keys = pa.table({"k": run})
+        expected = keys_in(keys, seen)
+        shadowed = newer.shadowed(keys)
+        assert np.array_equal(shadowed, expected)
+        newer.add(keys, shadowed)
+        seen.append(keys)
+    strings = NewerKeys()
+    strings.add(pa.table({"k": ["a", "c"]}))
+    assert strings.shadowed(pa.table({"k": ["a", "b", "c"]})).tolist() == [True, False, True]
+    disjoint = NewerKeys()
+    disjoint.add(pa.table({"k": np.arange(10)}))
+    assert not disjoint.shadowed(pa.table({"k": np.arange(20, 30)})).any()
+
+
+def test_decoded_manifests_are_cached_and_stay_correct(tmp_path):
+    table = tarn.create_table(str(tmp_path / "t"), pa.schema([("k", pa.int64())]), primary_key=["k"],
+                              options={"bucket": "1"})
+    table.write(pa.table({"k": [1, 2]}))
+    assert table.scan().to_arrow().num_rows == 2
+    cached = [key for key in manifests.DECODED._entries if key[0].startswith(str(tmp_path))]
+    assert cached  # the manifests of the first scan
+    table.write(pa.table({"k": [3]}))
+    assert sorted(table.scan().to_arrow().column("k").to_pylist()) == [1, 2, 3]  # new files, new manifests
+    reopened = tarn.load_table(str(tmp_path / "t"))
+    assert sorted(reopened.scan().to_arrow().column("k").to_pylist()) == [1, 2, 3]
