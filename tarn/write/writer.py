@@ -323,8 +323,11 @@ class TableWriter:
         if len(groups) > 8:  # a large write: a bar over its buckets
             with progress.task(f"writing {self.name}", total=len(groups)) as bar:
                 self._flush_groups(groups, states, hashes, bar)
-            return
-        self._flush_groups(groups, states, hashes, None)
+        else:
+            self._flush_groups(groups, states, hashes, None)
+        # the buffer's memory goes back to the system before the next one fills (Arrow's
+        # allocator would keep it for a while: a long write's RSS is then one buffer's, not two)
+        pa.default_memory_pool().release_unused()
 
     def _flush_groups(self, groups, states, hashes, bar) -> None:
         if hashes is not None and self._given_buckets:  # the own assigner knows which hashes are new
