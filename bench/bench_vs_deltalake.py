@@ -135,7 +135,7 @@ class Bench:
         point_ours = median_of(self.repeat, lambda: None,
                                lambda _: ours_table.scan(filter=f"day = '{day}' and k = {probe}").to_arrow())
         point_theirs = median_of(self.repeat, lambda: None, lambda _: theirs_table.to_pyarrow_table(
-            partitions=[("day", "=", day)], filters=pc.field("k") == probe))
+            filters=(pc.field("day") == day) & (pc.field("k") == probe)))
         self.report("full read after 5 x 100k upserts", full_ours, full_theirs)
         self.report("point read after 5 x 100k upserts", point_ours, point_theirs)
 
