@@ -127,3 +127,20 @@ def test_decoded_manifests_are_cached_and_stay_correct(tmp_path):
     assert sorted(table.scan().to_arrow().column("k").to_pylist()) == [1, 2, 3]  # new files, new manifests
     reopened = tarn.load_table(str(tmp_path / "t"))
     assert sorted(reopened.scan().to_arrow().column("k").to_pylist()) == [1, 2, 3]
+
+
+def test_one_sorted_run_of_several_files_reads_without_merging(tmp_path):
+    """A fully compacted bucket rolled into several files of one level is one sorted run: read
+    file by file (Java's rawConvertible), the keys once each."""
+    table = tarn.create_table(str(tmp_path / "t"), pa.schema([("k", pa.int64()), ("s", pa.string())]),
+                              primary_key=["k"], options={"bucket": "1", "target-file-size": "64 kb"})
+    for seed in range(3):
+        keys = np.random.default_rng(seed).choice(20_000, 8_000, replace=False)
+        table.write(pa.table({"k": keys, "s": [f"v{seed}-{k}" * 3 for k in keys]}))
+    expected = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["k"])
+    table.compact(full=True)
+    (split,) = table.scan().plan()
+    assert len(split.files) > 1 and len({f.level for f in split.files}) == 1 and split.raw_convertible
+    assert len(split.by_file()) == len(split.files)
+    assert sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["k"]) == expected
+    assert table.scan().count() == len(expected)

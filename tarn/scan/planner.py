@@ -64,9 +64,10 @@ class Split:
     @property
     def raw_convertible(self) -> bool:
         """Readable without merging: append files; with deletion vectors, primary-key files
-        above level 0 (each key has one live row there); else one primary-key file above
-        level 0 that holds no retract rows. (Level-0 files are always merged: some writers
-        record `_DELETE_ROW_COUNT` 0 for files that do hold -D rows.)"""
+        above level 0 (each key has one live row there); else primary-key files of one level
+        above 0 (one sorted run: their key ranges do not overlap) that hold no retract rows,
+        as Java's MergeTreeSplitGenerator decides. (Level-0 files are always merged: some
+        writers record `_DELETE_ROW_COUNT` 0 for files that do hold -D rows.)"""
         if self.bucket == features.POSTPONE_BUCKET:
             return False  # postponed rows merged on read with the partition's buckets
         if self.row_tracking:
@@ -75,8 +76,8 @@ class Split:
             return True
         if self.deletion_vectors:
             return all(f.level > 0 for f in self.files)
-        only = self.files[0]
-        return len(self.files) == 1 and only.level > 0 and only.delete_row_count == 0
+        level = self.files[0].level
+        return level > 0 and all(f.level == level and f.delete_row_count == 0 for f in self.files)
 
 
     def by_file(self) -> list["Split"]:
