@@ -144,3 +144,23 @@ def test_one_sorted_run_of_several_files_reads_without_merging(tmp_path):
     assert len(split.by_file()) == len(split.files)
     assert sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["k"]) == expected
     assert table.scan().count() == len(expected)
+
+
+@pytest.mark.parametrize("ahead_rows", [0, 700, 10**9])
+def test_batches_read_ahead_keep_the_plan_order(tmp_path, monkeypatch, ahead_rows):
+    """to_batches reads small splits ahead in threads and streams larger ones in turn: the
+    rows come in the order of a plain read, and a consumer may stop early."""
+    import tarn.scan.reader as scan_reader
+
+    monkeypatch.setattr(scan_reader, "READ_AHEAD_ROWS", ahead_rows)
+    table = tarn.create_table(str(tmp_path / "t"), batch([0], 0).schema, primary_key=["day", "k"],
+                              partition_keys=["day"], options={"bucket": "4"})
+    table.write(batch(np.arange(6000), 1))
+    table.write(batch(np.arange(0, 6000, 7), 2))
+    whole = table.scan().to_arrow()
+    streamed = pa.Table.from_batches(list(table.scan().to_batches()), schema=whole.schema)
+    assert streamed.equals(whole)
+    batches = table.scan().to_batches()
+    first = next(batches)
+    batches.close()  # stopping early leaves no thread behind
+    assert first.num_rows > 0

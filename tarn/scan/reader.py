@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import os
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
 import numpy as np
@@ -211,6 +212,35 @@ class SplitReader:
 # at most PRELOAD_MAX_ROWS, reads them by one Arrow scan first (SplitReader.read_all)
 PRELOAD_MIN_FILES, PRELOAD_FILE_ROWS, PRELOAD_MAX_ROWS = 8, 200_000, 8_000_000
 PARALLEL_SPLIT_ROWS = 500_000  # a split's files read in threads from this many rows (splits run in threads)
+
+
+READ_AHEAD_ROWS = 2_000_000  # a split of at most this many rows may be read ahead whole
+
+
+def read_ahead(reader: SplitReader, splits: list[Split], ahead: int | None = None) -> Iterator[pa.Table]:
+    """Each split's rows in plan order, the next `ahead` small splits (default: one per core)
+    read in threads while the consumer takes the current one; a larger split is read as a
+    stream of chunks when its turn comes, so memory stays bounded by a few splits."""
+    ahead = ahead or max(2, os.cpu_count() or 2)
+    pool = ThreadPoolExecutor(max_workers=ahead)
+    queue: deque = deque()
+    try:
+        for split in splits:
+            small = sum(f.row_count for f in split.files) <= READ_AHEAD_ROWS
+            queue.append(pool.submit(reader.read, split) if small else split)
+            while len(queue) > ahead or (queue and not isinstance(queue[0], Future)):
+                yield from _tables_of(queue.popleft(), reader)
+        while queue:
+            yield from _tables_of(queue.popleft(), reader)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _tables_of(item, reader: SplitReader) -> Iterator[pa.Table]:
+    if isinstance(item, Future):
+        yield item.result()
+    else:
+        yield from reader.read_chunks(item)
 
 
 def serial_map(read, items) -> list:

@@ -26,7 +26,7 @@ from tarn.scan import counts, fallback
 from tarn.scan.filters import RowFilterReader
 from tarn.scan.planner import Split, planner_for
 from tarn.scan.predicate import Predicate
-from tarn.scan.reader import SplitReader
+from tarn.scan.reader import SplitReader, read_ahead
 from tarn.store.context import TableContext
 from tarn.types import DataField, arrow_schema
 
@@ -164,21 +164,24 @@ class Scan:
         return arrow_schema(self.read_fields)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """The rows as Arrow record batches, split after split (memory bounded by a split);
-        with `limit`, no split is read once enough rows came."""
+        """The rows as Arrow record batches, split after split (memory bounded by a few splits:
+        small ones are read ahead in threads); with `limit`, no split is read once enough rows
+        came."""
         remaining = self.limit
         if remaining == 0:
             return
         reader = self.reader()
-        for split in self.plan():
-            for table in reader.read_chunks(split):
-                for batch in table.to_batches():
-                    if remaining is not None:
-                        if batch.num_rows >= remaining:
-                            yield batch.slice(0, remaining)
-                            return
-                        remaining -= batch.num_rows
-                    yield batch
+        plan = self.plan()
+        tables = read_ahead(reader, plan) if remaining is None else (
+            table for split in plan for table in reader.read_chunks(split))
+        for table in tables:
+            for batch in table.to_batches():
+                if remaining is not None:
+                    if batch.num_rows >= remaining:
+                        yield batch.slice(0, remaining)
+                        return
+                    remaining -= batch.num_rows
+                yield batch
 
     def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
         """A `pyarrow.RecordBatchReader` streaming the rows (read as it is consumed)."""
