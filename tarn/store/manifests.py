@@ -37,7 +37,7 @@ MANIFEST_PREFIX = "manifest-"
 MANIFEST_LIST_PREFIX = "manifest-list-"
 INDEX_MANIFEST_PREFIX = "index-manifest-"
 
-# Decoded manifest, manifest-list and index-manifest files by (path, decoder), charged a
+# Decoded manifest files by (path, decoder), charged a
 # multiple of their compressed size (decoded entries hold their stats as Python objects).
 DECODED = ByteCache(64 << 20)
 DECODED_BYTES_PER_FILE_BYTE = 8
@@ -80,14 +80,15 @@ class ManifestStore:
         self.file_io.write_bytes(self.path(name), data)
         return name
 
-    def _read(self, file_name: str, decode: Callable[[dict], object]) -> list:
-        """The decoded records of a manifest (list) file. Such files never change once written
-        (their names are unique), so decoded ones are kept in a process-wide cache: a table
-        scanned again decodes only the manifests it has not seen."""
+    def _read(self, file_name: str, decode: Callable[[dict], object], cached: bool = False) -> list:
+        """The decoded records of a manifest (list) file. Manifest files never change once
+        written (their names are unique), so with `cached` decoded ones are kept in a
+        process-wide cache: a table scanned again decodes only the manifests it has not seen.
+        Manifest lists are always read from the store: that read is how a commit or scan
+        finds out that expiry took its snapshot meanwhile."""
         path = self.path(file_name)
-        cached = DECODED.get((path, decode))
-        if cached is not None:
-            return list(cached)
+        if cached and (hit := DECODED.get((path, decode))) is not None:
+            return list(hit)
         data = self.file_io.read_bytes(path)
         records = avro.read_avro(data, file_name, logical_types=False)
         try:
@@ -96,7 +97,8 @@ class ManifestStore:
             raise CorruptFile(f"manifest file {file_name}: {exc}") from exc
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptFile(f"manifest file {file_name}: bad record ({exc!r})") from exc
-        DECODED.put((path, decode), decoded, DECODED_BYTES_PER_FILE_BYTE * len(data))
+        if cached:
+            DECODED.put((path, decode), decoded, DECODED_BYTES_PER_FILE_BYTE * len(data))
         return list(decoded)
 
     def _codec_level(self) -> int | None:
@@ -168,7 +170,7 @@ class ManifestStore:
         return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), nulls)
 
     def read_manifest(self, file_name: str) -> list[ManifestEntry]:
-        return self._read(file_name, ManifestEntry.from_avro)
+        return self._read(file_name, ManifestEntry.from_avro, cached=True)
 
     # ------------------------------------------------------------------ manifest lists
 
