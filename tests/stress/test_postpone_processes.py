@@ -34,9 +34,11 @@ for k in range(commits):
 
 COMPACTOR = r"""
 import sys, time, tarn
-root, seconds = sys.argv[1], float(sys.argv[2])
+root, seconds, least = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 end = time.time() + seconds
-while time.time() < end:
+def placed():  # COMPACT snapshots so far (a busy machine may need longer for `least` of them)
+    return sum(s.commit_kind == "COMPACT" for s in tarn.load_table(root).snapshots())
+while time.time() < end or placed() < least:
     try:
         tarn.load_table(root).compact()
     except tarn.CommitConflict:
@@ -56,10 +58,10 @@ def test_racing_postpone_writers_and_compactors_lose_nothing(tmp_path):
         options={"bucket": "-2", "postpone.default-bucket-num": "2", "commit.max-retries": "200"})
     logs = [tmp_path / f"w{w}.log" for w in range(4)]
     writers = [start(WRITER, table.root, w, 25, logs[w]) for w in range(2)]
-    compactor = start(COMPACTOR, table.root, 12)
+    compactor = start(COMPACTOR, table.root, 12, 2)
     for attempt in range(2):  # a writer and a compactor killed -9 at different moments
         victim = start(WRITER, table.root, 2 + attempt, 200, logs[2 + attempt])
-        doomed = start(COMPACTOR, table.root, 30)
+        doomed = start(COMPACTOR, table.root, 30, 0)
         time.sleep(1.5 + attempt)
         victim.send_signal(signal.SIGKILL)
         doomed.send_signal(signal.SIGKILL)
