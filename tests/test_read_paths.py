@@ -1,5 +1,5 @@
 """The read path's shortcuts agree with a dict model of the table: small files read together by
-one Arrow scan (preload), the newest-first merge of runs (one sorted key union, older runs read
+one Arrow scan (scan/together.py), the newest-first merge of runs (one sorted key union, older runs read
 whole or probed by keys), the decoded-manifest cache."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_many_small_buckets_read_as_the_model(tmp_path, together, options):
         apply(model, gone, delete=True)
     assert read_model(table) == model
     if options.get("file.format") != "orc":
-        assert together and together[0] >= 8  # the preload ran (orc files are read one by one)
+        assert together and together[0] >= 8  # read together (orc files are read one by one)
     else:
         assert not together
     day = DAYS[1]
@@ -164,3 +164,84 @@ def test_batches_read_ahead_keep_the_plan_order(tmp_path, monkeypatch, ahead_row
     first = next(batches)
     batches.close()  # stopping early leaves no thread behind
     assert first.num_rows > 0
+
+
+@pytest.mark.parametrize("primary_key", [["d", "p", "b", "s", "k"], None])
+def test_partition_columns_come_from_the_partition_value(tmp_path, primary_key):
+    """Partition columns of exactly decoded types are filled from the split's partition value
+    (Java's PartitionUtils), not read from the files: values, types, filters and projections
+    stay what the files hold."""
+    import datetime
+
+    schema = pa.schema([("d", pa.date32()), ("p", pa.int32()), ("b", pa.bool_()), ("s", pa.string()),
+                        ("k", pa.int64()), ("v", pa.float64())])
+    rows = pa.table({"d": [datetime.date(2026, 1, 1 + i % 2) for i in range(6)], "p": [i % 3 for i in range(6)],
+                     "b": [i % 2 == 0 for i in range(6)], "s": ["x" if i < 3 else "é" * 40 for i in range(6)],
+                     "k": list(range(6)), "v": [float(i) for i in range(6)]}, schema=schema)
+    table = tarn.create_table(str(tmp_path / "t"), schema, primary_key=primary_key, partition_keys=["d", "p", "b", "s"],
+                              options={"bucket": "1"} if primary_key else {})
+    table.write(rows)
+    table.write(rows.slice(0, 2))
+    got = table.scan().to_arrow()
+    assert got.schema.types == schema.types
+    expected = rows.to_pylist() + ([] if primary_key else rows.slice(0, 2).to_pylist())
+    assert sorted(got.to_pylist(), key=lambda r: (r["k"], r["v"])) == sorted(expected, key=lambda r: (r["k"], r["v"]))
+    assert sorted(table.scan(filter="s = 'x' and p = 1").to_arrow().column("k").to_pylist()) == \
+        ([1] if primary_key else [1, 1])
+    assert table.scan(columns=["v"]).to_arrow().column_names == ["v"]
+    assert table.scan(columns=["s", "k"], filter="b = false").to_arrow().column_names == ["s", "k"]
+
+
+def test_null_partition_values_fill_as_nulls(tmp_path):
+    table = tarn.create_table(str(tmp_path / "t"), pa.schema([("day", pa.string()), ("n", pa.int64())]),
+                              partition_keys=["day"])
+    table.write(pa.table({"day": ["a", None, None], "n": [1, 2, 3]}))
+    got = table.scan().to_arrow().sort_by("n")
+    assert got.column("day").to_pylist() == ["a", None, None]
+    assert sorted(table.scan(filter="day is null").to_arrow().column("n").to_pylist()) == [2, 3]
+
+
+def test_repeat_and_filter_rows_match_arrow():
+    from tarn.arrays import filter_rows, repeat
+
+    for value in [pa.scalar("ab"), pa.scalar(""), pa.scalar(b"\x00x"), pa.scalar("é", pa.large_string()),
+                  pa.scalar(None, pa.string()), pa.scalar(3), pa.scalar(1.5)]:
+        for count in (0, 1, 5):
+            made = repeat(value, count)
+            made.validate(full=True)
+            assert made.equals(pa.repeat(value, count))
+    data = pa.table({"a": [1, 2, 3, 4], "s": ["w", None, "y", "z"]})
+    keep = np.array([True, False, True, False])
+    assert filter_rows(data, keep).equals(data.filter(pa.array(keep)))
+    assert filter_rows(data, np.ones(4, dtype=bool)) is data
+
+
+@pytest.mark.parametrize("min_files", [8, 10**6])  # read together / split by split
+def test_retractions_kept_above_level_0_are_honoured(tmp_path, monkeypatch, min_files):
+    """A compaction into a level below the highest keeps -D rows: such files are read with
+    their row kinds, and the deleted keys stay deleted."""
+    import tarn.scan.together as together
+
+    monkeypatch.setattr(together, "MIN_FILES", min_files)
+    schema = pa.schema([("p", pa.int32()), ("k", pa.int64()), ("v", pa.string())])
+    table = tarn.create_table(str(tmp_path / "t"), schema, primary_key=["p", "k"], partition_keys=["p"],
+                              options={"bucket": "1", "num-sorted-run.compaction-trigger": "2", "num-levels": "6",
+                                       "compaction.max-size-amplification-percent": "100000"})
+    model: dict = {}
+
+    def write(keys, value, delete=False):
+        rows = pa.table({"p": pa.array(keys % 10, pa.int32()), "k": keys, "v": [value] * len(keys)}, schema=schema)
+        table.delete(rows.select(["p", "k"])) if delete else table.write(rows)
+        for p, k in zip((keys % 10).tolist(), keys.tolist()):
+            model.pop((p, k), None) if delete else model.__setitem__((p, k), value)
+
+    write(np.arange(20_000), "a")
+    table.compact(full=True)
+    write(np.arange(0, 20_000, 97), "b")
+    write(np.arange(0, 20_000, 89), "", delete=True)
+    write(np.arange(0, 20_000, 83), "c")
+    levels = {(f.level, f.delete_row_count > 0) for s in table.scan().plan() for f in s.files}
+    assert (4, True) in levels  # the case under test: -D rows in a file above level 0
+    got = table.scan().to_arrow()
+    assert dict(zip(zip(got.column("p").to_pylist(), got.column("k").to_pylist()), got.column("v").to_pylist())) == model
+    assert got.num_rows == len(model)

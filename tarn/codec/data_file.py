@@ -651,12 +651,13 @@ def read_parquet_groups(file_io, path: str, fields: list[DataField], groups: lis
 
 
 def read_parquet_files_together(file_io, paths: list[str], row_counts: list[int],
-                                fields: list[DataField]) -> list[pa.Table] | None:
+                                fields: list[DataField]) -> pa.Table | None:
     """Several small parquet data files of one schema read by one Arrow dataset scan (its
-    threads decode them in parallel without Python between files), cut back into one table per
-    file by the row counts the manifests give; typed like `read_data_file`. None when the files
-    do not read as one dataset (other physical types, a row count that does not add up): the
-    caller reads them one by one, and any error is then reported for its file."""
+    threads decode them in parallel without Python between files): their rows in the order of
+    `paths`, each file's `row_counts` rows after the previous file's; typed like
+    `read_data_file`. None when the files do not read as one dataset (other physical types, a
+    row count that does not add up): the caller reads them one by one, and any error is then
+    reported for its file."""
     import pyarrow.dataset as ds  # only multi-file scans need it
 
     columns = [f.name for f in fields]
@@ -667,12 +668,7 @@ def read_parquet_files_together(file_io, paths: list[str], row_counts: list[int]
         return None
     if table.num_rows != sum(row_counts):
         return None
-    table = _to_logical(table, fields, paths[0])
-    out, start = [], 0
-    for count in row_counts:
-        out.append(table.slice(start, count))
-        start += count
-    return out
+    return _to_logical(table, fields, paths[0])
 
 
 def _group_stats(group, tested: dict, index: dict) -> dict:

@@ -9,6 +9,7 @@ from typing import Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from tarn.arrays import filter_rows
 from tarn.codec.data_file import (RowGroup, iter_data_file, parquet_row_groups, read_data_file,
                                   read_parquet_files_together, read_parquet_groups)
 from tarn.data.evolution import adapt_table
@@ -43,6 +44,8 @@ class FilePiece:
 
 class FileReader:
     """Reads one table's data files shaped as (a subset of) the current schema, by field id.
+    `with_system`: True adds `_SEQUENCE_NUMBER` and `_VALUE_KIND` after the fields, a tuple of
+    system fields adds those only.
 
     `deletions` (deletion vectors: a data file name -> its deleted row positions, or None) drops
     those rows from everything read, unless a read asks for every row (`skip_deleted=False`)."""
@@ -54,37 +57,35 @@ class FileReader:
         self.schemas = schemas
         self.file_format = (options.get("file.format") or "parquet").lower()
         self.deletions = deletions
-        self.preloaded: dict[str, pa.Table] = {}  # path -> the raw file, read with others (`preload`)
 
     def read(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool,
              skip_deleted: bool = True) -> pa.Table:
         file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
-        raw = self.preloaded.get(path)
-        if raw is None:
-            raw = read_data_file(self.file_io, path, self.format_of(meta), system + file_fields)
+        raw = read_data_file(self.file_io, path, self.format_of(meta), system + file_fields)
         shaped = self._shape(raw, file_fields, fields, system)
         return self._drop_deleted(shaped, meta, 0) if skip_deleted else shaped
 
-    def is_preloaded(self, bucket_path: str, meta: DataFileMeta) -> bool:
-        return (meta.external_path or join(bucket_path, meta.file_name)) in self.preloaded
-
-    def preload(self, files: list[tuple[str, DataFileMeta]], fields: list[DataField]) -> None:
-        """Read these (bucket path, file) pairs ahead, whole with system columns, by one scan
-        per schema (`read` then serves them). Only parquet files of one schema that name all
-        their columns are read together; the others are left to `read`."""
+    def read_together(self, files: list[tuple[str, DataFileMeta]], fields: list[DataField],
+                      with_system=True) -> list[tuple[pa.Table, list[tuple[str, DataFileMeta]]]]:
+        """These (bucket path, file) pairs read by one Arrow scan per schema: each scan's rows
+        shaped as `fields` plus `with_system`, deleted rows included, with its files in the
+        order their rows follow. Only parquet files naming all their columns, at least two of
+        a schema, are read together; the others are left out (to be read by `read`)."""
         by_schema: dict[int, list] = {}
         for bucket_path, meta in files:
             if self.format_of(meta) == "parquet" and meta.write_cols is None:
                 by_schema.setdefault(meta.schema_id, []).append((bucket_path, meta))
+        scans = []
         for together in by_schema.values():
             if len(together) < 2:
                 continue
-            file_fields, system, _ = self._plan(together[0][0], together[0][1], fields, True)
-            paths = [self._plan(b, m, fields, True)[2] for b, m in together]
-            tables = read_parquet_files_together(self.file_io, paths, [m.row_count for _, m in together],
-                                                 system + file_fields)
-            if tables is not None:
-                self.preloaded.update(zip(paths, tables))
+            file_fields, system, _ = self._plan(together[0][0], together[0][1], fields, with_system)
+            paths = [self._plan(b, m, fields, with_system)[2] for b, m in together]
+            raw = read_parquet_files_together(self.file_io, paths, [m.row_count for _, m in together],
+                                              system + file_fields)
+            if raw is not None:
+                scans.append((self._shape(raw, file_fields, fields, system), together))
+        return scans
 
     def iter(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool,
              batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
@@ -120,7 +121,7 @@ class FileReader:
         if deleted is None:
             return shaped
         keep = [keep_mask(deleted, g.start, g.rows) for g in piece.groups]
-        return shaped.filter(pa.array(keep[0] if len(keep) == 1 else np.concatenate(keep)))
+        return filter_rows(shaped, keep[0] if len(keep) == 1 else np.concatenate(keep))
 
     def read_pruned(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField],
                     may_match: Callable[[dict, int], bool]) -> pa.Table:
@@ -133,9 +134,7 @@ class FileReader:
 
     def with_deletions(self, deletions: Deletions | None) -> "FileReader":
         """This reader with other deletion vectors."""
-        reader = FileReader(self.file_io, self.schema, self.schemas, {"file.format": self.file_format}, deletions)
-        reader.preloaded = self.preloaded
-        return reader
+        return FileReader(self.file_io, self.schema, self.schemas, {"file.format": self.file_format}, deletions)
 
     def deleted_rows(self, meta: DataFileMeta) -> np.ndarray | None:
         """The file's deleted row positions (sorted), None when it has no deletion vector."""
@@ -148,7 +147,7 @@ class FileReader:
         deleted = self.deleted_rows(meta)
         if deleted is None:
             return rows
-        return rows.filter(pa.array(keep_mask(deleted, offset, rows.num_rows)))
+        return filter_rows(rows, keep_mask(deleted, offset, rows.num_rows))
 
     def _plan(self, bucket_path, meta, fields, with_system):
         by_id = {f.id: f for f in self.schemas(meta.schema_id).fields}
@@ -157,7 +156,7 @@ class FileReader:
             by_id = {i: f for i, f in by_id.items() if f.name in held}
             by_id.update({f.id: f for f in STORED_ROW_TRACKING_FIELDS if f.name in held})
         file_fields = [by_id[f.id] for f in fields if f.id in by_id]
-        system = list(SYSTEM_FIELDS) if with_system else []
+        system = list(SYSTEM_FIELDS if with_system is True else with_system or ())
         path = meta.external_path or join(bucket_path, meta.file_name)
         return file_fields, system, path
 

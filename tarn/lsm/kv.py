@@ -12,6 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tarn.arrays import filter_rows
+
 SEQUENCE = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
 KEY_PREFIX = "_KEY_"
@@ -83,5 +85,5 @@ def drop_retracts(table: pa.Table) -> pa.Table:
         retract = (codes == UPDATE_BEFORE) | (codes == DELETE)
         if not retract.any():
             return table  # nothing to drop: no copy
-        return table.filter(pa.array(~retract))
+        return filter_rows(table, ~retract)
     return table.filter(pc.invert(is_retract(table)))

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tarn.arrays import filter_rows
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.lsm.aggregate import merge_keys as merge_aggregate_keys  # every key, singles too
 from tarn.lsm.aggregate import merge_aggregate
@@ -210,7 +211,7 @@ def merge_lookup_sorted(table: pa.Table, spec: MergeSpec, every_key: bool = Fals
     keep[picked[picked >= 0]] = True
     chosen = np.ones(len(sizes), dtype=bool) if every_key else sizes > 1
     if not keep.all():
-        table = table.filter(pa.array(keep))
+        table = filter_rows(table, keep)
         sizes = np.add.reduceat(keep.astype(np.int64), key_starts(sizes))  # every key keeps a row
     return merge_chosen_keys(table, sizes, chosen, lambda rows: merge_every_key(rows, spec))
 
@@ -293,8 +294,17 @@ class NewerKeys:
 
 
 def _sorted_member(probe: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
+    """Is each of `probe` in `sorted_values` (sorted, unique)? A much longer probe that is
+    itself strictly increasing is searched the other way round (fewer binary searches)."""
     if len(sorted_values) == 0:
         return np.zeros(len(probe), dtype=bool)
+    if len(probe) > 4 * len(sorted_values) and bool((probe[1:] > probe[:-1]).all()):
+        pos = np.searchsorted(probe, sorted_values)
+        inside = pos < len(probe)
+        pos, values = pos[inside], sorted_values[inside]
+        hit = np.zeros(len(probe), dtype=bool)
+        hit[pos[probe[pos] == values]] = True
+        return hit
     pos = np.searchsorted(sorted_values, probe)
     np.minimum(pos, len(sorted_values) - 1, out=pos)
     return sorted_values[pos] == probe

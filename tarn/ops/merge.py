@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tarn.arrays import repeat
 from tarn import features
 from tarn.data.reader import FileReader
 from tarn.errors import InvalidArgument, SchemaMismatch
@@ -228,7 +229,7 @@ def _assigned(joined: pa.Table, chosen: np.ndarray, action, schema: TableSchema,
             column = ds.dataset(rows).to_table(columns={"v": value}).column("v")
         else:
             literal = literal_array(value, f, table_name)
-            column = pa.repeat(literal[0], rows.num_rows)
+            column = repeat(literal[0], rows.num_rows)
         columns[f.name] = column.cast(arrow_field.type)
     return conform(pa.table(columns), list(schema.fields), table_name, schema.primary_keys)
 

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tarn.arrays import repeat
 from tarn import features
 from tarn.meta.row_ranges import SEQUENCE_NUMBER
 from tarn.ops import row_updates
@@ -73,7 +74,7 @@ class Assignments:
         for f, arrow_field in zip(self.fields, arrow_schema(self.fields)):
             if f.name in self.literals:
                 value = self.literals[f.name]
-                columns[f.name] = pa.repeat(value[0], rows.num_rows) if rows.num_rows else value[:0]
+                columns[f.name] = repeat(value[0], rows.num_rows) if rows.num_rows else value[:0]
             elif f.name in self.expressions:
                 columns[f.name] = _cast(computed.column(f.name), f, arrow_field.type, self.table_name)
             else:

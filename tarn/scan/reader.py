@@ -11,7 +11,8 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from tarn.data.layout import ROW_TRACKING_FIELDS
+from tarn.arrays import filter_rows, repeat
+from tarn.data.layout import ROW_TRACKING_FIELDS, VALUE_KIND_FIELD
 from tarn.data.reader import FileReader, SchemaLookup
 from tarn.data.runs import LookupMerge, merge_sections
 from tarn.fs import FileIO
@@ -23,9 +24,11 @@ from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.scan.planner import Split
 from tarn.scan.stitch import read_group
+from tarn.scan.parallel import parallel_map, serial_map
+from tarn.scan.together import read_together
 from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.scan.predicate import ColumnStats, Predicate, columns_of, filter_table, may_match_stats
-from tarn.types import DataField, arrow_schema
+from tarn.types import DataField, arrow_field, arrow_schema, to_arrow_type
 
 
 class SplitReader:
@@ -45,28 +48,32 @@ class SplitReader:
             needed |= set(merge_spec.key_columns) | set(merge_spec.sequence_columns)
             if merge_spec.engine != "deduplicate":
                 needed = set(schema.field_names)  # other engines merge across all columns
-        # Columns to read, in table order (a subset of the current schema).
-        self.value_fields = [f for f in schema.fields if f.name in needed]
+        # Partition columns taken from each split's partition value instead of its files.
+        self.partition_fields = _constant_partition_fields(schema, needed, merge_spec)
+        # Columns to read from files, in table order (a subset of the current schema).
+        self.value_fields = [f for f in schema.fields if f.name in needed and f not in self.partition_fields]
         # row tracking: `_ROW_ID` / `_SEQUENCE_NUMBER` read or filtered on (stitch.read_group)
         self.row_fields = [f for f in ROW_TRACKING_FIELDS if f.name in needed]
         self.output_schema = arrow_schema(read_fields)
         # `fields.<f>.default-value`: shown for fields still null after the merge.
-        self.defaults = default_values(self.value_fields, options) if merge_spec is not None else {}
+        self.defaults = default_values([f for f in schema.fields if f.name in needed], options) \
+            if merge_spec is not None else {}
 
     def read_all(self, splits: list[Split]) -> list[pa.Table]:
-        """Every split's rows, splits read in parallel. Many small files are first read
-        together by one Arrow scan (`FileReader.preload`): the per-file cost of a table of many
-        small buckets is then Arrow's, not Python's."""
-        small = [(s.bucket_path, f) for s in splits if self._plain(s) for f in s.files]
-        rows = sum(meta.row_count for _, meta in small)
-        if len(small) >= PRELOAD_MIN_FILES and rows <= PRELOAD_MAX_ROWS and rows <= PRELOAD_FILE_ROWS * len(small):
-            self.files.preload(small, self.value_fields)
-        try:
-            return parallel_map(self.read, splits)
-        finally:
-            self.files.preloaded.clear()
+        """Every split's rows: many small splits by one Arrow scan of their files
+        (`scan/together.py`: the per-file cost is then Arrow's, not Python's), the others
+        read in parallel."""
+        tables, rest = read_together(self, splits)
+        return tables + [t for t in parallel_map(self.read, rest) if t.num_rows]
 
-    def _plain(self, split: Split) -> bool:
+    def system_of(self, split: Split, meta: DataFileMeta) -> tuple:
+        """The system columns a plain split's file is read with: none for raw reads, the row
+        kind for newest-wins merges unless the file is known to hold no retractions."""
+        if split.raw_convertible or _without_retracts(meta):
+            return ()
+        return (VALUE_KIND_FIELD,)
+
+    def plain(self, split: Split) -> bool:
         """A split read by whole files: one file or runs that do not overlap, or the newest
         row of each key wins."""
         if split.bucket == POSTPONE_BUCKET or split.row_tracking:
@@ -82,17 +89,33 @@ class SplitReader:
     def read_chunks(self, split: Split) -> Iterator[pa.Table]:
         """The split's rows, in one or more tables (bounded memory on the general merge path)."""
         for data in self._merged(split):
-            if self.defaults:
-                data = fill_default_values(data, self.defaults)
-            data = filter_table(data, self.predicate)
+            data = self.finish(self.with_partition(data, [(split.partition_values, data.num_rows)]))
             if data.num_rows:
-                yield data.select([f.name for f in self.read_fields]).cast(self.output_schema)
+                yield data
+
+    def finish(self, data: pa.Table) -> pa.Table:
+        """Merged rows with their partition columns as the scan returns them: defaults shown,
+        the filter applied, the read columns in their types."""
+        if self.defaults:
+            data = fill_default_values(data, self.defaults)
+        data = filter_table(data, self.predicate)
+        return data.select([f.name for f in self.read_fields]).cast(self.output_schema)
+
+    def with_partition(self, data: pa.Table, runs: list[tuple[tuple, int]]) -> pa.Table:
+        """`data` with its partition columns filled from partition values: `runs` are (values,
+        row count) of consecutive rows (as Java's PartitionUtils fills them: a data file's
+        partition columns hold its partition's value)."""
+        for f in self.partition_fields:
+            at, arrow_type = self.schema.partition_keys.index(f.name), to_arrow_type(f.type)
+            chunks = [repeat(pa.scalar(values[at], arrow_type), count) for values, count in runs if count]
+            data = data.append_column(arrow_field(f), pa.chunked_array(chunks, type=arrow_type))
+        return data
 
     def _merged(self, split: Split) -> Iterator[pa.Table]:
         if split.bucket == POSTPONE_BUCKET:
             yield self._merged_with_postponed(split)
             return
-        files = self._files_of(split)
+        files = self.files_of(split)
         if split.row_tracking and (len(split.files) > 1 or self.row_fields):
             yield read_group(files, split.bucket_path, split.files, self.value_fields + self.row_fields,
                              split.table_root)
@@ -101,9 +124,7 @@ class SplitReader:
             yield from self._read_raw(files, split)
             return
         if newest_wins_applies(self.merge_spec) and _disjoint(split.files):
-            data = self._read_newest_wins(files, split)
-            if data is not None:
-                yield data.drop_columns([SEQUENCE, VALUE_KIND])
+            yield self._read_newest_wins(files, split)
             return
         for data in self._read_sections(files, split):
             yield data.drop_columns([SEQUENCE, VALUE_KIND])
@@ -135,8 +156,6 @@ class SplitReader:
         """Each file read alone, cut into pieces of row groups that are decoded and stripped of
         their deleted rows in parallel; with a filter, parquet row groups its statistics rule
         out are skipped (rows are still filtered exactly afterwards)."""
-        if all(files.is_preloaded(split.bucket_path, meta) for meta in split.files):
-            return [files.read(split.bucket_path, meta, self.value_fields, with_system=False) for meta in split.files]
         may_match = None if self.predicate is None else _stats_test(self.predicate)
         planned = parallel_map(lambda meta: files.pieces(split.bucket_path, meta, self.value_fields, may_match),
                                split.files)
@@ -145,7 +164,7 @@ class SplitReader:
         alone = len(pieces) == 1
         return parallel_map(lambda piece: files.read_piece(piece, self.value_fields, use_threads=alone), pieces)
 
-    def _files_of(self, split: Split) -> FileReader:
+    def files_of(self, split: Split) -> FileReader:
         """The file reader of a split: with the split's deletion vectors, if it has any."""
         if not split.deletion_files:
             return self.files
@@ -168,12 +187,16 @@ class SplitReader:
         either way, so only the other engines pay for tracking levels."""
         return self.merge_spec.engine != "deduplicate" and lookup_merge_applies(self.merge_spec)
 
-    def _read_newest_wins(self, files_reader: FileReader, split: Split) -> pa.Table | None:
+    def _read_newest_wins(self, files_reader: FileReader, split: Split) -> pa.Table:
         """Deduplicate without sorting: newest file first; an older file contributes only the
-        keys no newer file holds. An older file that newer ones can shadow at most half of is
-        read whole at once; others are probed by their key columns alone first, and read in
-        full only if some of their rows survive."""
-        files = sorted(split.files, key=lambda f: f.min_sequence_number, reverse=True)
+        keys no newer file holds (a retraction shadows too, then is dropped). An older file
+        that newer ones can shadow at most half of is read whole at once; others are probed by
+        their key columns alone first, and read in full only if some of their rows survive.
+        Files are read without `_SEQUENCE_NUMBER`, and without `_VALUE_KIND` where they hold
+        no retractions. The kept rows come in the order of the split's files (as
+        `scan/together.py` reads them)."""
+        order = sorted(range(len(split.files)), key=lambda i: split.files[i].min_sequence_number, reverse=True)
+        files = [split.files[i] for i in order]
         key_fields = [self.schema.field(k) for k in self.merge_spec.key_columns]
         key_names = [f.name for f in key_fields]
         newer_rows = np.cumsum([0] + [f.row_count for f in files])
@@ -181,8 +204,10 @@ class SplitReader:
         in_threads = parallel_map if newer_rows[-1] >= PARALLEL_SPLIT_ROWS else serial_map
 
         def first_look(i: int) -> pa.Table:  # whole files, or the keys of the others
-            fields, system = (self.value_fields, True) if whole[i] else (key_fields, False)
-            return files_reader.read(split.bucket_path, files[i], fields, with_system=system)
+            if whole[i]:
+                return files_reader.read(split.bucket_path, files[i], self.value_fields,
+                                         with_system=self.system_of(split, files[i]))
+            return files_reader.read(split.bucket_path, files[i], key_fields, with_system=False)
 
         looked = in_threads(first_look, range(len(files)))
         newer, survivors = NewerKeys(), {}
@@ -195,12 +220,14 @@ class SplitReader:
 
         def kept_rows(i: int) -> pa.Table:
             table = looked[i] if whole[i] else files_reader.read(split.bucket_path, files[i], self.value_fields,
-                                                                with_system=True)
-            return table if survivors[i].all() else table.filter(survivors[i])
+                                                                with_system=self.system_of(split, files[i]))
+            table = filter_rows(table, survivors[i])
+            return drop_retracts(table).drop_columns([VALUE_KIND]) if VALUE_KIND in table.column_names else table
 
-        kept = in_threads(kept_rows, list(survivors)) or [looked[0]]  # [looked[0]]: no rows at all
-        data = pa.concat_tables(kept) if len(kept) > 1 else kept[0]
-        return drop_retracts(data)
+        kept = in_threads(kept_rows, sorted(survivors, key=lambda i: order[i]))
+        if not kept:
+            return arrow_schema(self.value_fields).empty_table()
+        return pa.concat_tables(kept) if len(kept) > 1 else kept[0]
 
     def read_batches(self, splits: list[Split]) -> Iterator[pa.RecordBatch]:
         for split in splits:
@@ -208,9 +235,6 @@ class SplitReader:
                 yield from table.to_batches()
 
 
-# a scan of at least PRELOAD_MIN_FILES files averaging at most PRELOAD_FILE_ROWS rows, together
-# at most PRELOAD_MAX_ROWS, reads them by one Arrow scan first (SplitReader.read_all)
-PRELOAD_MIN_FILES, PRELOAD_FILE_ROWS, PRELOAD_MAX_ROWS = 8, 200_000, 8_000_000
 PARALLEL_SPLIT_ROWS = 500_000  # a split's files read in threads from this many rows (splits run in threads)
 
 
@@ -243,22 +267,30 @@ def _tables_of(item, reader: SplitReader) -> Iterator[pa.Table]:
         yield from reader.read_chunks(item)
 
 
-def serial_map(read, items) -> list:
-    return [read(item) for item in items]
+# partition value types whose decoded Python value is exactly the column's value
+CONSTANT_PARTITION_ROOTS = frozenset({"CHAR", "VARCHAR", "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT",
+                                      "DATE"})
 
 
-def parallel_map(read, items: list) -> list:
-    """`read` of every item, in order; several at once (Arrow's readers and kernels release the
-    GIL, so a file's decoding overlaps another's filtering)."""
-    if len(items) < 2:
-        return [read(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(len(items), os.cpu_count() or 2)) as pool:
-        return list(pool.map(read, items))
+def _constant_partition_fields(schema: TableSchema, needed: set[str], merge_spec: MergeSpec | None) -> list:
+    """The needed partition columns a read fills from partition values rather than reads: of
+    exactly decoded types, in append tables and deduplicating primary-key tables (where a
+    column that is constant in a bucket takes no part in a merge)."""
+    if merge_spec is not None and (merge_spec.engine != "deduplicate" or not merge_spec.plain_order):
+        return []
+    return [schema.field(k) for k in schema.partition_keys
+            if k in needed and schema.field(k).type.root in CONSTANT_PARTITION_ROOTS]
 
 
 def _stats_test(predicate: Predicate):
     """The row-group test of `predicate`: ({column: (min, max, null count)}, rows) -> may match."""
     return lambda stats, rows: may_match_stats(predicate, {n: ColumnStats(*v) for n, v in stats.items()}, rows)
+
+
+def _without_retracts(meta: DataFileMeta) -> bool:
+    """True if the file holds no -U/-D rows: a file above level 0 that counts none (level-0
+    counts are not trusted: some writers record 0 for files that do hold them)."""
+    return meta.level > 0 and meta.delete_row_count == 0
 
 
 def _disjoint(files: list[DataFileMeta]) -> bool:
