@@ -9,7 +9,8 @@ Shapes:
 - `delete`: delete the rows matching `amount < 0.1` (about 10%) of 2.8M rows;
 - `update`: set `status` on the rows matching `k < 20000` (20k rows) of the same table;
 - `reads`: a full read and a point read (`day = ... and k = ...`) after 5 x 100k upserts into
-  1M rows partitioned by day with key (day, k);
+  1M rows partitioned by day with key (day, k), tarn with 4 buckets and with the default
+  (`bucket` -1: dynamic buckets, one per partition at this size);
 - `single`: 5 x 200k upserts into 2M rows with a single int64 key.
 
 - `single --iceberg` also times pyiceberg's `upsert` of the same batches (one run: it took 163 s here).
@@ -72,9 +73,11 @@ class Bench:
     def path(self) -> str:
         return os.path.join(self.work, f"t{next(self.fresh)}")
 
-    def tarn_table(self, base: pa.Table, keys: list[str], partitioned: bool, bucket: str = "4"):
+    def tarn_table(self, base: pa.Table, keys: list[str], partitioned: bool, bucket: str | None = "4"):
+        """`bucket` None: the table's default (Paimon's -1, dynamic buckets)."""
         table = tarn.create_table(self.path(), base.schema, primary_key=keys,
-                                  partition_keys=["day"] if partitioned else None, options={"bucket": bucket})
+                                  partition_keys=["day"] if partitioned else None,
+                                  options={} if bucket is None else {"bucket": bucket})
         table.write(base)
         return table
 
@@ -119,10 +122,14 @@ class Bench:
         self.report("update 20k of 2.8M rows by predicate", ours, theirs)
 
     def reads(self) -> None:
+        for bucket in ("4", None):
+            self.reads_of(bucket)
+
+    def reads_of(self, bucket: str | None) -> None:
         base = rows(1_000_000, 4)
         batches = [rows(0, 20 + i, keys=np.random.default_rng(50 + i).choice(1_000_000, 100_000, replace=False))
                    for i in range(5)]
-        ours_table = self.tarn_table(base, ["day", "k"], True)
+        ours_table = self.tarn_table(base, ["day", "k"], True, bucket)
         for b in batches:
             ours_table.write(b)
         theirs_table = self.delta_table(base, True)
@@ -130,14 +137,16 @@ class Bench:
             self.delta_merge(theirs_table, b, ["day", "k"])
         probe = 123_457
         day = DAYS[probe % len(DAYS)]
-        full_ours = median_of(self.repeat, lambda: None, lambda _: ours_table.scan().to_arrow())
-        full_theirs = median_of(self.repeat, lambda: None, lambda _: theirs_table.to_pyarrow_table())
-        point_ours = median_of(self.repeat, lambda: None,
+        quick = max(self.repeat, 15)  # reads of tens of milliseconds: more runs for a steady median
+        full_ours = median_of(quick, lambda: None, lambda _: ours_table.scan().to_arrow())
+        full_theirs = median_of(quick, lambda: None, lambda _: theirs_table.to_pyarrow_table())
+        point_ours = median_of(quick, lambda: None,
                                lambda _: ours_table.scan(filter=f"day = '{day}' and k = {probe}").to_arrow())
-        point_theirs = median_of(self.repeat, lambda: None, lambda _: theirs_table.to_pyarrow_table(
+        point_theirs = median_of(quick, lambda: None, lambda _: theirs_table.to_pyarrow_table(
             filters=(pc.field("day") == day) & (pc.field("k") == probe)))
-        self.report("full read after 5 x 100k upserts", full_ours, full_theirs)
-        self.report("point read after 5 x 100k upserts", point_ours, point_theirs)
+        buckets = "4 buckets" if bucket else "default buckets"
+        self.report(f"full read after 5 x 100k upserts, {buckets}", full_ours, full_theirs)
+        self.report(f"point read after 5 x 100k upserts, {buckets}", point_ours, point_theirs)
 
     def single(self) -> None:
         base = rows(2_000_000, 5, days=False)

@@ -189,6 +189,10 @@ def test_partition_columns_come_from_the_partition_value(tmp_path, primary_key):
     assert sorted(table.scan(filter="s = 'x' and p = 1").to_arrow().column("k").to_pylist()) == \
         ([1] if primary_key else [1, 1])
     assert table.scan(columns=["v"]).to_arrow().column_names == ["v"]
+    only_partition = table.scan(columns=["s", "d"]).to_arrow()  # the rows still counted
+    assert only_partition.num_rows == len(expected)
+    assert sorted(only_partition.column("s").to_pylist()) == sorted(r["s"] for r in expected)
+    assert sum(b.num_rows for b in table.scan(columns=["d"]).to_batches()) == len(expected)
     assert table.scan(columns=["s", "k"], filter="b = false").to_arrow().column_names == ["s", "k"]
 
 

@@ -50,6 +50,8 @@ class SplitReader:
                 needed = set(schema.field_names)  # other engines merge across all columns
         # Partition columns taken from each split's partition value instead of its files.
         self.partition_fields = _constant_partition_fields(schema, needed, merge_spec)
+        if not needed - {f.name for f in self.partition_fields}:
+            self.partition_fields = []  # a file read needs a column to count the rows by
         # Columns to read from files, in table order (a subset of the current schema).
         self.value_fields = [f for f in schema.fields if f.name in needed and f not in self.partition_fields]
         # row tracking: `_ROW_ID` / `_SEQUENCE_NUMBER` read or filtered on (stitch.read_group)
