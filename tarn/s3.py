@@ -14,7 +14,9 @@ with AWS's default strategy, 25 ms doubling per attempt, at most `PYARROW_RETRIE
 for five attempts, and stops retrying at all once its shared retry budget is spent). Small
 files go up in one PUT (`allow_delayed_open`: no multipart upload of three requests). boto3,
 which sends only the conditional PUT and reads its object back, does not retry by itself:
-`put_if_absent` decides what a failed attempt means.
+`put_if_absent` decides what a failed attempt means. (botocore's `max_attempts` counts retries,
+not attempts: `{"max_attempts": 1}` would re-send a conditional PUT that took effect but lost its
+answer, and its 412 would read as a lost race. `total_max_attempts: 1` means one attempt.)
 """
 
 from __future__ import annotations
@@ -227,7 +229,7 @@ def make_client(config: S3Config):
     except ImportError as exc:
         raise TarnError("atomic commits on S3 need boto3 (conditional PUT): pip install 'tarn-lake[s3]'") from exc
     style = "path" if config.path_style else "auto"
-    settings = Config(s3={"addressing_style": style}, retries={"max_attempts": 1, "mode": "standard"},
+    settings = Config(s3={"addressing_style": style}, retries={"total_max_attempts": 1, "mode": "standard"},
                       connect_timeout=10, read_timeout=30)
     return boto3.session.Session().client(
         "s3", endpoint_url=config.endpoint, region_name=config.region, aws_access_key_id=config.access_key,

@@ -178,11 +178,19 @@ class Committer:
 
     def _commit_with_retry(self, messages, request: "CommitRequest") -> Snapshot | None:
         retries = self.options.int("commit.max-retries")
+        missing_under = None  # the latest snapshot under which the previous attempt found a file missing
         for attempt in range(retries + 1):
             latest = self.snapshots.latest()
             try:
                 result = self._try_once(latest, messages, request)
             except FileMissing as exc:  # expiry removed what this attempt read: start over
+                if latest is not None and latest == missing_under:
+                    # expiry never removes what the latest snapshot references: the file is
+                    # gone for good, and retrying on the same snapshot cannot succeed
+                    raise FileMissing(f"table {self.table_name}: the latest snapshot {latest.id} references a "
+                                      f"file that is missing ({exc}); nothing was committed. The table's "
+                                      "metadata is damaged: roll back to an earlier snapshot") from exc
+                missing_under = latest
                 log.info("table %s: commit attempt %d re-reads the latest snapshot (%s)",
                          self.table_name, attempt + 1, exc)
                 result = None
