@@ -27,7 +27,7 @@ from tarn.scan.stitch import read_group
 from tarn.scan.parallel import parallel_map, serial_map
 from tarn.scan.together import read_together
 from tarn.store.deletion_vectors import DeletionVectorFiles
-from tarn.scan.predicate import ColumnStats, Predicate, columns_of, filter_table, may_match_stats
+from tarn.scan.predicate import And, ColumnStats, Predicate, columns_of, filter_table, may_match_stats
 from tarn.types import DataField, arrow_field, arrow_schema, to_arrow_type
 
 
@@ -52,6 +52,9 @@ class SplitReader:
         self.partition_fields = _constant_partition_fields(schema, needed, merge_spec)
         if not needed - {f.name for f in self.partition_fields}:
             self.partition_fields = []  # a file read needs a column to count the rows by
+        # the conjuncts of the filter on key columns alone: a newest-wins merge applies them to
+        # each file before merging (the same keys drop out of every file)
+        self.key_filter = _key_conjuncts(predicate, merge_spec, {f.name for f in self.partition_fields})
         # Columns to read from files, in table order (a subset of the current schema).
         self.value_fields = [f for f in schema.fields if f.name in needed and f not in self.partition_fields]
         # row tracking: `_ROW_ID` / `_SEQUENCE_NUMBER` read or filtered on (stitch.read_group)
@@ -207,9 +210,11 @@ class SplitReader:
 
         def first_look(i: int) -> pa.Table:  # whole files, or the keys of the others
             if whole[i]:
-                return files_reader.read(split.bucket_path, files[i], self.value_fields,
-                                         with_system=self.system_of(split, files[i]))
-            return files_reader.read(split.bucket_path, files[i], key_fields, with_system=False)
+                table = files_reader.read(split.bucket_path, files[i], self.value_fields,
+                                          with_system=self.system_of(split, files[i]))
+            else:
+                table = files_reader.read(split.bucket_path, files[i], key_fields, with_system=False)
+            return filter_table(table, self.key_filter)
 
         looked = in_threads(first_look, range(len(files)))
         newer, survivors = NewerKeys(), {}
@@ -221,8 +226,9 @@ class SplitReader:
                 survivors[i] = ~shadowed
 
         def kept_rows(i: int) -> pa.Table:
-            table = looked[i] if whole[i] else files_reader.read(split.bucket_path, files[i], self.value_fields,
-                                                                with_system=self.system_of(split, files[i]))
+            table = looked[i] if whole[i] else filter_table(
+                files_reader.read(split.bucket_path, files[i], self.value_fields,
+                                  with_system=self.system_of(split, files[i])), self.key_filter)
             table = filter_rows(table, survivors[i])
             return drop_retracts(table).drop_columns([VALUE_KIND]) if VALUE_KIND in table.column_names else table
 
@@ -282,6 +288,18 @@ def _constant_partition_fields(schema: TableSchema, needed: set[str], merge_spec
         return []
     return [schema.field(k) for k in schema.partition_keys
             if k in needed and schema.field(k).type.root in CONSTANT_PARTITION_ROOTS]
+
+
+def _key_conjuncts(predicate: Predicate | None, merge_spec: MergeSpec | None, filled: set[str]) -> Predicate | None:
+    """The part of `predicate` (its top-level conjuncts) on read key columns only, for
+    newest-wins merges; None if there is none."""
+    if predicate is None or merge_spec is None or not newest_wins_applies(merge_spec):
+        return None
+    keys = set(merge_spec.key_columns) - filled
+    parts = [c for c in (predicate.children if isinstance(predicate, And) else (predicate,)) if columns_of(c) <= keys]
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
 
 
 def _stats_test(predicate: Predicate):
