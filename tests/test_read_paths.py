@@ -47,6 +47,24 @@ def apply(model: dict, rows: pa.Table, delete: bool = False) -> None:
             model[(day, k)] = (v, s)
 
 
+def upserts_and_deletes(table, seed: int, rounds: int, keys: int, upserted: int, deleted: int) -> dict:
+    """3000 rows, then `rounds` of an upsert of `upserted` of `keys` keys and a delete of
+    `deleted` of the first 3000; the dict model of the result."""
+    rng = np.random.default_rng(seed)
+    model: dict = {}
+    first = batch(np.arange(3000), 1)
+    table.write(first)
+    apply(model, first)
+    for round_seed in range(2, 2 + rounds):
+        upsert = batch(rng.choice(keys, upserted, replace=False), round_seed)
+        table.write(upsert)
+        apply(model, upsert)
+        gone = batch(rng.choice(3000, deleted, replace=False), 100 + round_seed)
+        table.delete(gone.select(["day", "k"]))
+        apply(model, gone, delete=True)
+    return model
+
+
 def read_model(table, **scan) -> dict:
     got = table.scan(**scan).to_arrow()
     rows = {(d, k): (v, s) for d, k, v, s in zip(*(got.column(c).to_pylist() for c in ("day", "k", "v", "s")))}
@@ -60,18 +78,7 @@ def test_many_small_buckets_read_as_the_model(tmp_path, together, options):
     schema = batch([0], 0).schema
     table = tarn.create_table(str(tmp_path / "t"), schema, primary_key=["day", "k"], partition_keys=["day"],
                               options={"bucket": "4", **options})
-    rng = np.random.default_rng(7)
-    model: dict = {}
-    first = batch(np.arange(3000), 1)
-    table.write(first)
-    apply(model, first)
-    for seed in range(2, 6):
-        upsert = batch(rng.choice(4000, 600, replace=False), seed)
-        table.write(upsert)
-        apply(model, upsert)
-        gone = batch(rng.choice(3000, 100, replace=False), 100 + seed)
-        table.delete(gone.select(["day", "k"]))
-        apply(model, gone, delete=True)
+    model = upserts_and_deletes(table, seed=7, rounds=4, keys=4000, upserted=600, deleted=100)
     assert read_model(table) == model
     if options.get("file.format") != "orc":
         assert together and together[0] >= 8  # read together (orc files are read one by one)
@@ -260,18 +267,7 @@ def test_key_filters_applied_before_the_newest_wins_merge(tmp_path, monkeypatch,
     monkeypatch.setattr(together, "MIN_FILES", 10**6)  # split by split
     table = tarn.create_table(str(tmp_path / "t"), batch([0], 0).schema, primary_key=["day", "k"],
                               partition_keys=["day"], options={"bucket": "1"})
-    rng = np.random.default_rng(11)
-    model: dict = {}
-    first = batch(np.arange(3000), 1)
-    table.write(first)
-    apply(model, first)
-    for seed in range(2, 5):
-        upsert = batch(rng.choice(3000, 800, replace=False), seed)
-        table.write(upsert)
-        apply(model, upsert)
-        gone = batch(rng.choice(3000, 200, replace=False), 50 + seed)
-        table.delete(gone.select(["day", "k"]))
-        apply(model, gone, delete=True)
+    model = upserts_and_deletes(table, seed=11, rounds=3, keys=3000, upserted=800, deleted=200)
     assert all(len(s.files) > 1 for s in table.scan().plan())  # merged on read, split by split
 
     def matches(key, value) -> bool:
