@@ -213,3 +213,22 @@ def test_branch_option_json_stays_out_of_schema_files(table):
     table.create_branch("dev").write(rows("a", [3], "dev"))
     with open(os.path.join(table.root, "branch", "branch-dev", "schema", "schema-0")) as f:
         assert "branch" not in json.load(f)["options"]
+
+
+def test_fallback_branch_files_read_with_its_own_schemas_when_many(table):
+    """The branches' schema 1 differ under the same id (main adds `x`; the fallback branch adds
+    `tmp`, writes, drops it and adds `x`): a scan of many small files (read together) reads
+    each branch's files with its own schemas, so `tmp` never shows as `x`."""
+    fb = table.create_branch("fb")
+    fb.alter(tarn.AddColumn("tmp", tarn.types.STRING()))
+    table.alter(tarn.AddColumn("x", tarn.types.STRING()))
+    for i in range(6):
+        fb.write(pa.table({"dt": [f"f{i % 3}"], "id": pa.array([i], pa.int64()), "v": [f"fb{i}"], "tmp": [f"t{i}"]}))
+        table.write(pa.table({"dt": ["a"], "id": pa.array([10 + i], pa.int64()), "v": [f"m{i}"], "x": [f"x{i}"]}))
+    fb.alter(tarn.DropColumn("tmp"))
+    fb.alter(tarn.AddColumn("x", tarn.types.STRING()))
+    table.alter(tarn.SetOption("scan.fallback-branch", "fb"))
+    got = {(r["dt"], r["id"]): r["x"] for r in table.scan().to_arrow().to_pylist()}
+    assert {k: v for k, v in got.items() if k[0] != "a"} == {(f"f{i % 3}", i): None for i in range(6)}
+    assert [got[("a", 10 + i)] for i in range(6)] == [f"x{i}" for i in range(6)]
+    assert sum(len(s.files) for s in table.scan().plan()) >= 8

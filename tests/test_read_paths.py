@@ -276,3 +276,18 @@ def test_key_filters_applied_before_the_newest_wins_merge(tmp_path, monkeypatch,
                 "k >= 100 and v < 500": k >= 100 and v < 500, "v < 300": v < 300}[where]
 
     assert read_model(table, filter=where) == {key: value for key, value in model.items() if matches(key, value)}
+
+
+def test_untranslatable_filters_apply_to_splits_read_together(tmp_path, together):
+    """A filter part tarn cannot translate (applied to rows after the read) also applies to the
+    rows of splits read together, and only the scan's columns come back."""
+    import pyarrow.compute as pc
+
+    table = tarn.create_table(str(tmp_path / "t"), batch([0], 0).schema, primary_key=["day", "k"],
+                              partition_keys=["day"], options={"bucket": "4"})
+    model = upserts_and_deletes(table, seed=5, rounds=2, keys=3000, upserted=500, deleted=100)
+    scan = table.scan(filter=pc.field("v") * 2 > 1000, columns=["k"])
+    assert scan.row_filter is not None
+    got = scan.to_arrow()
+    assert together and got.column_names == ["k"]
+    assert sorted(got.column("k").to_pylist()) == sorted(k for (_, k), (v, _) in model.items() if v * 2 > 1000)

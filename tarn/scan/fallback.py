@@ -136,6 +136,12 @@ class BranchReader:
     def read_chunks(self, split: Split):
         return self._for(split).read_chunks(split)
 
+    def read_all(self, splits: list[Split]) -> list:
+        """Every split's rows, each branch's splits read by its reader."""
+        own = [s for s in splits if not s.branch]
+        other = [s for s in splits if s.branch]
+        return self.own.read_all(own) + (self._for(other[0]).read_all(other) if other else [])
+
     def read_batches(self, splits: list[Split]):
         for split in splits:
             for table in self.read_chunks(split):

@@ -22,7 +22,7 @@ import re
 import ctypes
 import struct
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -144,11 +144,8 @@ class RowFilterReader(SplitReader):
             return self.final_schema.empty_table()
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
-    def read_chunks(self, split) -> Iterator[pa.Table]:
-        for data in super().read_chunks(split):
-            data = data.filter(self.row_filter).select(self.output_names)
-            if data.num_rows:
-                yield data
+    def finish(self, data: pa.Table) -> pa.Table:
+        return super().finish(data).filter(self.row_filter).select(self.output_names)
 
 
 # ---------------------------------------------------------------- Arrow expressions
