@@ -58,7 +58,7 @@ class FileReader:
         self.file_format = (options.get("file.format") or "parquet").lower()
         self.deletions = deletions
 
-    def read(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool,
+    def read(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool | tuple,
              skip_deleted: bool = True) -> pa.Table:
         file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
         raw = read_data_file(self.file_io, path, self.format_of(meta), system + file_fields)
@@ -66,7 +66,7 @@ class FileReader:
         return self._drop_deleted(shaped, meta, 0) if skip_deleted else shaped
 
     def read_together(self, files: list[tuple[str, DataFileMeta]], fields: list[DataField],
-                      with_system=True) -> list[tuple[pa.Table, list[tuple[str, DataFileMeta]]]]:
+                      with_system: bool | tuple) -> list[tuple[pa.Table, list[tuple[str, DataFileMeta]]]]:
         """These (bucket path, file) pairs read by one Arrow scan per schema: each scan's rows
         shaped as `fields` plus `with_system`, deleted rows included, with its files in the
         order their rows follow. Only parquet files naming all their columns, at least two of

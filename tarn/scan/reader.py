@@ -50,8 +50,6 @@ class SplitReader:
                 needed = set(schema.field_names)  # other engines merge across all columns
         # Partition columns taken from each split's partition value instead of its files.
         self.partition_fields = _constant_partition_fields(schema, needed, merge_spec)
-        if not needed - {f.name for f in self.partition_fields}:
-            self.partition_fields = []  # a file read needs a column to count the rows by
         # the conjuncts of the filter on key columns alone: a newest-wins merge applies them to
         # each file before merging (the same keys drop out of every file)
         self.key_filter = _key_conjuncts(predicate, merge_spec, {f.name for f in self.partition_fields})
@@ -286,8 +284,11 @@ def _constant_partition_fields(schema: TableSchema, needed: set[str], merge_spec
     column that is constant in a bucket takes no part in a merge)."""
     if merge_spec is not None and (merge_spec.engine != "deduplicate" or not merge_spec.plain_order):
         return []
-    return [schema.field(k) for k in schema.partition_keys
-            if k in needed and schema.field(k).type.root in CONSTANT_PARTITION_ROOTS]
+    filled = [schema.field(k) for k in schema.partition_keys
+              if k in needed and schema.field(k).type.root in CONSTANT_PARTITION_ROOTS]
+    if not needed - {f.name for f in filled}:
+        return []  # a file read needs a column to count the rows by
+    return filled
 
 
 def _key_conjuncts(predicate: Predicate | None, merge_spec: MergeSpec | None, filled: set[str]) -> Predicate | None:

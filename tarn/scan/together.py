@@ -79,7 +79,7 @@ def _split_masks(reader, split: Split, starts) -> dict:
     for meta in sorted(split.files, key=lambda f: f.min_sequence_number, reverse=True):
         rows, live = rows_of(meta), alive(meta)
         if live is not None:
-            rows = rows.filter(pa.array(live))
+            rows = filter_rows(rows, live)
         keys = rows.select(key_names)
         shadowed = newer.shadowed(keys)
         newer.add(keys, shadowed)
