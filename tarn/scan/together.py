@@ -24,8 +24,8 @@ MIN_FILES, FILE_ROWS, MAX_ROWS = 8, 200_000, 8_000_000
 
 def read_together(reader, splits: list[Split]) -> tuple[list[pa.Table], list[Split]]:
     """The rows of the splits read together by `reader` (a SplitReader; one table per scan)
-    and the splits left to read one by one: those that need a merge beyond newest-wins, or have a file the scan could not
-    take."""
+    and the splits left to read one by one: those that need a merge beyond newest-wins, or
+    have a file the scan could not take."""
     plain = [s for s in splits if reader.plain(s)]
     files = [(s.bucket_path, meta) for s in plain for meta in s.files]
     rows = sum(meta.row_count for _, meta in files)
