@@ -222,6 +222,28 @@ def test_parquet_compression_options(tmp_path, file_io):
     assert not file_io.exists(str(tmp_path / "bad.parquet"))
 
 
+def test_parquet_dictionary_only_for_repeating_columns(tmp_path, file_io):
+    """Columns whose leading rows repeat get dictionary pages; near-unique ones are written
+    plain; a key column `_KEY_x` and its value column `x` get the same choice; with
+    `parquet.enable.dictionary` false none has one. Every value reads back either way."""
+    fields = [DataField(0, "_KEY_id", BIGINT(False)), DataField(1, "_SEQUENCE_NUMBER", BIGINT(False)),
+              DataField(2, "status", STRING()), DataField(3, "id", BIGINT(False)),
+              DataField(4, "_KEY_day", STRING(False)), DataField(5, "day", STRING(False))]
+    n = 5000
+    table = pa.Table.from_arrays(
+        [pa.array(range(n)), pa.array(range(n, 2 * n)), pa.array([f"s{i % 7}" for i in range(n)]),
+         pa.array(range(n)), pa.array([f"2026-11-{i % 3 + 1:02d}" for i in range(n)]),
+         pa.array([f"2026-11-{i % 3 + 1:02d}" for i in range(n)])], schema=arrow_schema(fields))
+    for options, expected in [({}, {"status", "_KEY_day", "day"}), ({"parquet.enable.dictionary": "false"}, set())]:
+        path = str(tmp_path / f"d{len(options)}.parquet")
+        write_data_file(file_io, path, table, fields, "parquet", options)
+        group = pq.ParquetFile(path).metadata.row_group(0)
+        with_dictionary = {group.column(i).path_in_schema for i in range(group.num_columns)
+                           if group.column(i).has_dictionary_page}
+        assert with_dictionary == expected
+        assert read_data_file(file_io, path, "parquet", fields).equals(table)
+
+
 def test_orc_and_avro_compression(tmp_path, file_io):
     fields = [DataField(0, "a", BIGINT())]
     table = pa.Table.from_arrays([pa.array(range(1000))], schema=arrow_schema(fields))

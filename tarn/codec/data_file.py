@@ -316,25 +316,28 @@ def _shredded(table: pa.Table, fields: list[DataField], options: dict[str, str])
     return table
 
 
-DICTIONARY_SAMPLE_ROWS = 8192
+DICTIONARY_SAMPLE_ROWS = 1024
 DICTIONARY_MAX_DISTINCT_RATIO = 0.5
+KEY_PREFIX = "_KEY_"
 
 
 def _dictionary_columns(table: pa.Table) -> list[str]:
     """Top-level columns worth dictionary encoding: those whose leading sample repeats values.
 
     A dictionary on near-unique columns (keys, sequence numbers, random ids) only costs time:
-    the writer builds it, overflows it and falls back to plain pages anyway."""
+    the writer builds it, overflows it and falls back to plain pages anyway. A key column
+    `_KEY_x` holds the same values as its value column `x`: one look decides both."""
     sample = table.slice(0, DICTIONARY_SAMPLE_ROWS)
-    chosen = []
+    decided: dict[str, bool] = {}
     for name, column in zip(table.column_names, sample.columns):
-        if pa.types.is_nested(column.type) or len(column) == 0:
-            chosen.append(name)
-            continue
-        distinct = pc.count_distinct(column).as_py()
-        if distinct <= DICTIONARY_MAX_DISTINCT_RATIO * len(column):
-            chosen.append(name)
-    return chosen
+        twin = name[len(KEY_PREFIX):] if name.startswith(KEY_PREFIX) else KEY_PREFIX + name
+        if twin in decided and sample.schema.field(twin).type == column.type:
+            decided[name] = decided[twin]
+        elif pa.types.is_nested(column.type) or len(column) == 0:
+            decided[name] = True
+        else:
+            decided[name] = pc.count_distinct(column).as_py() <= DICTIONARY_MAX_DISTINCT_RATIO * len(column)
+    return [name for name, chosen in decided.items() if chosen]
 
 
 def _write_orc(out, data: pa.Table, fields: list[DataField], options: dict[str, str]) -> None:
