@@ -16,7 +16,8 @@ Shapes:
 - `single --iceberg` also times pyiceberg's `upsert` of the same batches (one run: it took 163 s here).
 
 deltalake and pyiceberg: `bash scripts/bench-setup.sh` (the `bench` extra; not tarn dependencies).
-Medians of `--repeat` runs, each on fresh copies of the tables.
+Medians of `--repeat` runs, each on fresh copies of the tables, tarn's and deltalake's runs
+alternating; the ratio is the median of the pairs' ratios.
 """
 
 from __future__ import annotations
@@ -62,6 +63,18 @@ def median_of(repeat: int, prepare, run) -> float:
     return statistics.median(times)
 
 
+def paired(repeat: int, ours: tuple, theirs: tuple) -> tuple[float, float, float]:
+    """(tarn's median, the peer's median, the median of the per-pair ratios): `ours` and
+    `theirs` are (prepare, run) timed alternately, so a load that comes and goes meets both
+    sides alike (medians of separate blocks of runs swung by 30% here)."""
+    ours_times, theirs_times = [], []
+    for _ in range(repeat):
+        ours_times.append(median_of(1, *ours))
+        theirs_times.append(median_of(1, *theirs))
+    ratios = [a / b for a, b in zip(ours_times, theirs_times)]
+    return statistics.median(ours_times), statistics.median(theirs_times), statistics.median(ratios)
+
+
 class Bench:
     def __init__(self, work: str, repeat: int, iceberg: bool):
         import deltalake
@@ -91,8 +104,10 @@ class Bench:
         (table.merge(batch, predicate=predicate, source_alias="s", target_alias="t")
          .when_matched_update_all().when_not_matched_insert_all().execute())
 
-    def report(self, name: str, ours: float, theirs: float) -> None:
-        print(f"  {name:42} tarn {ours:7.3f} s   deltalake {theirs:7.3f} s   ratio {ours / theirs:5.2f}x", flush=True)
+    def report(self, name: str, ours: float, theirs: float, ratio: float | None = None) -> None:
+        """`ratio`: the median of paired runs' ratios (default: of the medians)."""
+        ratio = ours / theirs if ratio is None else ratio
+        print(f"  {name:42} tarn {ours:7.3f} s   deltalake {theirs:7.3f} s   ratio {ratio:5.2f}x", flush=True)
 
     # ------------------------------------------------------------------ shapes
 
@@ -100,26 +115,23 @@ class Bench:
         base = rows(1_000_000, 1)
         batches = [rows(0, 10 + i, keys=np.random.default_rng(i).choice(1_200_000, 100_000, replace=False))
                    for i in range(10)]
-        ours = median_of(self.repeat, lambda: self.tarn_table(base, ["day", "k"], True),
-                         lambda t: [t.write(b) for b in batches])
-        theirs = median_of(self.repeat, lambda: self.delta_table(base, True),
-                           lambda t: [self.delta_merge(t, b, ["day", "k"]) for b in batches])
-        self.report("10 x 100k upserts, partitioned, key (day, k)", ours, theirs)
+        self.report("10 x 100k upserts, partitioned, key (day, k)", *paired(
+            self.repeat, (lambda: self.tarn_table(base, ["day", "k"], True), lambda t: [t.write(b) for b in batches]),
+            (lambda: self.delta_table(base, True), lambda t: [self.delta_merge(t, b, ["day", "k"]) for b in batches])))
 
     def delete(self) -> None:
         base = rows(2_800_000, 2)
-        ours = median_of(self.repeat, lambda: self.tarn_table(base, ["day", "k"], True),
-                         lambda t: t.delete(filter="amount < 0.1"))
-        theirs = median_of(self.repeat, lambda: self.delta_table(base, True), lambda t: t.delete("amount < 0.1"))
-        self.report("delete ~10% of 2.8M rows by predicate", ours, theirs)
+        self.report("delete ~10% of 2.8M rows by predicate", *paired(
+            self.repeat, (lambda: self.tarn_table(base, ["day", "k"], True), lambda t: t.delete(filter="amount < 0.1")),
+            (lambda: self.delta_table(base, True), lambda t: t.delete("amount < 0.1"))))
 
     def update(self) -> None:
         base = rows(2_800_000, 3)
-        ours = median_of(self.repeat, lambda: self.tarn_table(base, ["day", "k"], True),
-                         lambda t: t.update({"status": "upd"}, filter="k < 20000"))
-        theirs = median_of(self.repeat, lambda: self.delta_table(base, True),
-                           lambda t: t.update(updates={"status": "'upd'"}, predicate="k < 20000"))
-        self.report("update 20k of 2.8M rows by predicate", ours, theirs)
+        self.report("update 20k of 2.8M rows by predicate", *paired(
+            self.repeat, (lambda: self.tarn_table(base, ["day", "k"], True),
+                          lambda t: t.update({"status": "upd"}, filter="k < 20000")),
+            (lambda: self.delta_table(base, True),
+             lambda t: t.update(updates={"status": "'upd'"}, predicate="k < 20000"))))
 
     def reads(self) -> None:
         for bucket in ("4", None):
@@ -138,25 +150,24 @@ class Bench:
         probe = 123_457
         day = DAYS[probe % len(DAYS)]
         quick = max(self.repeat, 15)  # reads of tens of milliseconds: more runs for a steady median
-        full_ours = median_of(quick, lambda: None, lambda _: ours_table.scan().to_arrow())
-        full_theirs = median_of(quick, lambda: None, lambda _: theirs_table.to_pyarrow_table())
-        point_ours = median_of(quick, lambda: None,
-                               lambda _: ours_table.scan(filter=f"day = '{day}' and k = {probe}").to_arrow())
-        point_theirs = median_of(quick, lambda: None, lambda _: theirs_table.to_pyarrow_table(
-            filters=(pc.field("day") == day) & (pc.field("k") == probe)))
+        none = lambda: None  # noqa: E731 - reads need no fresh table
+        full = paired(quick, (none, lambda _: ours_table.scan().to_arrow()),
+                      (none, lambda _: theirs_table.to_pyarrow_table()))
+        point = paired(quick, (none, lambda _: ours_table.scan(filter=f"day = '{day}' and k = {probe}").to_arrow()),
+                       (none, lambda _: theirs_table.to_pyarrow_table(
+                           filters=(pc.field("day") == day) & (pc.field("k") == probe))))
         buckets = "4 buckets" if bucket else "default buckets"
-        self.report(f"full read after 5 x 100k upserts, {buckets}", full_ours, full_theirs)
-        self.report(f"point read after 5 x 100k upserts, {buckets}", point_ours, point_theirs)
+        self.report(f"full read after 5 x 100k upserts, {buckets}", *full)
+        self.report(f"point read after 5 x 100k upserts, {buckets}", *point)
 
     def single(self) -> None:
         base = rows(2_000_000, 5, days=False)
         batches = [rows(0, 30 + i, keys=np.random.default_rng(70 + i).choice(2_400_000, 200_000, replace=False),
                         days=False) for i in range(5)]
-        ours = median_of(self.repeat, lambda: self.tarn_table(base, ["k"], False),
-                         lambda t: [t.write(b) for b in batches])
-        theirs = median_of(self.repeat, lambda: self.delta_table(base, False),
-                           lambda t: [self.delta_merge(t, b, ["k"]) for b in batches])
-        self.report("5 x 200k upserts into 2M rows, single key", ours, theirs)
+        ours, theirs, ratio = paired(
+            self.repeat, (lambda: self.tarn_table(base, ["k"], False), lambda t: [t.write(b) for b in batches]),
+            (lambda: self.delta_table(base, False), lambda t: [self.delta_merge(t, b, ["k"]) for b in batches]))
+        self.report("5 x 200k upserts into 2M rows, single key", ours, theirs, ratio)
         if self.iceberg:
             iceberg = median_of(1, lambda: self.iceberg_table(base), lambda t: [t.upsert(b, join_cols=["k"])
                                                                                 for b in batches])
@@ -188,7 +199,8 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="tarn-bench-delta-")
     try:
         bench = Bench(work, args.repeat, args.iceberg)
-        print(f"tarn vs deltalake, {os.cpu_count()} cpu(s), medians of {args.repeat}")
+        print(f"tarn vs deltalake, {os.cpu_count()} cpu(s), medians of {args.repeat} alternating runs "
+              "(15 for the reads)")
         for shape in [s.strip() for s in args.only.split(",") if s.strip()]:
             getattr(bench, shape)()
     finally:
