@@ -9,6 +9,7 @@ reads whatever a table carries (tables written by other engines load without che
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -1006,6 +1007,7 @@ def match_key(key: str) -> Opt | None:
     return None if found is None else found.opt
 
 
+@functools.lru_cache(maxsize=4096)  # keys resolve the same way for the process's life
 def option(name: str) -> Opt:
     """The Opt a key resolves to (fixed name, older name, or a per-column / per-index pattern).
 
