@@ -482,9 +482,66 @@ def _fold(children, combine):
 
 
 def filter_table(table: pa.Table, p: Predicate | None) -> pa.Table:
+    """The rows of `table` where `p` is true (not false, not unknown)."""
     if p is None or table.num_rows == 0:
         return table
-    return table.filter(to_arrow(p))
+    try:
+        mask = _mask(table, p)
+    except (pa.ArrowException, TypeError, ValueError, KeyError, OverflowError):
+        mask = None  # no direct form for these values: Acero binds them as it knows how
+    return table.filter(to_arrow(p) if mask is None else mask)
+
+
+_KERNELS = {"==": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
+            ">=": pc.greater_equal}
+
+
+def _mask(table: pa.Table, p: Predicate):
+    """`p`'s truth per row (null: unknown) from compute kernels on the columns, for comparisons
+    with values of the column's type, null tests and their AND/OR/NOT; None for other forms.
+    The same kernels and three-valued logic as `to_arrow`'s expression, without planning an
+    Acero filter (which costs a small table several times the filtering)."""
+    if isinstance(p, Compare):
+        if p.value is None:
+            return None
+        column = table.column(p.column)
+        value = _exact_scalar(p.value, column.type)
+        return None if value is None else _KERNELS[p.op](column, value)
+    if isinstance(p, IsNull):
+        column = table.column(p.column)
+        return pc.is_valid(column) if p.negated else pc.is_null(column)
+    if isinstance(p, (And, Or)):
+        masks = [_mask(table, c) for c in p.children]
+        if any(m is None for m in masks):
+            return None
+        combine = pc.and_kleene if isinstance(p, And) else pc.or_kleene
+        out = masks[0]
+        for m in masks[1:]:
+            out = combine(out, m)
+        return out
+    if isinstance(p, Not):
+        inner = _mask(table, p.child)
+        return None if inner is None else pc.invert(inner)
+    return None
+
+
+def _exact_scalar(value, arrow_type: pa.DataType) -> pa.Scalar | None:
+    """`value` as a scalar of the column's type when that is exact: its own Arrow type, or a
+    cast Arrow checks for loss (integers, decimals, timestamps of the same zone-ness, string
+    and binary widths). None otherwise (a fraction against integers, floats of other widths):
+    those compare as the expression compares them."""
+    scalar = pa.scalar(value)
+    if scalar.type == arrow_type:
+        return scalar
+    source, target = scalar.type, arrow_type
+    same_kind = (
+        (pa.types.is_integer(source) and pa.types.is_integer(target))
+        or (pa.types.is_decimal(source) and pa.types.is_decimal(target))
+        or (pa.types.is_timestamp(source) and pa.types.is_timestamp(target) and (source.tz is None) == (target.tz is None))
+        or (pa.types.is_string(source) and pa.types.is_large_string(target))
+        or (pa.types.is_binary(source) and pa.types.is_large_binary(target))
+    )
+    return scalar.cast(target, safe=True) if same_kind else None
 
 
 # ---------------------------------------------------------------- exact evaluation on one row
