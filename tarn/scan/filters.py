@@ -85,12 +85,22 @@ def check_arrow(expression: pc.Expression, fields: Sequence[DataField], table_na
     """Arrow binds `expression` to the table's columns now, not at read time (columns of types
     tarn does not implement have no Arrow form: a filter naming one fails to bind)."""
     readable = [f for f in fields if not any(unsupported_roots(f.type))]
+    key = (str(expression), tuple((f.name, repr(f.type)) for f in readable))
+    if key in _BOUND:
+        return
     try:
         arrow_schema(readable).empty_table().filter(expression)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InvalidFilter(f"table {table_name}: the filter {expression} does not apply to the table's "
                             f"columns: {reason}") from None
+    if len(_BOUND) >= 1024:
+        _BOUND.clear()
+    _BOUND.add(key)
+
+
+# (filter, columns) pairs Arrow has bound: a repeated scan does not plan a filter again to check it
+_BOUND: set = set()
 
 
 def _from_expression(expression: pc.Expression, fields: Sequence[DataField], table_name: str) -> ScanFilter:
