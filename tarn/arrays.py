@@ -29,3 +29,21 @@ def filter_rows(table: pa.Table, keep: np.ndarray) -> pa.Table:
         return table
     mask = pa.array(keep)
     return pa.Table.from_arrays([column.filter(mask) for column in table.columns], schema=table.schema)
+
+
+def in_sorted(values: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """For each of `values`: is it in `reference` (sorted)? Binary searches of the shorter
+    side: values much longer than the reference and strictly increasing are searched for the
+    reference's entries instead."""
+    if len(reference) == 0:
+        return np.zeros(len(values), dtype=bool)
+    if len(values) > 4 * len(reference) and bool((values[1:] > values[:-1]).all()):
+        at = np.searchsorted(values, reference)
+        inside = at < len(values)
+        at, wanted = at[inside], reference[inside]
+        hit = np.zeros(len(values), dtype=bool)
+        hit[at[values[at] == wanted]] = True
+        return hit
+    at = np.searchsorted(reference, values)
+    np.minimum(at, len(reference) - 1, out=at)
+    return reference[at] == values

@@ -227,6 +227,23 @@ def test_repeat_and_filter_rows_match_arrow():
     assert filter_rows(data, np.ones(4, dtype=bool)) is data
 
 
+def test_in_sorted_matches_python_membership():
+    """Both ways of searching (values in the reference, or the reference's entries in long
+    increasing values) against Python's `in`, with duplicates, misses and empty sides."""
+    from tarn.arrays import in_sorted
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        reference = np.sort(rng.integers(0, 60, rng.integers(0, 12)))
+        values = rng.integers(-5, 70, rng.integers(0, 80))
+        if rng.random() < 0.5:
+            values = np.unique(values)  # strictly increasing: the reversed search applies
+        wanted = {int(v) for v in reference}
+        assert in_sorted(values, reference).tolist() == [int(v) in wanted for v in values]
+    keys = np.array([b"a", b"c", b"d"])
+    assert in_sorted(np.array([b"b", b"c", b"e"]), keys).tolist() == [False, True, False]
+
+
 @pytest.mark.parametrize("min_files", [8, 10**6])  # read together / split by split
 def test_retractions_kept_above_level_0_are_honoured(tmp_path, monkeypatch, min_files):
     """A compaction into a level below the highest keeps -D rows: such files are read with

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from tarn.arrays import in_sorted
 from tarn.codec.binary_row import deserialize_row, encode_rows
 from tarn.data.reader import FileReader
 from tarn.meta.manifest import DataFileMeta
@@ -203,7 +204,7 @@ class KeyLookup:
                 if not hit.any():
                     continue
                 gone = deleted(meta.file_name)
-                live = np.ones(len(positions), dtype=bool) if gone is None else ~sorted_member(gone, positions)
+                live = np.ones(len(positions), dtype=bool) if gone is None else ~in_sorted(positions, gone)
                 hit_rows = np.flatnonzero(hit)
                 still[hit_rows[live]] = False
                 if live.any():
@@ -240,11 +241,3 @@ def _distinct(ordered: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
-
-
-def sorted_member(reference: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """For each value: whether it is in `reference` (sorted)."""
-    if len(reference) == 0:
-        return np.zeros(len(values), dtype=bool)
-    at = np.searchsorted(reference, values)
-    return reference[np.minimum(at, len(reference) - 1)] == values

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn.arrays import filter_rows
+from tarn.arrays import filter_rows, in_sorted
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.lsm.aggregate import merge_keys as merge_aggregate_keys  # every key, singles too
 from tarn.lsm.aggregate import merge_aggregate
@@ -249,7 +249,7 @@ def keys_in(keys: pa.Table, newer: list[pa.Table]) -> np.ndarray:
         if _numpy_comparable(column.type):
             probe = column.to_numpy()
             for other in newer:
-                hit |= _sorted_member(probe, other.column(0).to_numpy())
+                hit |= in_sorted(probe, other.column(0).to_numpy())
             return hit
         value_set = pa.chunked_array([c for t in newer for c in t.column(0).chunks], type=column.type)
         return _to_numpy_bool(pc.is_in(column, value_set=value_set.combine_chunks()))
@@ -276,7 +276,7 @@ class NewerKeys:
         probe = keys.column(0).to_numpy()
         if len(probe) == 0 or len(self.numeric) == 0 or probe[-1] < self.numeric[0] or probe[0] > self.numeric[-1]:
             return np.zeros(len(probe), dtype=bool)
-        return _sorted_member(probe, self.numeric)
+        return in_sorted(probe, self.numeric)
 
     def add(self, keys: pa.Table, shadowed: np.ndarray | None = None) -> None:
         if self.tables or not (keys.num_columns == 1 and _numpy_comparable(keys.column(0).type)):
@@ -291,23 +291,6 @@ class NewerKeys:
             both = np.concatenate([self.numeric, fresh])
             both.sort(kind="stable")  # two sorted runs: a linear merge
             self.numeric = both
-
-
-def _sorted_member(probe: np.ndarray, sorted_values: np.ndarray) -> np.ndarray:
-    """Is each of `probe` in `sorted_values` (sorted, unique)? A much longer probe that is
-    itself strictly increasing is searched the other way round (fewer binary searches)."""
-    if len(sorted_values) == 0:
-        return np.zeros(len(probe), dtype=bool)
-    if len(probe) > 4 * len(sorted_values) and bool((probe[1:] > probe[:-1]).all()):
-        pos = np.searchsorted(probe, sorted_values)
-        inside = pos < len(probe)
-        pos, values = pos[inside], sorted_values[inside]
-        hit = np.zeros(len(probe), dtype=bool)
-        hit[pos[probe[pos] == values]] = True
-        return hit
-    pos = np.searchsorted(sorted_values, probe)
-    np.minimum(pos, len(sorted_values) - 1, out=pos)
-    return sorted_values[pos] == probe
 
 
 def _numpy_comparable(t: pa.DataType) -> bool:

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from tarn import partition as partitions
 from tarn import paths
+from tarn.arrays import in_sorted
 from tarn.bucket import (MAX_DYNAMIC_BUCKETS, assigner_channels, decode_hash_index, encode_hash_index,
                          owns_bucket, partition_hash, row_hashes)
 from tarn.errors import InvalidOption, TarnError
@@ -182,9 +183,9 @@ class PartitionIndex:
             return None
         bucket, known = self._one_bucket
         sample = hashes[::max(1, len(hashes) // 256)]  # new keys among the rows: mostly seen here at once
-        if not _sorted_members(known, np.sort(sample)).all():
+        if not in_sorted(np.sort(sample), known).all():
             return None
-        return bucket if _sorted_members(known, np.sort(hashes)).all() else None
+        return bucket if in_sorted(np.sort(hashes), known).all() else None
 
     def assign(self, hashes: np.ndarray) -> np.ndarray:
         """The bucket of each key hash, in arrival order (new hashes become known, and are
@@ -212,7 +213,7 @@ class PartitionIndex:
         known = self._known()
         if self._one_bucket is not None:  # membership in the int32 hashes is enough
             bucket, known_hashes = self._one_bucket
-            hit = _sorted_members(known_hashes, distinct)
+            hit = in_sorted(distinct, known_hashes)
             run_bucket[hit] = bucket
         elif len(known):
             pos = np.minimum(np.searchsorted(known, probes), len(known) - 1)
@@ -416,13 +417,6 @@ class BucketHashes:
         return self.files.write(self.partition, self.bucket, hashes)
 
 
-def _sorted_members(known: np.ndarray, probes: np.ndarray) -> np.ndarray:
-    """Which of the sorted `probes` are in the sorted, non-empty `known`."""
-    pos = np.searchsorted(known, probes)
-    np.minimum(pos, len(known) - 1, out=pos)
-    return known[pos] == probes
-
-
 def _one_bucket(known: np.ndarray) -> tuple[int, np.ndarray] | None:
     """(the bucket, the sorted int32 hashes) when every known (hash << 32 | bucket) pair
     names the same bucket, else None."""
@@ -465,7 +459,7 @@ def _repeats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     low = (1 << REPEAT_BITS) - 1
     table[repeated & low] = True
     rows = np.flatnonzero(table[values & low])
-    rows = rows[_sorted_members(repeated, values[rows])]  # ascending: every row of a repeated value
+    rows = rows[in_sorted(values[rows], repeated)]  # ascending: every row of a repeated value
     held = values[rows]
     order = np.argsort(held, kind="stable")  # rows of one value adjacent, earliest first
     grouped = held[order]

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from tarn.arrays import in_sorted
 from tarn.data.layout import FileLayout
-from tarn.data.lookup import KeyCodec, KeyLookup, sorted_member, sorted_unique
+from tarn.data.lookup import KeyCodec, KeyLookup, sorted_unique
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
 from tarn.errors import FileMissing
@@ -281,4 +282,4 @@ def _setdiff(keys: np.ndarray, other: np.ndarray) -> np.ndarray:
     if keys.dtype.kind == "S" and keys.dtype != other.dtype:
         width = max(keys.dtype.itemsize, other.dtype.itemsize)
         keys, other = keys.astype(f"S{width}"), other.astype(f"S{width}")
-    return keys[~sorted_member(np.sort(other), keys)]
+    return keys[~in_sorted(keys, np.sort(other))]
