@@ -173,8 +173,9 @@ def _min_max(column, t: DataType):
     return low, high
 
 
-def _column_stats(column, t: DataType, mode: str, file_format: str | None):
-    """(min, max, null count) of one column under `mode`."""
+def _raw_stats(column, t: DataType, mode: str, file_format: str | None):
+    """(exact min, exact max, null count) of one column as `mode` keeps them (None where it
+    keeps nothing); truncation comes when the stats are finished."""
     if mode == "none":
         return None, None, None
     if file_format == "parquet" and t.root in STATLESS_ROOTS:
@@ -183,12 +184,64 @@ def _column_stats(column, t: DataType, mode: str, file_format: str | None):
     if mode == "counts" or _no_min_max(t, file_format):
         return None, None, null_count
     low, high = _min_max(column, t)
-    if mode.startswith("truncate("):
+    return low, high, null_count
+
+
+def _order_key(value):
+    """Java's compareTo order for merging minima and maxima: floats with NaN largest and -0.0
+    below 0.0; other values in their natural order."""
+    if isinstance(value, float):
+        return (1, 0.0, 0) if math.isnan(value) else (0, value, 0 if math.copysign(1.0, value) < 0 else 1)
+    return value
+
+
+def _truncated(low, high, mode: str):
+    if mode.startswith("truncate(") and (low is not None or high is not None):
         length = int(mode[len("truncate("):-1])
         low, high = truncate_min(low, length), truncate_max(high, length)
         if high is None:
             low = None
-    return low, high, null_count
+    return low, high
+
+
+class RunningStats:
+    """SimpleStats of columns (in `fields` order, one mode each) collected chunk by chunk:
+    exact minima, maxima and null counts merged as chunks come, the modes' truncation applied
+    when `result` is asked for (the same stats as `collect_stats` of all chunks at once).
+
+    Pass `file_format` to reproduce the gaps of Java's footer-based stats (module docstring);
+    without it the stats are exact per mode, as Java's per-record (avro) collectors give."""
+
+    def __init__(self, fields: list[DataField], modes: list[str], file_format: str | None = None):
+        if len(fields) != len(modes):
+            raise ValueError(f"RunningStats: {len(fields)} fields, {len(modes)} modes")
+        self.fields = fields
+        self.modes = [parse_mode(m) for m in modes]
+        self.file_format = file_format.lower() if file_format else None
+        self.lows: list = [None] * len(fields)
+        self.highs: list = [None] * len(fields)
+        self.nulls: list = [None] * len(fields)
+
+    def add(self, data: pa.Table) -> None:
+        if data.num_columns != len(self.fields):
+            raise ValueError(f"RunningStats: {data.num_columns} columns, {len(self.fields)} fields")
+        for i, (column, f, mode) in enumerate(zip(data.columns, self.fields, self.modes)):
+            low, high, null_count = _raw_stats(column, f.type, mode, self.file_format)
+            if null_count is not None:
+                self.nulls[i] = (self.nulls[i] or 0) + null_count
+            if low is not None and (self.lows[i] is None or _order_key(low) < _order_key(self.lows[i])):
+                self.lows[i] = low
+            if high is not None and (self.highs[i] is None or _order_key(high) > _order_key(self.highs[i])):
+                self.highs[i] = high
+
+    def result(self) -> SimpleStats:
+        mins, maxs = [], []
+        for low, high, mode in zip(self.lows, self.highs, self.modes):
+            low, high = _truncated(low, high, mode)
+            mins.append(low)
+            maxs.append(high)
+        types = [with_nullable(f.type, True) for f in self.fields]
+        return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), list(self.nulls))
 
 
 def collect_stats(data: pa.Table, fields: list[DataField], modes: list[str],
@@ -200,15 +253,9 @@ def collect_stats(data: pa.Table, fields: list[DataField], modes: list[str],
     if not (data.num_columns == len(fields) == len(modes)):
         raise ValueError(f"collect_stats: {data.num_columns} columns, {len(fields)} fields, "
                          f"{len(modes)} modes")
-    fmt = file_format.lower() if file_format else None
-    mins, maxs, nulls = [], [], []
-    for column, f, mode in zip(data.columns, fields, modes):
-        low, high, null_count = _column_stats(column, f.type, parse_mode(mode), fmt)
-        mins.append(low)
-        maxs.append(high)
-        nulls.append(null_count)
-    types = [with_nullable(f.type, True) for f in fields]
-    return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), nulls)
+    stats = RunningStats(fields, modes, file_format)
+    stats.add(data)
+    return stats.result()
 
 
 def decode_stats(stats: SimpleStats, fields: list[DataField]) -> tuple[list, list, list]:

@@ -259,3 +259,34 @@ def test_bounds_property(strings, ints, length):
     present_ints = [i for i in ints if i is not None]
     assert mins == [min(present_ints) if present_ints else None]
     assert maxs == [max(present_ints) if present_ints else None]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.text(max_size=24)),
+                          st.one_of(st.none(), st.floats(allow_nan=True), st.just(-0.0), st.just(0.0)),
+                          st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
+                          st.one_of(st.none(), st.binary(max_size=20))), min_size=1, max_size=30),
+       st.lists(st.integers(1, 29), max_size=4), st.sampled_from(["full", "truncate(4)", "counts", "none"]))
+def test_running_stats_over_chunks_equal_stats_of_the_whole(rows, cuts, mode):
+    """Stats collected chunk by chunk (as a file written a row group at a time collects them)
+    are the stats of all its rows at once, with Java's float order and truncation."""
+    from tarn.stats import RunningStats
+
+    fields = [DataField(0, "s", STRING()), DataField(1, "f", DOUBLE()), DataField(2, "i", BIGINT()),
+              DataField(3, "b", BYTES())]
+    whole = table_of(fields, [list(c) for c in zip(*rows)])
+    running = RunningStats(fields, [mode] * 4)
+    bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
+    for lo, hi in zip(bounds, bounds[1:]):
+        running.add(whole.slice(lo, hi - lo))
+    expected = collect_stats(whole, fields, [mode] * 4)
+    got = running.result()
+    assert got.null_counts == expected.null_counts
+    assert _same_values(decode_stats(got, fields), decode_stats(expected, fields))
+
+
+def _same_values(a, b) -> bool:
+    def norm(v):
+        return ("nan",) if isinstance(v, float) and math.isnan(v) else (v, math.copysign(1, v)) \
+            if isinstance(v, float) else v
+    return [[norm(v) for v in part] for part in a] == [[norm(v) for v in part] for part in b]
