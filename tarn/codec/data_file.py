@@ -251,28 +251,54 @@ def write_data_file(file_io, path: str, data: pa.Table, fields: list[DataField],
 
 
 def _write_parquet(out, data: pa.Table, fields: list[DataField], options: dict[str, str]) -> None:
-    schema = pa.schema([_parquet_field(f.name, f.type, f.id, f.id, 0) for f in fields])
-    table = _shredded(_conform(data, fields, schema), fields, options)
-    compression = _parquet_codec(_compression(options))
-    kwargs = {}
-    if "parquet.page.size" in options:
-        kwargs["data_page_size"] = _bytes_option(options, "parquet.page.size")
-    block = options.get("parquet.block.size") or options.get("file.block-size")
-    if block is not None and table.num_rows:  # row group size in bytes, as Paimon's writer takes it
-        per_row = max(1, table.nbytes // table.num_rows)
-        kwargs["row_group_size"] = max(1, _bytes_option({"b": block}, "b") // per_row)
-    pq.write_table(
-        table, out,
-        compression=compression,
-        compression_level=_zstd_level(options) if compression == "zstd" else None,
-        use_dictionary=_dictionary_columns(table) if _bool_option(options, "parquet.enable.dictionary", True)
-        else False,
-        store_decimal_as_integer=True,
-        use_deprecated_int96_timestamps=any(_has_fine_timestamp(f.type) for f in fields),
-        write_time_adjusted_to_utc=True,
-        store_schema=False,
-        **kwargs,
-    )
+    stream = ParquetStream(out, fields, options)
+    stream.write(data)
+    stream.close()
+
+
+class ParquetStream:
+    """One parquet data file written a table at a time into `out` (each `write` adds whole
+    row groups, so `out.tell()` is the file's size so far): the file `write_data_file` writes
+    of all the tables at once, but for the dictionary columns, chosen from the first table."""
+
+    def __init__(self, out, fields: list[DataField], options: dict[str, str]):
+        self.out, self.fields, self.options = out, fields, options
+        self.schema = pa.schema([_parquet_field(f.name, f.type, f.id, f.id, 0) for f in fields])
+        self.writer: pq.ParquetWriter | None = None
+
+    def write(self, data: pa.Table) -> None:
+        table = _shredded(_conform(data, self.fields, self.schema), self.fields, self.options)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.out, table.schema, **self._writer_options(table))
+        row_group_size = None
+        block = self.options.get("parquet.block.size") or self.options.get("file.block-size")
+        if block is not None and table.num_rows:  # row group size in bytes, as Paimon's writer takes it
+            per_row = max(1, table.nbytes // table.num_rows)
+            row_group_size = max(1, _bytes_option({"b": block}, "b") // per_row)
+        self.writer.write_table(table, row_group_size=row_group_size)
+
+    def close(self) -> None:
+        if self.writer is None:  # no table came: a file of no rows
+            self.write(self.schema.empty_table())
+        self.writer.close()
+
+    def _writer_options(self, table: pa.Table) -> dict:
+        options = self.options
+        compression = _parquet_codec(_compression(options))
+        extra = {}
+        if "parquet.page.size" in options:
+            extra["data_page_size"] = _bytes_option(options, "parquet.page.size")
+        return dict(
+            compression=compression,
+            compression_level=_zstd_level(options) if compression == "zstd" else None,
+            use_dictionary=_dictionary_columns(table) if _bool_option(options, "parquet.enable.dictionary", True)
+            else False,
+            store_decimal_as_integer=True,
+            use_deprecated_int96_timestamps=any(_has_fine_timestamp(f.type) for f in self.fields),
+            write_time_adjusted_to_utc=True,
+            store_schema=False,
+            **extra,
+        )
 
 
 def shredding_shapes(options: dict[str, str]) -> dict:

@@ -3,28 +3,25 @@ each described by a DataFileMeta with vectorised stats."""
 
 from __future__ import annotations
 
-import datetime as dt
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from functools import partial
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tarn import paths
-from tarn.codec.binary_row import EMPTY_ROW, serialize_row
-from tarn.codec.data_file import write_data_file
+from tarn.codec.data_file import ParquetStream, write_data_file
 from tarn.codec.file_index import INDEX_SUFFIX, build_file_index, cached_specs
+from tarn.data.describe import Description
 from tarn.data.layout import ROW_TRACKING_FIELDS, STORED_ROW_TRACKING_FIELDS, FileLayout, layout_of
 from tarn.fs import FileIO, join
-from tarn.lsm.kv import DELETE, SEQUENCE, UPDATE_BEFORE, VALUE_KIND
-from tarn.meta.manifest import APPEND_SOURCE, EMPTY_STATS, DataFileMeta
+from tarn.lsm.kv import SEQUENCE, VALUE_KIND
+from tarn.meta.manifest import APPEND_SOURCE, DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.options import Options, parse_memory_size
-from tarn.stats import collect_stats, stats_modes
 
-SYSTEM_STATS_MODE = "truncate(128)"
 PARALLEL_STATS_ROWS = 200_000  # files from this many rows collect their stats while they are encoded
+# a streamed file (compaction output) is written in row groups of about this many rows / bytes
+ROW_GROUP_ROWS, ROW_GROUP_BYTES = 262_144, 64 << 20
 
 
 def changelog_options(raw) -> dict[str, str]:
@@ -40,12 +37,6 @@ def changelog_options(raw) -> dict[str, str]:
         options["metadata.stats-mode"] = options["changelog-file.stats-mode"]
         options.pop("metadata.stats-mode.per.level", None)
     return options
-
-
-def local_millis_now() -> int:
-    """Paimon's creation time: the local wall clock read as if it were UTC."""
-    now = dt.datetime.now()
-    return int((now - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
 
 
 class FileWriter:
@@ -99,7 +90,40 @@ class FileWriter:
 
     def write_stream(self, chunks, level: int, file_source: int) -> list[DataFileMeta]:
         """Write a stream of key-ordered key-value tables (sequence numbers kept), rolling a new
-        file whenever the buffered rows reach `target-file-size` in memory."""
+        file once the current one reaches `target-file-size` on disk, as Java's rolling writer
+        does: parquet files are written a row group at a time, their stats gathered as they
+        grow. Other formats, and files with a file index (built from all their rows), roll
+        when the buffered rows reach `target-file-size` in memory. On failure the files of
+        this stream are deleted."""
+        if self.file_format != "parquet" or self.index_specs or self.write_cols is not None:
+            return self._write_buffered_stream(chunks, level, file_source)
+        target = self._target_size()
+        metas, current, pending = [], None, _Pending(chunks)
+        try:
+            while True:
+                # a row group fills what is left of the file, at the file's compression so far
+                budget = target if current is None else current.room(target)
+                group = pending.take(ROW_GROUP_ROWS, min(budget, ROW_GROUP_BYTES))
+                if group is None:
+                    break
+                if current is None:
+                    current = _StreamedFile(self, level, file_source)
+                current.write(group)
+                if current.size >= target:
+                    metas.append(current.close())
+                    current = None
+            if current is not None:
+                metas.append(current.close())
+                current = None
+        except BaseException:
+            if current is not None:
+                current.abort()
+            for meta in metas:
+                self.file_io.delete(join(self.bucket_path, meta.file_name))
+            raise
+        return metas
+
+    def _write_buffered_stream(self, chunks, level: int, file_source: int) -> list[DataFileMeta]:
         target = self._target_size()
         metas, pending, pending_bytes = [], [], 0
         for chunk in chunks:
@@ -127,7 +151,12 @@ class FileWriter:
         name = self.namer.next()
         path = join(self.bucket_path, name)
         file_table = self._file_table(rows)
-        describe = partial(self._meta, name, 0, rows, file_table, level, file_source, first_sequence)
+
+        def describe() -> DataFileMeta:
+            description = self.description()
+            description.add(rows, file_table)
+            return description.meta(name, 0, level, file_source, first_sequence)
+
         # a large file's stats are collected in a thread while the file is encoded (both release the GIL)
         pool = ThreadPoolExecutor(max_workers=1) if rows.num_rows >= PARALLEL_STATS_ROWS else None
         described = pool.submit(describe) if pool is not None else None
@@ -176,50 +205,91 @@ class FileWriter:
         names = [f.name for f in self.layout.file_fields]
         return pa.Table.from_arrays(columns, names=names)
 
-    def _meta(self, name, size, rows, file_table, level, file_source, first_sequence) -> DataFileMeta:
-        value_fields = list(self.layout.value_fields)
-        modes = stats_modes(value_fields, self.raw_options)
-        kept = [(f, m) for f, m in zip(value_fields, modes) if m != "none"]
-        value_stats = collect_stats(rows.select([f.name for f, _ in kept]), [f for f, _ in kept],
-                                    [m for _, m in kept])
-        value_stats_cols = None if len(kept) == len(value_fields) else tuple(f.name for f, _ in kept)
-        if self.write_cols is not None:  # stats of some columns: say which
-            value_stats_cols = tuple(f.name for f, _ in kept)
-        seq = rows.column(SEQUENCE) if SEQUENCE in rows.column_names else None
-        if self.layout.is_key_value:
-            key_fields = list(self.layout.key_fields)
-            key_table = file_table.select([f.name for f in key_fields])
-            key_types = [f.type for f in key_fields]
-            min_key = serialize_row([c[0].as_py() for c in key_table.columns], key_types)
-            max_key = serialize_row([c[-1].as_py() for c in key_table.columns], key_types)
-            key_stats = collect_stats(key_table, key_fields, [SYSTEM_STATS_MODE] * len(key_fields))
-            kinds = rows.column(VALUE_KIND)
-            deletes = pc.sum(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE))).as_py() or 0
-        else:
-            min_key = max_key = EMPTY_ROW
-            key_stats = EMPTY_STATS
-            deletes = 0
-        if seq is None:
-            min_seq, max_seq = first_sequence, first_sequence + rows.num_rows - 1
-        elif self.row_ids:  # Java's RowDataFileSequenceNumberTracker: nulls leave 0s the commit stamps
-            min_seq, max_seq = _min_max(seq.drop_null())
-            min_seq = 0 if seq.null_count == len(seq) else min_seq
-            max_seq = 0 if seq.null_count else max_seq
-        else:
-            min_seq, max_seq = _min_max(seq)
-        return DataFileMeta(
-            file_name=name, file_size=size, row_count=rows.num_rows,
-            min_key=min_key, max_key=max_key, key_stats=key_stats, value_stats=value_stats,
-            min_sequence_number=min_seq, max_sequence_number=max_seq,
-            schema_id=self.schema.id, level=level, extra_files=(),
-            creation_time=local_millis_now(), delete_row_count=deletes,
-            embedded_index=None, file_source=file_source, value_stats_cols=value_stats_cols,
-            external_path=None, first_row_id=None, write_cols=self.write_cols,
-        )
+    def description(self) -> Description:
+        """An empty description of one of this writer's files."""
+        return Description(self.layout, self.raw_options, self.schema.id, self.write_cols, self.row_ids)
 
 
-def _min_max(seq) -> tuple[int, int]:
-    if seq is None or len(seq) == 0:
-        return 0, 0
-    result = pc.min_max(seq)
-    return result["min"].as_py(), result["max"].as_py()
+class _Pending:
+    """The stream's rows not yet written, handed out in tables of bounded rows and bytes."""
+
+    def __init__(self, chunks):
+        self.chunks = iter(chunks)
+        self.held: list[pa.Table] = []
+        self.rows = self.bytes = 0
+
+    def take(self, max_rows: int, max_bytes: int) -> pa.Table | None:
+        """The next rows: at most `max_rows`, about `max_bytes` in memory (one row at least);
+        None when the stream is done."""
+        while self.rows < max_rows and self.bytes < max_bytes:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                break
+            if chunk.num_rows:
+                self.held.append(chunk)
+                self.rows, self.bytes = self.rows + chunk.num_rows, self.bytes + chunk.nbytes
+        if not self.rows:
+            return None
+        table = pa.concat_tables(self.held) if len(self.held) > 1 else self.held[0]
+        per_row = max(self.bytes / self.rows, 1.0)
+        count = max(1, min(max_rows, int(max_bytes / per_row), self.rows))
+        rest = table.slice(count)
+        self.held = [rest] if rest.num_rows else []
+        self.rows, self.bytes = rest.num_rows, int(per_row * rest.num_rows)
+        return table.slice(0, count) if count < table.num_rows else table
+
+
+class _StreamedFile:
+    """A parquet data file of a stream, open while its row groups are written and described."""
+
+    def __init__(self, writer: FileWriter, level: int, file_source: int):
+        self.writer, self.level, self.file_source = writer, level, file_source
+        self.name = writer.namer.next()
+        self.path = join(writer.bucket_path, self.name)
+        self.description = writer.description()
+        self._stream = writer.file_io.open_output_stream(self.path)
+        self.out = self._stream.__enter__()
+        self.parquet = ParquetStream(self.out, writer._file_fields(), writer.raw_options)
+
+    @property
+    def size(self) -> int:
+        """Bytes written so far (whole row groups)."""
+        return self.out.tell()
+
+    def room(self, target: int) -> int:
+        """In-memory bytes of rows that would about fill the file to `target` bytes, at the
+        compression of its rows so far (none yet: one byte on disk per byte in memory)."""
+        ratio = self.size / self.memory if self.memory else 1.0
+        return max(1, int((target - self.size) / max(ratio, 1e-6)))
+
+    memory = 0  # in-memory bytes of the rows written
+
+    def write(self, rows: pa.Table) -> None:
+        self.memory += rows.nbytes
+        file_table = self.writer._file_table(rows)
+        if rows.num_rows < PARALLEL_STATS_ROWS:
+            self.parquet.write(file_table)
+            self.description.add(rows, file_table)
+            return
+        with ThreadPoolExecutor(max_workers=1) as pool:  # stats while the row group is encoded
+            described = pool.submit(self.description.add, rows, file_table)
+            self.parquet.write(file_table)
+            described.result()
+
+    def close(self) -> DataFileMeta:
+        try:
+            self.parquet.close()
+            size = self.out.tell()
+        except BaseException as exc:
+            self._stream.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._stream.__exit__(None, None, None)
+        return self.description.meta(self.name, size, self.level, self.file_source, 0)
+
+    def abort(self) -> None:
+        """Close and delete the partial file (its own error is the one to report)."""
+        try:
+            self._stream.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001
+            pass
+        self.writer.file_io.delete(self.path)
