@@ -252,7 +252,11 @@ def write_data_file(file_io, path: str, data: pa.Table, fields: list[DataField],
 
 def _write_parquet(out, data: pa.Table, fields: list[DataField], options: dict[str, str]) -> None:
     stream = ParquetStream(out, fields, options)
-    stream.write(data)
+    try:
+        stream.write(data)
+    except BaseException:
+        stream.abort()
+        raise
     stream.close()
 
 
@@ -281,6 +285,15 @@ class ParquetStream:
         if self.writer is None:  # no table came: a file of no rows
             self.write(self.schema.empty_table())
         self.writer.close()
+
+    def abort(self) -> None:
+        """Finish the writer of a file that is to be deleted (its own error, if any, is not
+        the one to report), so that nothing writes into `out` once it is closed."""
+        if self.writer is not None:
+            try:
+                self.writer.close()
+            except Exception:  # noqa: BLE001
+                pass
 
     def _writer_options(self, table: pa.Table) -> dict:
         options = self.options

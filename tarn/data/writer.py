@@ -250,6 +250,7 @@ class _StreamedFile:
         self._stream = writer.file_io.open_output_stream(self.path)
         self.out = self._stream.__enter__()
         self.parquet = ParquetStream(self.out, writer._file_fields(), writer.raw_options)
+        self.memory = 0  # in-memory bytes of the rows written
 
     @property
     def size(self) -> int:
@@ -261,8 +262,6 @@ class _StreamedFile:
         compression of its rows so far (none yet: one byte on disk per byte in memory)."""
         ratio = self.size / self.memory if self.memory else 1.0
         return max(1, int((target - self.size) / max(ratio, 1e-6)))
-
-    memory = 0  # in-memory bytes of the rows written
 
     def write(self, rows: pa.Table) -> None:
         self.memory += rows.nbytes
@@ -288,6 +287,7 @@ class _StreamedFile:
 
     def abort(self) -> None:
         """Close and delete the partial file (its own error is the one to report)."""
+        self.parquet.abort()
         try:
             self._stream.__exit__(None, None, None)
         except Exception:  # noqa: BLE001
