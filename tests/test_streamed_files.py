@@ -123,3 +123,20 @@ def test_a_failing_stream_leaves_no_file_and_no_commit(tmp_path, monkeypatch):
     monkeypatch.undo()
     table.compact(full=True)
     assert table.scan().to_arrow().num_rows == 120_000
+
+
+def test_a_write_rolls_its_files_on_disk_size_and_numbers_rows_on(tmp_path):
+    """An append table's write: files roll at the target on disk, and their sequence numbers
+    run on from file to file (each file's rows numbered after the previous file's)."""
+    table = tarn.create_table(str(tmp_path / "t"), SCHEMA, options={"target-file-size": f"{TARGET // 1024} kb"})
+    batch = rows(np.arange(300_000, dtype=np.int64), 5)
+    table.write(batch)
+    entries = sorted(live_entries(table), key=lambda e: e.file.min_sequence_number)
+    assert len(entries) > 3
+    sizes = [e.file.file_size for e in entries]
+    assert all(size >= TARGET for size in sizes[:-1]) and max(sizes) < 2 * TARGET
+    ranges = [(e.file.min_sequence_number, e.file.max_sequence_number, e.file.row_count) for e in entries]
+    assert ranges[0][0] == 0 and ranges[-1][1] == batch.num_rows - 1
+    assert all(low == previous_high + 1 for (_, previous_high, _), (low, _, _) in zip(ranges, ranges[1:]))
+    assert all(high - low + 1 == count for low, high, count in ranges)
+    assert table.scan().to_arrow().column("id").to_pylist() == batch.column("id").to_pylist()

@@ -77,11 +77,18 @@ class FileWriter:
         Key-value tables: `rows` holds the table columns plus `_SEQUENCE_NUMBER`/`_VALUE_KIND`.
         Append tables: just the table columns, numbered from `first_sequence` in order (None:
         each file from 0, which a row-tracking commit stamps with its snapshot id)."""
+        if self._streams():
+            return self._roll([rows], level, file_source, first_sequence)
         metas = []
         for start, chunk in self._chunks(rows):
             first = 0 if first_sequence is None else first_sequence + start
             metas.append(self._write_one(chunk, level, file_source, first))
         return metas
+
+    def _streams(self) -> bool:
+        """True if files are written a row group at a time and rolled on their size on disk
+        (parquet without a file index, which is built from all of a file's rows)."""
+        return self.file_format == "parquet" and not self.index_specs and self.write_cols is None
 
     def write_one(self, rows: pa.Table, file_source: int = APPEND_SOURCE) -> DataFileMeta:
         """All `rows` in one file, however large (a file covering one row-id range), numbered
@@ -95,10 +102,17 @@ class FileWriter:
         grow. Other formats, and files with a file index (built from all their rows), roll
         when the buffered rows reach `target-file-size` in memory. On failure the files of
         this stream are deleted."""
-        if self.file_format != "parquet" or self.index_specs or self.write_cols is not None:
+        if not self._streams():
             return self._write_buffered_stream(chunks, level, file_source)
+        return self._roll(chunks, level, file_source, 0)
+
+    def _roll(self, chunks, level: int, file_source: int, first_sequence: int | None) -> list[DataFileMeta]:
+        """The chunks' rows into parquet files written a row group at a time, each closed once
+        it holds `target-file-size` bytes on disk. Files without sequence numbers in their
+        rows are numbered on from `first_sequence` (None: each from 0). On failure the files
+        of this call are deleted."""
         target = self._target_size()
-        metas, current, pending = [], None, _Pending(chunks)
+        metas, current, pending, written = [], None, _Pending(chunks), 0
         try:
             while True:
                 # a row group fills what is left of the file, at the file's compression so far
@@ -107,8 +121,10 @@ class FileWriter:
                 if group is None:
                     break
                 if current is None:
-                    current = _StreamedFile(self, level, file_source)
+                    first = 0 if first_sequence is None else first_sequence + written
+                    current = _StreamedFile(self, level, file_source, first)
                 current.write(group)
+                written += group.num_rows
                 if current.size >= target:
                     metas.append(current.close())
                     current = None
@@ -242,8 +258,9 @@ class _Pending:
 class _StreamedFile:
     """A parquet data file of a stream, open while its row groups are written and described."""
 
-    def __init__(self, writer: FileWriter, level: int, file_source: int):
+    def __init__(self, writer: FileWriter, level: int, file_source: int, first_sequence: int):
         self.writer, self.level, self.file_source = writer, level, file_source
+        self.first_sequence = first_sequence  # of its first row, if the rows carry no sequence numbers
         self.name = writer.namer.next()
         self.path = join(writer.bucket_path, self.name)
         self.description = writer.description()
@@ -283,7 +300,7 @@ class _StreamedFile:
             self._stream.__exit__(type(exc), exc, exc.__traceback__)
             raise
         self._stream.__exit__(None, None, None)
-        return self.description.meta(self.name, size, self.level, self.file_source, 0)
+        return self.description.meta(self.name, size, self.level, self.file_source, self.first_sequence)
 
     def abort(self) -> None:
         """Close and delete the partial file (its own error is the one to report)."""
