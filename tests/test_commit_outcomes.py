@@ -79,7 +79,7 @@ def arm_after_create(monkeypatch, method, times, match="/snapshot/snapshot-"):
 
 
 def test_a_check_after_the_create_that_fails_once_is_retried(log_table, monkeypatch):
-    arm_after_create(monkeypatch, "exists", 1)
+    arm_after_create(monkeypatch, "read_bytes", 1)
     snapshot = log_table.write(rows([2]))
     monkeypatch.undo()
     assert snapshot.id == 2 and read(log_table) == [(1, "x1"), (2, "x2")]
@@ -87,7 +87,7 @@ def test_a_check_after_the_create_that_fails_once_is_retried(log_table, monkeypa
 
 def test_a_check_after_the_create_that_keeps_failing_is_outcome_unknown(log_table, monkeypatch):
     before = files_under(log_table.root)
-    arm_after_create(monkeypatch, "exists", -1)
+    arm_after_create(monkeypatch, "read_bytes", -1)
     with pytest.raises(OutcomeUnknown, match="snapshot 2, which was created"):
         log_table.write(rows([2]))
     monkeypatch.undo()

@@ -299,6 +299,8 @@ class Committer:
 
         A create that succeeded behind the latest snapshot (its id had been committed by
         another writer and then expired) is taken back and reported as a lost race."""
+        if base is not None and not self._still_there(base):
+            return False  # expiry or a rollback took the base meanwhile: a lost race, nothing created
         try:
             created = self.snapshots.create(snapshot)
         except OutcomeUnknown:  # the store could not tell whether the file was created
@@ -350,15 +352,20 @@ class Committer:
         return on_disk.uuid == snapshot.uuid
 
     def _landed_behind(self, snapshot: Snapshot, base: Snapshot | None, messages) -> bool:
-        """Did `snapshot` land behind the table's latest snapshot (or on a rolled-back base)?
+        """Did `snapshot` land behind the table's latest snapshot (its id had been committed by
+        another writer and then expired), or on a rolled-back base?
 
-        Expiry writes the EARLIEST hint, then deletes snapshot files in ascending order. So
-        while our base exists, nobody held our id before us. Otherwise a snapshot after ours
-        either descends from ours (it references our files) or was there first; and with none
-        after ours, a base that expiry did not remove was rolled back under us."""
-        if base is not None and self.snapshots.exists(base.id):
+        The invariant (docs/concurrency.md, "One snapshot id, one commit"): expiry deletes
+        snapshot files in ascending order and never the greatest id, so while the very base
+        this commit read (the same file, compared whole: a snapshot created behind may have
+        re-used the base's id) is still on storage, no other commit held our id before us.
+        Without it, a snapshot after ours either descends from ours (it references our files)
+        or was there first; with none after ours, ours is the greatest id, which expiry alone
+        cannot have made of a re-used id (the id it expired had a successor that stays)."""
+        if base is not None and self._still_there(base):
             return False
-        later = [i for i in self.snapshots.list_ids() if i > snapshot.id]
+        ids = self.snapshots.list_ids()
+        later = [i for i in ids if i > snapshot.id]
         if later:
             names = _added_names(messages)
             if not names:  # nothing of ours to look for: trust the EARLIEST hint
@@ -371,13 +378,23 @@ class Committer:
             return not (names & referenced)
         if base is None:
             return False
+        # ours is the greatest id and our base is gone: expiry took it (then no snapshot below
+        # ours stays) or a rollback did (it keeps its target below ours and says so in EARLIEST)
+        below = [i for i in ids if i < snapshot.id]
         earliest_hint = self.snapshots.earliest_hint()
-        return earliest_hint is None or earliest_hint <= base.id
+        return bool(below) and (earliest_hint is None or earliest_hint <= base.id)
+
+    def _still_there(self, base: Snapshot) -> bool:
+        """Is the snapshot file of `base` still the very snapshot this commit read?"""
+        return self.snapshots.holds(base)
 
     def _referenced_names(self, snapshot: Snapshot) -> set[str]:
+        """Data and index files `snapshot` references."""
         names = set()
         for meta in self.manifests.data_manifests(snapshot):
             names.update(e.file.file_name for e in self.manifests.read_manifest(meta.file_name))
+        if snapshot.index_manifest:
+            names.update(e.file_name for e in self.manifests.read_index_manifest(snapshot.index_manifest))
         return names
 
     def _check_files_still_there(self, messages) -> None:

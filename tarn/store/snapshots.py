@@ -1,8 +1,9 @@
 """Reading and publishing snapshot files, with the LATEST/EARLIEST hints (FORMAT.md section 3).
 
-Readers check a hint against the snapshot files and fall back to listing, so a stale or
-unreadable hint costs only time. The LATEST hint is best effort: a commit whose snapshot
-landed never fails because LATEST could not be written (logged, left stale). The EARLIEST hint
+Readers check the EARLIEST hint against the snapshot files and fall back to listing, so a
+stale or unreadable hint costs only time. The LATEST hint is best effort: a commit whose snapshot
+landed never fails because LATEST could not be written (logged, left stale). The latest snapshot
+is found by listing, never from the hint (see `latest_id`). The EARLIEST hint
 is written by expiry before it deletes anything, and committers read it to tell whether their
 snapshot landed behind an expired id: a failure to write it raises, so that expiry stops
 before deleting a snapshot the hint does not account for.
@@ -42,10 +43,13 @@ class SnapshotStore:
         return paths.ids_with_prefix(self.file_io.list_dir(self.dir), paths.SNAPSHOT_PREFIX)
 
     def latest_id(self) -> int | None:
-        """The LATEST hint if `snapshot-(hint+1)` is absent and the hinted file exists; else list."""
-        hint = self._read_hint(paths.LATEST)
-        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
-            return hint
+        """The greatest snapshot id on storage, by listing (never by the LATEST hint).
+
+        Listing is what makes the answer safe for a committer: a snapshot created behind the
+        latest one (its id had expired; docs/concurrency.md) is never the greatest id, while a
+        stale LATEST hint can name exactly such a file while its successor is gone. A listing
+        is also one request on S3, where checking a hint takes three. The hint is still
+        written for the other engines."""
         ids = self.list_ids()
         return ids[-1] if ids else None
 
@@ -67,6 +71,15 @@ class SnapshotStore:
             return Snapshot.from_json(self.file_io.read_bytes(path), path)
         except FileMissing:
             return None
+
+    def holds(self, snapshot: Snapshot) -> bool:
+        """Is `snapshot-<id>` on storage this very snapshot (compared whole: a file created
+        again under an expired id is another snapshot)?"""
+        path = self.path(snapshot.id)
+        try:
+            return Snapshot.from_json(self.file_io.read_bytes(path), path) == snapshot
+        except FileMissing:
+            return False
 
     def create(self, snapshot: Snapshot) -> bool:
         """Create `snapshot-<id>` only if absent. True if our snapshot is the one on disk,

@@ -20,3 +20,10 @@ def check(outcome: workload.Outcome) -> None:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_concurrent_writers(local_warehouse, tmp_path, scenario):
     check(workload.run(local_warehouse, scenario, str(tmp_path / "work")))
+
+
+@pytest.mark.parametrize("scenario", workload.EXPIRY_RACE_SCENARIOS, ids=lambda s: s.name)
+def test_writers_racing_expiry_that_keeps_one_snapshot(local_warehouse, tmp_path, scenario):
+    """Issue 38: no acknowledged row lost or doubled, no snapshot id told to two calls, no
+    call that raised landed, while every commit's expiry deletes all but the latest snapshot."""
+    check(workload.run(local_warehouse, scenario, str(tmp_path / "work")))

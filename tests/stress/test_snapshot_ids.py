@@ -1,0 +1,222 @@
+"""One snapshot id, one commit (issue 38): forced interleavings of writers racing expiry
+that keeps a single snapshot (`snapshot.num-retained.min = 1`).
+
+Each test runs writers in threads of one process and pauses them at chosen storage calls
+(`Pauses`): between choosing a snapshot id and creating its file, between creating it and
+taking it back, before the LATEST hint. Meanwhile other commits land and their expiry deletes
+everything but the latest snapshot. Then: every write that returned is in the latest
+snapshot, no snapshot id was told to two calls, every snapshot reads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+from tarn.fs import FileIO
+
+from tests.stress import checks
+
+pytestmark = pytest.mark.stress
+
+KV = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+EXPIRE_ALL_BUT_ONE = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "5",
+                      "snapshot.time-retained": "1 ms"}
+WAIT_S = 60
+
+
+class Gate:
+    """Where one thread stops: `reached` is set when it gets there, it goes on at `release()`."""
+
+    def __init__(self, thread: str, method: str, path_part: str):
+        self.thread, self.method, self.path_part = thread, method, path_part
+        self.reached = threading.Event()
+        self._go = threading.Event()
+        self.used = False
+
+    def matches(self, method: str, path: str) -> bool:
+        return (not self.used and method == self.method and self.path_part in path
+                and threading.current_thread().name == self.thread)
+
+    def wait_reached(self) -> None:
+        assert self.reached.wait(WAIT_S), f"thread {self.thread} never reached {self.method} {self.path_part}"
+
+    def release(self) -> None:
+        self._go.set()
+
+
+class Pauses:
+    """Patches FileIO so that a named thread stops at a chosen call (each gate once)."""
+
+    METHODS = ("write_if_absent", "delete", "write_bytes")
+
+    def __init__(self, monkeypatch):
+        self.gates: list[Gate] = []
+        for method in self.METHODS:
+            original = getattr(FileIO, method)
+
+            def hooked(io, path, *args, _method=method, _original=original, **kwargs):
+                for gate in self.gates:
+                    if gate.matches(_method, path):
+                        gate.used = True
+                        gate.reached.set()
+                        assert gate._go.wait(WAIT_S), f"gate {gate.method} {gate.path_part} never released"
+                return _original(io, path, *args, **kwargs)
+
+            monkeypatch.setattr(FileIO, method, hooked)
+
+    def at(self, thread: str, method: str, path_part: str) -> Gate:
+        gate = Gate(thread, method, path_part)
+        self.gates.append(gate)
+        return gate
+
+    def release_all(self) -> None:
+        for gate in self.gates:
+            gate.release()
+
+
+class Writer(threading.Thread):
+    """One write in its own thread; `result` or `error` afterwards."""
+
+    def __init__(self, table, name: str, keys):
+        super().__init__(name=name, daemon=True)
+        self.table, self.keys = table, list(keys)
+        self.result = self.error = None
+
+    def run(self):
+        try:
+            self.result = self.table.write(kv(self.keys, self.name))
+        except Exception as exc:  # noqa: BLE001 - judged by the test
+            self.error = exc
+
+    def finish(self) -> list[int]:
+        self.join(WAIT_S)
+        assert not self.is_alive(), f"writer {self.name} hung"
+        assert self.error is None, f"writer {self.name} raised {type(self.error).__name__}: {self.error}"
+        return self.result.snapshot_ids
+
+
+def kv(keys, value: str) -> pa.Table:
+    return pa.table({"k": list(keys), "v": [value] * len(keys)}, schema=KV)
+
+
+def expire_all_but_latest(table) -> None:
+    """What the commits' own expiry does once `snapshot.time-retained` (1 ms) has passed."""
+    time.sleep(0.01)
+    table.expire_snapshots()
+    assert table.snapshot_store.list_ids() == [table.snapshot_store.latest_id()]
+
+
+def assert_promises(table, told: dict[str, list[int]], expected: dict[int, str]) -> None:
+    """Every returned write in the latest snapshot, each id told once, every snapshot reads."""
+    rows = {r["k"]: r["v"] for r in table.scan().to_arrow().to_pylist()}
+    missing = {k: v for k, v in expected.items() if rows.get(k) != v}
+    assert not missing, f"acknowledged rows missing from the latest snapshot: {missing}; told {told}"
+    ids = [i for each in told.values() for i in each]
+    assert len(ids) == len(set(ids)), f"a snapshot id was told to two calls: {told}"
+    back = checks.read_everything(table)
+    problems = back.unreadable() + checks.metadata_problems(table)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.fixture
+def table(catalog):
+    return catalog.create_table("db.t", schema=KV, options=EXPIRE_ALL_BUT_ONE)
+
+
+def test_a_base_recreated_behind_does_not_vouch_for_a_commit(catalog, table, monkeypatch):
+    """The issue's interleaving. C reads snapshot 2 and stalls before creating 3; snapshot 3
+    lands; A reads 3 and stalls before creating 4; 4, 5, 6 land and expiry leaves only 6.
+    C creates 3 (free again), finds it behind and stalls before taking it back. A creates 4
+    and checks its base: snapshot-3 is on storage, but it is C's, not the one A read. A must
+    not take it for its base (it did: A and the second main write were both told 4, and A's
+    rows were lost)."""
+    main = catalog.load_table("db.t")
+    main.write(kv([0], "base"))
+    main.write(kv([1], "base"))
+    pauses = Pauses(monkeypatch)
+    c_create = pauses.at("C", "write_if_absent", "/snapshot/snapshot-3")
+    c_withdraw = pauses.at("C", "delete", "/snapshot/snapshot-3")
+    a_create = pauses.at("A", "write_if_absent", "/snapshot/snapshot-4")
+    c = Writer(catalog.load_table("db.t"), "C", [30, 31])
+    c.start()
+    c_create.wait_reached()
+    told = {"main": list(main.write(kv([10], "main")).snapshot_ids)}       # snapshot 3
+    a = Writer(catalog.load_table("db.t"), "A", [40, 41])
+    a.start()
+    a_create.wait_reached()
+    for i in range(3):                                                      # 4, 5, 6; expiry keeps 6
+        told["main"] += main.write(kv([11 + i], "main")).snapshot_ids
+    expire_all_but_latest(main)
+    assert main.snapshot_store.list_ids() == [6]
+    c_create.release()
+    c_withdraw.wait_reached()      # C's snapshot-3 exists now, C knows it is behind
+    a_create.release()
+    told["A"] = a.finish()
+    c_withdraw.release()
+    told["C"] = c.finish()
+    pauses.release_all()
+    expected = {k: "main" for k in range(10, 14)} | {40: "A", 41: "A", 30: "C", 31: "C"}
+    assert_promises(main, told, expected)
+
+
+def test_a_stale_latest_hint_on_a_snapshot_made_behind(catalog, table, monkeypatch):
+    """W creates snapshot 3 and stalls before writing LATEST; C stalls before creating 3 on
+    base 2. Snapshots 4, 5, 6 land, expiry leaves 6. C creates 3 again (behind) and stalls
+    before taking it back; W writes LATEST = 3. A writer starting now must build on 6, not
+    on C's snapshot-3 (LATEST names it and snapshot-4 is gone: a hint-based latest took it,
+    and the write was acknowledged as snapshot 4 while 6 lacked its rows)."""
+    main = catalog.load_table("db.t")
+    main.write(kv([0], "base"))
+    main.write(kv([1], "base"))
+    pauses = Pauses(monkeypatch)
+    c_create = pauses.at("C", "write_if_absent", "/snapshot/snapshot-3")
+    c_withdraw = pauses.at("C", "delete", "/snapshot/snapshot-3")
+    w_hint = pauses.at("W", "write_bytes", "/snapshot/LATEST")
+    c = Writer(catalog.load_table("db.t"), "C", [30, 31])
+    c.start()
+    c_create.wait_reached()
+    w = Writer(catalog.load_table("db.t"), "W", [20])
+    w.start()
+    w_hint.wait_reached()                                                   # snapshot 3 is W's
+    told = {"main": []}
+    for i in range(3):                                                      # 4, 5, 6; expiry keeps 6
+        told["main"] += main.write(kv([11 + i], "main")).snapshot_ids
+    expire_all_but_latest(main)
+    c_create.release()
+    c_withdraw.wait_reached()
+    w_hint.release()
+    told["W"] = w.finish()
+    d = Writer(catalog.load_table("db.t"), "D", [50, 51])
+    d.start()
+    told["D"] = d.finish()
+    c_withdraw.release()
+    told["C"] = c.finish()
+    pauses.release_all()
+    expected = {k: "main" for k in range(11, 14)} | {20: "W", 30: "C", 31: "C", 50: "D", 51: "D"}
+    assert_promises(main, told, expected)
+
+
+def test_a_commit_whose_base_expires_before_its_create_retries(catalog, table, monkeypatch):
+    """A stalls before creating 3 while 3, 4, 5 land and expiry leaves 5: snapshot-3 is free
+    again, and A's base (2) is gone. A must land on top (as 6), its rows in the table."""
+    main = catalog.load_table("db.t")
+    main.write(kv([0], "base"))
+    main.write(kv([1], "base"))
+    pauses = Pauses(monkeypatch)
+    a_create = pauses.at("A", "write_if_absent", "/snapshot/snapshot-3")
+    a = Writer(catalog.load_table("db.t"), "A", [40])
+    a.start()
+    a_create.wait_reached()
+    told = {"main": []}
+    for i in range(3):
+        told["main"] += main.write(kv([11 + i], "main")).snapshot_ids
+    expire_all_but_latest(main)
+    a_create.release()
+    told["A"] = a.finish()
+    pauses.release_all()
+    assert told["A"] == [6]
+    assert_promises(main, told, {k: "main" for k in range(11, 14)} | {40: "A"})
