@@ -127,6 +127,13 @@ class FileIO:
     def is_s3(self) -> bool:
         return isinstance(self.fs, pafs.S3FileSystem)
 
+    def uri(self, path: str) -> str:
+        """`path` as a URI that `file_io_for` opens again (on another process or a Spark
+        executor): `s3://bucket/key` on S3, the path itself on a local disk."""
+        if self.is_s3 and "://" not in path:
+            return "s3://" + path.lstrip("/")
+        return path
+
     @property
     def store(self) -> str:
         """The store's name for messages: local, s3, py::fsspec+memory, ..."""

@@ -55,9 +55,10 @@ class TableContext:
 
     @property
     def location(self) -> str:
-        """The path `tarn.load_table` opens this table by: the root, with `$branch_<name>` for a
-        branch (what Spark tasks receive)."""
-        return self.root if self.branch == "main" else f"{self.root}$branch_{self.branch}"
+        """The path `tarn.load_table` opens this table by: the root as a URI (`s3://...` on
+        S3), with `$branch_<name>` for a branch (what Spark tasks receive)."""
+        uri = self.file_io.uri(self.root)
+        return uri if self.branch == "main" else f"{uri}$branch_{self.branch}"
 
     def forget_schemas(self) -> None:
         """Drop the cached schemas (a fast-forward replaced schema files of this branch)."""
