@@ -7,4 +7,6 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,spark]"
+# compat mode: the project directory on sys.path, so Spark finds the top-level pyspark_tarn
+# module (its static registration of the "tarn" source) as it would in an installed wheel
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,spark]" --config-settings editable_mode=compat
