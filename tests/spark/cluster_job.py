@@ -51,6 +51,13 @@ def run(spark, warehouse: str, storage: dict, checkpoint: str) -> dict:
     stream(spark, src, dst, storage, checkpoint)
     clock.lap("streaming")
 
+    # DML on S3 from a cluster (issue 38: the table's location lost its scheme on the way)
+    tarn.spark.delete(spark, pk, "id >= 990", storage_options=storage)
+    tarn.spark.update(spark, pk, {"v": "u2"}, "id < 3", storage_options=storage)
+    source = spark.createDataFrame([(980, "merged"), (2000, "new")], "id long, v string")
+    tarn.spark.merge_into(spark, pk, source, when_matched_update="*", storage_options=storage)
+    clock.lap("dml")
+
     # distributed compaction on the executors, committed once by the driver
     compacted = tarn.spark.compact(spark, pk, full=True, storage_options=storage)
     clock.lap("compaction")
@@ -62,7 +69,7 @@ def run(spark, warehouse: str, storage: dict, checkpoint: str) -> dict:
         "executors": executors,
         "pk_count": pk_rows.count(),
         "pk_updated": pk_rows.filter(F.col("v") == "updated").count(),
-        "pk_sample": sorted(tuple(r) for r in pk_rows.filter(F.col("id").isin(5, 500)).collect()),
+        "pk_sample": sorted(tuple(r) for r in pk_rows.filter(F.col("id").isin(1, 5, 500, 980, 2000)).collect()),
         "dst_ids": sorted(r.id for r in dst_rows.select("id").collect()),
         "dst_amount": dst_rows.agg(F.sum("amount")).first()[0],
         "compaction_snapshot": compacted.id if compacted is not None else None,
