@@ -20,6 +20,8 @@ from tarn.meta.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
+LATEST_ATTEMPTS = 20  # listings while the greatest id listed is expired before it is read
+
 class SnapshotStore:
     def __init__(self, file_io: FileIO, root: str, table_name: str = ""):
         self.file_io = file_io
@@ -61,8 +63,19 @@ class SnapshotStore:
         return ids[0] if ids else None
 
     def latest(self) -> Snapshot | None:
-        latest_id = self.latest_id()
-        return None if latest_id is None else self.get(latest_id)
+        """The latest snapshot. The greatest id listed may be expired before it is read (a
+        newer one landed meanwhile): then list again."""
+        for attempt in range(LATEST_ATTEMPTS):
+            latest_id = self.latest_id()
+            if latest_id is None:
+                return None
+            path = self.path(latest_id)
+            try:
+                return Snapshot.from_json(self.file_io.read_bytes(path), path)
+            except FileMissing:
+                continue
+        raise SnapshotNotFound(f"table {self.table_name}: the latest snapshot kept expiring before it could be "
+                               f"read ({LATEST_ATTEMPTS} listings, the last named snapshot {latest_id})")
 
     def find(self, snapshot_id: int) -> Snapshot | None:
         """The snapshot with this id, or None if its file is absent (expired, never made)."""

@@ -220,3 +220,34 @@ def test_a_commit_whose_base_expires_before_its_create_retries(catalog, table, m
     pauses.release_all()
     assert told["A"] == [6]
     assert_promises(main, told, {k: "main" for k in range(11, 14)} | {40: "A"})
+
+
+def test_the_latest_snapshot_expiring_between_listing_and_reading_it(catalog, table, monkeypatch):
+    """A writer lists the snapshots (3 is the greatest); before it reads snapshot-3, snapshot 4
+    lands and expiry deletes 3. `latest()` must list again and return 4, not raise
+    SnapshotNotFound (a stress run saw a write fail so), and a write then lands as 5."""
+    from tarn.store.snapshots import SnapshotStore
+
+    main = catalog.load_table("db.t")
+    for i in range(3):
+        main.write(kv([i], "base"))
+    expire_all_but_latest(main)
+    real_list = SnapshotStore.list_ids
+    fired = []
+
+    def list_then_others_commit(store):
+        ids = real_list(store)
+        if not fired:
+            fired.append(ids)
+            main.write(kv([10], "main"))
+            expire_all_but_latest(main)
+        return ids
+
+    slow = catalog.load_table("db.t")
+    monkeypatch.setattr(SnapshotStore, "list_ids", list_then_others_commit)
+    assert slow.snapshot_store.latest().id == 4
+    monkeypatch.undo()
+    assert fired == [[3]]
+    told = {"A": slow.write(kv([40], "A")).snapshot_ids}
+    assert told["A"] == [5]
+    assert_promises(main, told, {10: "main", 40: "A"})
