@@ -234,7 +234,7 @@ class Committer:
             index_manifest = self._index_manifest(latest, messages, delta, request.overwrite, written)
             new_snapshot = self._write_snapshot(latest, delta, kind, request, written, changelog, index_manifest,
                                                 next_row_id)
-            landed = self._publish(new_snapshot, latest, messages)
+            landed = self._publish(new_snapshot, latest, messages, delta)
         except BaseException:
             if not self.outcome_unknown:
                 self._delete(written)
@@ -292,7 +292,7 @@ class Committer:
                 f"snapshot is {actual}{by}: another writer committed in between (a cross-partition upsert "
                 "table takes one writer at a time); nothing was committed, write again")
 
-    def _publish(self, snapshot: Snapshot, base: Snapshot | None, messages) -> bool:
+    def _publish(self, snapshot: Snapshot, base: Snapshot | None, messages, delta) -> bool:
         """Create the snapshot file; True when it landed on top of the table, False when it
         did not (a lost race). Raises OutcomeUnknown when that cannot be told, anything else
         only when the file was not created.
@@ -315,7 +315,7 @@ class Committer:
             return False
         # the file is ours from here on: only OutcomeUnknown may leave
         behind = self._checked(f"whether snapshot {snapshot.id}, which was created, landed on top of the table",
-                               lambda: self._landed_behind(snapshot, base, messages))
+                               lambda: self._landed_behind(snapshot, base, messages, delta))
         if behind:
             self._checked(f"whether snapshot {snapshot.id}, created behind the latest snapshot, was taken back",
                           lambda: self.snapshots.withdraw(snapshot))
@@ -351,7 +351,7 @@ class Committer:
             raise cause
         return on_disk.uuid == snapshot.uuid
 
-    def _landed_behind(self, snapshot: Snapshot, base: Snapshot | None, messages) -> bool:
+    def _landed_behind(self, snapshot: Snapshot, base: Snapshot | None, messages, delta) -> bool:
         """Did `snapshot` land behind the table's latest snapshot (its id had been committed by
         another writer and then expired), or on a rolled-back base?
 
@@ -367,15 +367,7 @@ class Committer:
         ids = self.snapshots.list_ids()
         later = [i for i in ids if i > snapshot.id]
         if later:
-            names = _added_names(messages)
-            if not names:  # nothing of ours to look for: trust the EARLIEST hint
-                earliest_hint = self.snapshots.earliest_hint()
-                return earliest_hint is not None and earliest_hint > snapshot.id
-            try:
-                referenced = self._referenced_names(self.snapshots.get(later[0]))
-            except (FileMissing, SnapshotNotFound):
-                return True  # the successor is being expired: it is older than ours
-            return not (names & referenced)
+            return self._later_does_not_descend(snapshot, later[0], messages, delta)
         if base is None:
             return False
         # ours is the greatest id and our base is gone: expiry took it (then no snapshot below
@@ -383,6 +375,30 @@ class Committer:
         below = [i for i in ids if i < snapshot.id]
         earliest_hint = self.snapshots.earliest_hint()
         return bool(below) and (earliest_hint is None or earliest_hint <= base.id)
+
+    def _later_does_not_descend(self, snapshot: Snapshot, later_id: int, messages, delta) -> bool:
+        """Is snapshot `later_id` (the first after ours) not built on ours? One built on ours
+        references the files ours added; one that was there first lacks them. A commit that
+        only removed files: one still live in the later snapshot shows it was not built on
+        ours. A commit with neither (an ANALYZE): the EARLIEST hint decides."""
+        added, removed = _added_names(messages), _removed_names(messages, delta)
+        if not added and not removed:
+            earliest_hint = self.snapshots.earliest_hint()
+            return earliest_hint is not None and earliest_hint > snapshot.id
+        try:
+            later = self.snapshots.get(later_id)
+            if added:
+                return not (added & self._referenced_names(later))
+            return bool(removed & self._live_names(later))
+        except (FileMissing, SnapshotNotFound):
+            return True  # the successor is being expired: it is older than ours
+
+    def _live_names(self, snapshot: Snapshot) -> set[str]:
+        """Data and index files live in `snapshot`."""
+        names = {e.file.file_name for e in self.manifests.live_entries(snapshot)}
+        if snapshot.index_manifest:
+            names.update(e.file_name for e in self.manifests.read_index_manifest(snapshot.index_manifest))
+        return names
 
     def _still_there(self, base: Snapshot) -> bool:
         """Is the snapshot file of `base` still the very snapshot this commit read?"""
@@ -712,6 +728,13 @@ def _added_names(messages: list[CommitMessage]) -> set[str]:
     """Names of the files these messages add (data, compaction outputs, changelog)."""
     return {m.file_name for msg in messages for m in msg.added_files()} | \
         {e.file_name for msg in messages for e in msg.new_index_files}
+
+
+def _removed_names(messages: list[CommitMessage], delta: list[ManifestEntry]) -> set[str]:
+    """Names of the data files the delta removes (an overwrite's included) and of the index
+    files the messages remove."""
+    return {e.file.file_name for e in delta if e.kind == DELETE} | \
+        {e.file_name for msg in messages for e in msg.deleted_index_files}
 
 
 def _same_partition_value(actual, wanted) -> bool:

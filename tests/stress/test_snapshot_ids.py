@@ -251,3 +251,51 @@ def test_the_latest_snapshot_expiring_between_listing_and_reading_it(catalog, ta
     told = {"A": slow.write(kv([40], "A")).snapshot_ids}
     assert told["A"] == [5]
     assert_promises(main, told, {10: "main", 40: "A"})
+
+
+def test_a_delete_whose_successor_was_built_on_it_is_acknowledged(catalog, table, monkeypatch):
+    """A removal-only commit (a delete that drops a whole file: no file added) creates
+    snapshot 3 on top and stalls before its checks; snapshot 4 is built on it and expiry
+    deletes 2 and 3. With nothing added to look for, the check must see that the file it
+    removed is gone from 4 too (4 descends from it): the delete returns, once, and is not
+    retried into a CommitConflict (it was, when the EARLIEST hint decided: 4 > 3 read as
+    'landed behind')."""
+    from tarn.store.snapshots import SnapshotStore
+
+    main = catalog.load_table("db.t")
+    main.write(kv([0], "base"))
+    main.write(kv([1], "doomed"))
+    expire_all_but_latest(main)
+    real_create = SnapshotStore.create
+    created = Gate("A", "create", "")
+
+    def create_then_stall(store, snapshot):
+        result = real_create(store, snapshot)
+        if threading.current_thread().name == "A" and not created.used:
+            created.used = True
+            created.reached.set()
+            assert created._go.wait(WAIT_S)
+        return result
+
+    monkeypatch.setattr(SnapshotStore, "create", create_then_stall)
+    outcome = {}
+
+    def delete():
+        try:
+            outcome["result"] = catalog.load_table("db.t").delete(filter="v = 'doomed'")
+        except Exception as exc:  # noqa: BLE001 - judged below
+            outcome["error"] = exc
+
+    a = threading.Thread(target=delete, name="A", daemon=True)
+    a.start()
+    created.wait_reached()
+    assert main.snapshot_store.list_ids() == [2, 3]
+    told = {"main": list(main.write(kv([10], "main")).snapshot_ids)}          # 4, on top of A's 3
+    expire_all_but_latest(main)
+    created.release()
+    a.join(WAIT_S)
+    assert "error" not in outcome, f"{type(outcome['error']).__name__}: {outcome['error']}"
+    told["A"] = outcome["result"].snapshot_ids
+    assert told == {"main": [4], "A": [3]}
+    assert_promises(main, told, {0: "base", 10: "main"})
+    assert 1 not in {r["k"] for r in main.scan().to_arrow().to_pylist()}
