@@ -126,7 +126,7 @@ def check_bucket_function(schema, identifier: str, options=None) -> None:
     `options`: the options to write with when they differ from the schema's (a rescale)."""
     options = as_options(schema.options if options is None else options)
     function = bucket_function(options)
-    if function == DEFAULT or not uses_bucket_function(options.int("bucket")):
+    if function == DEFAULT or not uses_bucket_function(options.bucket):
         return
     key_fields = [schema.field(k) for k in schema.bucket_keys]
     problem = function_problem(function, key_fields) if key_fields else None

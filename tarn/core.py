@@ -21,7 +21,6 @@ from tarn.errors import SchemaMismatch, UnsupportedFeature
 from tarn.fs import FileIO
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
-from tarn.options import Options
 from tarn.scan.arguments import limit_argument, names_argument
 from tarn.scan.filters import scan_filter
 from tarn.scan.planner import Planner, planner_for
@@ -122,7 +121,7 @@ class TableCore(TableContext):
         snapshot id, or a function giving it, whose HASH index the buckets were assigned against."""
         schema = self.schema()
         restore = (lambda: {}) if ignore_previous_files else restore_from(self, schema, index_snapshot=index_snapshot)
-        return TableWriter(self.file_io, self.root, self.name, schema, Options({**schema.options, **(options or {})}),
+        return TableWriter(self.file_io, self.root, self.name, schema, schema.shape.options_with(options),
                            restore, self.schema_by_id, produce_changelog=not ignore_previous_files)
 
     def committer(self, schema: TableSchema | None = None) -> Committer:

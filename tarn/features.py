@@ -27,7 +27,6 @@ from collections.abc import Iterable
 from tarn.codec.data_file import FORMATS
 from tarn.errors import UnsupportedFeature
 from tarn.file_fields import FILE_FIELDS
-from tarn.paths import POSTPONE_BUCKET  # noqa: F401 (scan/planner.py)
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.options import (BOOL, CARRIED, ENUM, FILE_FORMATS, READS, WRITES, Opt, match_key, parse_bool,

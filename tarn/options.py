@@ -1275,6 +1275,10 @@ class Options:
     def __hash__(self) -> int:
         return hash(frozenset(self.raw.items()))
 
+    def updated(self, changes: Mapping[str, str] | None) -> "Options":
+        """These options with `changes` set on top (None or empty: these)."""
+        return Options({**self.raw, **changes}) if changes else self
+
     def get(self, name: str) -> str | None:
         """The value set for `name` (or an older key Paimon reads for it), else Paimon's default."""
         opt = option(name)

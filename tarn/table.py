@@ -62,11 +62,11 @@ class Table(TableCore):
         """Name, keys, bucket mode, latest snapshot and, when metadata tells without reading
         data files, the live rows (`scan().count()` always answers)."""
         schema, latest = self.schema(), self.snapshot_store.latest_id()
-        bucket = schema.options.get("bucket", "-1")
+        bucket = schema.shape.num_buckets
         parts = [repr(self.name)] + ([f"branch={self.branch!r}"] if self.branch != "main" else [])
         parts += [f"{key}={list(value)!r}" for key, value in
                   (("primary_key", schema.primary_keys), ("partition_keys", schema.partition_keys)) if value]
-        if bucket != "-1":
+        if bucket != -1:
             parts.append(f"bucket={bucket}")
         elif schema.primary_keys:
             parts.append("bucket=dynamic")

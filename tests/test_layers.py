@@ -179,3 +179,42 @@ def test_the_rule_catches_an_upward_import(tmp_path):
 def test_the_cycle_check_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 39: a table's shape is decided once (tarn/meta/shape.py) and asked there
+
+SHAPE_DECIDERS = {"tarn/options.py", "tarn/meta/shape.py",
+                  "tarn/ops/validate.py"}  # validation reads raw options before a shape can be trusted
+SHAPE_QUESTIONS = [
+    (re.compile(r"(?<![\w.])Options\("), "builds Options from a schema's options: ask schema.shape.options"),
+    (re.compile(r"""\bint\(\s*["']bucket["']\s*\)"""), "reads the bucket option: ask schema.shape (bucket_mode, "
+                                                      "num_buckets, fixed_buckets)"),
+    (re.compile(r"""\bbool\(\s*["'](row-tracking|data-evolution)\.enabled["']\s*\)"""),
+     "reads row tracking from options: ask schema.shape.tracks_rows / evolves"),
+]
+
+
+def shape_question_sites(text: str, where: str) -> list[str]:
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("#", 1)[0]
+        for pattern, problem in SHAPE_QUESTIONS:
+            if pattern.search(code):
+                found.append(f"{where}:{number} {problem}: {line.strip()}")
+    return found
+
+
+def test_shape_questions_are_asked_of_the_shape():
+    sites = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = str(path.relative_to(PACKAGE.parent))
+        if where not in SHAPE_DECIDERS:
+            sites += shape_question_sites(path.read_text(), where)
+    assert not sites, "\n".join(sites)
+
+
+def test_the_shape_rule_catches_a_stray_question():
+    stray = 'options = Options(schema.options)\nn = options.int("bucket")\nx = o.bool("row-tracking.enabled")\n'
+    assert len(shape_question_sites(stray, "x.py")) == 3
+    assert not shape_question_sites('pc.ScalarAggregateOptions(skip_nulls=True)  # Options(x)\n', "x.py")

@@ -325,7 +325,7 @@ def info(table: TableArg, warehouse: WarehouseOpt = None, storage_option: Storag
     """Schema, options, latest snapshot and sizes of a table."""
     t = open_table(table, warehouse, storage_option)
     schema = t.schema()
-    options = _options.Options(schema.options)
+    options = schema.shape.options
     latest = t.latest_snapshot()
     entries = t.live_entries(latest, schema) if latest is not None else []
     snapshot_ids = t.snapshot_store.list_ids()
@@ -336,7 +336,7 @@ def info(table: TableArg, warehouse: WarehouseOpt = None, storage_option: Storag
         "name": t.name, "path": t.root,
         "kind": "primary-key" if schema.primary_keys else "append",
         "primary_keys": list(schema.primary_keys), "partition_keys": list(schema.partition_keys),
-        "bucket": int(options.get("bucket")),
+        "bucket": schema.shape.num_buckets,
         "merge_engine": options.get("merge-engine") if schema.primary_keys else None,
         "schema_id": schema.id, "comment": schema.comment,
         "fields": fields_json(schema), "options": dict(sorted(schema.options.items())),

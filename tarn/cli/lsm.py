@@ -23,7 +23,6 @@ from rich.text import Text
 from tarn.codec.binary_row import deserialize_row
 from tarn.errors import CorruptFile
 from tarn.lsm.policy import num_levels
-from tarn.options import Options
 
 LEVEL_COLOURS = ["#e4572e", "#f3a712", "#a8c256", "#29a19c", "#3b7dd8", "#6a4c93", "#c04cc0", "#7f7f7f"]
 TERMINAL_STYLES = [("red", "bright_red"), ("yellow", "bright_yellow"), ("green", "bright_green"),
@@ -105,7 +104,7 @@ class BucketTree:
 def collect(table, splits, partition_filter=None, bucket: int | None = None) -> list[BucketTree]:
     """The bucket trees of planned splits (append tables give one split per file: grouped)."""
     schema = table.schema()
-    levels = num_levels(Options(schema.options)) if schema.primary_keys else 1
+    levels = num_levels(schema.shape.options) if schema.primary_keys else 1
     trees: dict[tuple[bytes, int], BucketTree] = {}
     for split in splits:
         if bucket is not None and split.bucket != bucket:

@@ -27,8 +27,7 @@ from tarn import partition as partitions
 from tarn import paths
 from tarn.fs import join
 from tarn.paths import POSTPONE_BUCKET
-from tarn.options import Options
-from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound, TarnError
+from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound
 from tarn.commit import row_id_conflicts
 from tarn.commit.result import Landed
 from tarn.meta import snapshot as snap
@@ -102,7 +101,7 @@ class Committer:
 
     def __post_init__(self):
         self.table_name = self.context.name
-        self.options = Options(self.schema.options)
+        self.options = self.schema.shape.options
         self.snapshots: SnapshotStore = self.context.snapshot_store
         self.manifests: ManifestStore = self.context.manifests(self.schema)
         self.landed_files: set[str] = set()  # files referenced by snapshots this committer made
@@ -226,7 +225,7 @@ class Committer:
         next_row_id = (latest.next_row_id or 0) if latest else 0
         if request.row_ids_read_at is not None and latest is not None:
             self._check_row_ids(latest, delta, kind, request.row_ids_read_at)
-        if self.options.bool("row-tracking.enabled"):
+        if self.schema.shape.tracks_rows:
             delta, next_row_id = assign_row_ids(delta, (latest.id + 1) if latest else 1, next_row_id)
         changelog = self._changelog_entries(messages)
         written: list[str] = []

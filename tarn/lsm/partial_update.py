@@ -103,7 +103,7 @@ def partial_update_rules(fields, primary_keys, options, table_name: str = "table
     """Read and check the partial-update options of a table; raises InvalidOption naming the
     field and option of anything Paimon (or tarn) refuses."""
     raw = _raw(options)
-    typed = Options(raw)
+    typed = as_options(raw)
     names = {f.name: f for f in fields}
     keys = set(primary_keys)
     groups = sequence_groups(raw)

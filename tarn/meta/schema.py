@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass, field, replace
@@ -9,6 +10,7 @@ from typing import Iterable, Sequence, Union
 
 import pyarrow as pa
 
+from tarn.meta.shape import TableShape, shape_of
 from tarn.errors import CorruptFile, InvalidArgument, InvalidOption, SchemaEvolutionError, SchemaMismatch
 from tarn.types import (
     DataField,
@@ -65,6 +67,18 @@ class TableSchema:
         object.__setattr__(self, "options", dict(self.options))
         self.trimmed_primary_keys  # validates like Java's constructor
         self.bucket_keys
+
+    def __getstate__(self) -> dict:
+        """Pickled without the cached shape (rebuilt where it is unpickled: Spark tasks)."""
+        state = dict(self.__dict__)
+        state.pop("shape", None)
+        return state
+
+    @functools.cached_property
+    def shape(self) -> "TableShape":
+        """What this schema decides (bucket mode, row tracking, options, ...), built once
+        (tarn/meta/shape.py)."""
+        return shape_of(self.options, self.primary_keys, self.partition_keys)
 
     def __repr__(self) -> str:
         """A few lines: id, keys, the first columns with their types, the first options."""

@@ -9,7 +9,6 @@ from tarn.lsm.policy import num_levels
 from tarn.meta.schema import TableSchema, apply_changes
 from tarn.ops.validate import validate_change
 from tarn.scan import fallback
-from tarn.options import Options
 from tarn.store.context import TableContext
 
 
@@ -26,12 +25,11 @@ def alter(context: TableContext, changes) -> TableSchema:
 def check_deletion_vector_switch(context: TableContext, before: TableSchema, after: TableSchema) -> None:
     """The PIP's migration rule: switch 'deletion-vectors.enabled' on a primary-key table only
     after a full compaction (every file at the top level, no deletion vector left)."""
-    was = bool(Options(before.options).bool("deletion-vectors.enabled"))
-    will = bool(Options(after.options).bool("deletion-vectors.enabled"))
+    was, will = before.shape.deletion_vectors, after.shape.deletion_vectors
     latest = context.latest_snapshot()
     if was == will or not before.primary_keys or latest is None:
         return
-    top = num_levels(Options(before.options)) - 1
+    top = num_levels(before.shape.options) - 1
     low = [e.file.file_name for e in context.live_entries(latest, before) if e.file.level != top]
     held = context.manifests(before).read_index_manifest(latest.index_manifest) if latest.index_manifest else []
     if low or any(e.index_type == "DELETION_VECTORS" for e in held):

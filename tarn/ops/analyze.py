@@ -44,7 +44,6 @@ from tarn import progress
 from tarn.data.reader import FileReader
 from tarn.errors import SchemaMismatch
 from tarn.meta.schema import TableSchema
-from tarn.options import Options
 from tarn.meta.snapshot import ANALYZE, Snapshot
 from tarn.meta.statistics import (BINARY_ROOTS, TEXT_ROOTS, TIMESTAMP_ROOTS, ColStats,
                                   Statistics, has_text_form)
@@ -622,7 +621,7 @@ def _chunks_of(table, plan: AnalyzePlan, reader, split) -> Iterator[pa.Table]:
     if plan.schema.primary_keys or not split.raw_convertible:
         yield from reader.read_chunks(split)
         return
-    files = FileReader(table.file_io, plan.schema, table.schema_by_id, Options(plan.schema.options))
+    files = FileReader(table.file_io, plan.schema, table.schema_by_id, plan.schema.shape.options)
     if split.deletion_files:
         vectors = DeletionVectorFiles(table.file_io, split.table_root or table.root)
         held = split.deletion_files

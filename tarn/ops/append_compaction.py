@@ -64,10 +64,10 @@ from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
 from tarn.errors import CommitConflict, TarnError
 from tarn.meta.manifest import COMPACT_SOURCE, DELETE, DataFileMeta, IndexManifestEntry
+from tarn.meta.shape import BucketMode
 from tarn.options import Options
 from tarn.data.layout import ROW_TRACKING_FIELDS
 from tarn.meta.row_ranges import group_by_range, is_column_file, row_range
-from tarn.ops.row_updates import evolves, tracks_rows
 from tarn.scan.stitch import read_group
 from tarn.store.deletion_vectors import DeletionVectorFiles, deletion_vectors_by_file, live_index_entries
 from tarn.write.message import CommitMessage
@@ -157,12 +157,11 @@ def plan(table: "TableCore", full: bool = False, partitions_filter: list[dict] |
     features.check_write(table.name, schema)
     if schema.primary_keys:
         raise TarnError(f"table {table.name}: append-table compaction on a primary-key table")
-    options = Options(schema.options)
-    settings = Settings.of(options)
+    settings = Settings.of(schema.shape.options)
     buckets = _live_buckets(table, schema, settings, partitions_filter)
-    if evolves(schema):
+    if schema.shape.evolves:
         return [g for b in buckets for g in _row_id_bins(b, settings, full)]
-    if options.int("bucket") > 0:
+    if schema.shape.bucket_mode is BucketMode.FIXED:
         picker = _full_bucket if full else _bucket_windows
         return [g for b in buckets for g in picker(b, settings)]
     if full:
@@ -382,8 +381,8 @@ def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> Co
     file-name prefixes of a Spark job). On failure the new files are deleted."""
     schema = table.schema()
     features.check_write(table.name, schema)
-    table_options = Options({**schema.options, **(options or {})})
-    if evolves(schema):
+    table_options = schema.shape.options_with(options)
+    if schema.shape.evolves:
         return _rewrite_range(table, schema, table_options, group)
     store = DeletionVectorFiles(table.file_io, table.root)
     vectors = {i.meta.file_name: i.vector for i in group.files if i.vector is not None}
@@ -392,11 +391,11 @@ def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> Co
     path = table.bucket_dir(schema, group.partition, group.bucket)
     # row tracking: the rows keep their ids; consecutive ranges with every row live stay ranges
     # (`_FIRST_ROW_ID`, which every engine reads), others are stored in the new files (Java's way)
-    ranged = tracks_rows(schema) and not vectors and _consecutive(group)
+    ranged = schema.shape.tracks_rows and not vectors and _consecutive(group)
     if ranged:
         group = replace(group, files=tuple(sorted(group.files, key=lambda i: i.meta.first_row_id)))
-    ids = tracks_rows(schema) and not ranged
-    writer = FileWriter(table.file_io, path, schema, Options({**table_options.raw, "target-file-size": UNBOUNDED}),
+    ids = schema.shape.tracks_rows and not ranged
+    writer = FileWriter(table.file_io, path, schema, table_options.updated({"target-file-size": UNBOUNDED}),
                         row_ids=ids)
     message = CommitMessage(group.partition, group.bucket, group.total_buckets,
                             deleted_index_files=[_as_delete(e) for e in group.index or ()])
@@ -450,7 +449,7 @@ def _rewrite_range(table: "TableCore", schema, options: Options, group: Group) -
     with aborting(table.file_io, table.root, schema, lambda: [replace(message, deleted_index_files=[])]):
         rows = [read_group(reader, path, files, fields, table.name, keep_deleted=True)
                 for files in group_by_range(metas)]
-        writer = FileWriter(table.file_io, path, schema, Options({**options.raw, "target-file-size": UNBOUNDED}))
+        writer = FileWriter(table.file_io, path, schema, options.updated({"target-file-size": UNBOUNDED}))
         meta = writer.write_one(pa.concat_tables(rows))
         message.compact_after = [replace(meta, first_row_id=min(m.first_row_id for m in metas),
                                          min_sequence_number=min(m.min_sequence_number for m in metas),
@@ -528,7 +527,7 @@ def finish(table: "TableCore", messages: list[CommitMessage]) -> list[CommitMess
         into.compact_before += m.compact_before
         into.compact_after += m.compact_after
         planned.setdefault(key, {}).update((e.file_name, e) for e in m.deleted_index_files)
-    if not any(planned.values()) and not Options(table.schema().options).bool("deletion-vectors.enabled"):
+    if not any(planned.values()) and not table.schema().shape.deletion_vectors:
         return list(merged.values())
     schema = table.schema()
     snapshot = table.latest_snapshot()
@@ -537,7 +536,7 @@ def finish(table: "TableCore", messages: list[CommitMessage]) -> list[CommitMess
     for e in table.live_entries(snapshot, schema):
         live.setdefault((e.partition, e.bucket), set()).add(e.file.file_name)
     store = DeletionVectorFiles(table.file_io, table.root)
-    bitmap64 = bool(Options(schema.options).bool("deletion-vectors.bitmap64"))
+    bitmap64 = bool(schema.shape.options.bool("deletion-vectors.bitmap64"))
     written: list[IndexManifestEntry] = []
     try:
         for key, message in merged.items():
@@ -592,4 +591,4 @@ def compact(table: "TableCore", full: bool = False, partitions_filter: list[dict
             raise errors[0]
         finished = finish(table, messages)
     # data evolution: the outputs name their row ids; no update of those rows may land first
-    return table.commit(finished, row_ids_read_at=read_at.id if evolves(table.schema()) and read_at else None)
+    return table.commit(finished, row_ids_read_at=read_at.id if table.schema().shape.evolves and read_at else None)

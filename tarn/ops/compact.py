@@ -14,7 +14,7 @@ def compact(core: TableCore, full: bool = False, partitions: list[dict] | None =
     schema = core.schema()
     if not schema.primary_keys:
         return append_compaction.compact(core, full, partitions)
-    if postpone.is_postpone(schema):
+    if schema.shape.postpone:
         return postpone.compact(core, full, partitions)
     writer = core.new_writer()
     buckets = sorted(writer.restored_buckets())

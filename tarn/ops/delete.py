@@ -29,7 +29,6 @@ from tarn.data.writer import FileWriter
 from tarn.errors import InvalidArgument, SchemaMismatch
 from tarn.meta.manifest import DELETE
 from tarn.meta.schema import TableSchema
-from tarn.options import Options
 from tarn.scan.predicate import columns_of, to_arrow
 from tarn.ops import row_updates
 from tarn.ops.write import write
@@ -81,19 +80,19 @@ def delete_where(table: "TableCore", filter) -> "Snapshot | None":
         # The aggregation engine retracts a -D row's values from the key's aggregates (or drops
         # the row with aggregation.remove-record-on-delete), so it gets the rows as they are,
         # as Paimon's DELETE writes them; the other engines only need the keys.
-        aggregation = Options(schema.options).get("merge-engine") == "aggregation"
+        aggregation = schema.shape.options.get("merge-engine") == "aggregation"
         columns = None if aggregation else list(schema.primary_keys)
         rows = table.scan_latest(filter=filter, columns=columns).to_arrow()
         return delete_keys(table, rows) if rows.num_rows else None
     row_updates.check_delete(table.name, schema)
     scan = table.scan_latest(filter=filter)
-    options = Options(schema.options)
-    if not options.bool("deletion-vectors.enabled"):
+    options = schema.shape.options
+    if not schema.shape.deletion_vectors:
         return rewrite_matching(table, scan, lambda rows, matched: rows.filter(pc.invert(matched)))
     predicate, columns = _row_test(scan)
     fields = [f for f in scan_fields(schema) if f.name in columns]  # `_ROW_ID` too, on row-tracking tables
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
-    total_buckets = options.int("bucket") if options.int("bucket") > 0 else -1
+    total_buckets = schema.shape.fixed_buckets
     messages = _vector_messages(table, scan.plan(), reader, fields, predicate, total_buckets)
     return table.commit(messages) if messages else None
 
@@ -104,10 +103,10 @@ def rewrite_matching(table: "TableCore", scan, change) -> "Snapshot | None":
     boolean mask of the matches -> the rows to keep in its place, written with the file's
     first sequence number). None when no row matches."""
     schema = table.schema()
-    options = Options(schema.options)
+    options = schema.shape.options
     predicate, _ = _row_test(scan)
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
-    total_buckets = options.int("bucket") if options.int("bucket") > 0 else -1
+    total_buckets = schema.shape.fixed_buckets
     matched_rows = [0]
 
     def counting(rows, matched):
@@ -210,7 +209,7 @@ def _rewrite_messages(table, splits, reader, predicate, total_buckets, change) -
                 matched = _match_mask(rows, predicate)
                 if not pc.any(matched).as_py():
                     continue
-                writer = FileWriter(table.file_io, split.bucket_path, schema, Options(schema.options), row_ids=ids)
+                writer = FileWriter(table.file_io, split.bucket_path, schema, schema.shape.options, row_ids=ids)
                 kept = change(rows, matched)
                 written = writer.write(kept, first_sequence=meta.min_sequence_number) if kept.num_rows else []
                 messages.append(CommitMessage(split.partition, split.bucket, total_buckets,

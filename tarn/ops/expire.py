@@ -39,7 +39,7 @@ from tarn.errors import FileMissing, InvalidOption, SnapshotNotFound
 from tarn.ops.references import (FileKey, TableFiles, branch_references, branched_since,
                                          delete_empty_dirs, delete_paths)
 from tarn.meta.snapshot import Snapshot
-from tarn.options import Options
+from tarn.options import Options, as_options
 
 if TYPE_CHECKING:
     from tarn.store.context import TableContext
@@ -77,7 +77,7 @@ class ExpireConfig:
 
 def check_retention_options(options: Mapping[str, str], table_name: str) -> None:
     """Validate the retention options of a table (for create_table / alter)."""
-    ExpireConfig.from_options(Options(options)).check(table_name)
+    ExpireConfig.from_options(as_options(options)).check(table_name)
 
 
 @dataclass(frozen=True)

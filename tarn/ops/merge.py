@@ -42,9 +42,7 @@ from tarn import features
 from tarn.data.reader import FileReader
 from tarn.errors import InvalidArgument, SchemaMismatch
 from tarn.meta.schema import TableSchema
-from tarn.options import Options
 from tarn.ops import delete as deletes
-from tarn.ops import row_updates
 from tarn.ops.update import check_settable, check_unambiguous, literal_array
 from tarn.scan.filters import scan_filter
 from tarn.scan.predicate import In, to_arrow
@@ -74,7 +72,7 @@ def merge(table: "TableCore", source, on, actions: Actions):
     """See the module docstring; returns the snapshot (None: nothing changed)."""
     schema = table.schema()
     features.check_write(table.name, schema)
-    if row_updates.evolves(schema) or Options(schema.options).bool("row-tracking.enabled"):
+    if schema.shape.tracks_rows:
         raise InvalidArgument(f"table {table.name}: merge on a row-tracking table: use table.upsert(data, on=...) "
                               "(updates write only the changed columns) and delete(filter=...)")
     keys = _keys(on, schema, table.name)
@@ -258,7 +256,7 @@ def _commit_upserts(table: "TableCore", schema: TableSchema, updated: pa.Table, 
 def _commit_append(table: "TableCore", schema: TableSchema, joined: pa.Table, updated: np.ndarray,
                    removed: np.ndarray, new_rows: pa.Table, added: pa.Table, keys: list[str]):
     """Copy-on-write of the files holding changed rows, plus the inserted rows, in one commit."""
-    options = Options(schema.options)
+    options = schema.shape.options
     changed = joined.filter(pa.array(updated | removed))
     changed_keys = changed.select([TARGET + k for k in keys]).rename_columns(keys)
     replacement = new_rows  # in the order of `changed`'s updated rows
@@ -266,9 +264,9 @@ def _commit_append(table: "TableCore", schema: TableSchema, joined: pa.Table, up
     scan = table.scan_latest(filter=_key_filter(changed_keys, keys)) if changed.num_rows else None
     messages = []
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
-    total = options.int("bucket") if options.int("bucket") > 0 else -1
+    total = schema.shape.fixed_buckets
     exact = _exact_keys(changed_keys, keys) if scan is not None else None
-    if scan is not None and options.bool("deletion-vectors.enabled"):
+    if scan is not None and schema.shape.deletion_vectors:
         fields = [schema.field(k) for k in keys]
         marks = deletes._vector_messages(table, scan.plan(), reader, fields, exact, total)
         messages += [replace(m, vectors_with_data=True) for m in marks]  # one snapshot with the new rows

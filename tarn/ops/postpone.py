@@ -58,10 +58,6 @@ class PostponePlan:
     parts: tuple[PostponedPartition, ...]
 
 
-def is_postpone(schema: TableSchema) -> bool:
-    return bool(schema.primary_keys) and Options(schema.options).int("bucket") == POSTPONE_BUCKET
-
-
 def plan(core, partition_specs: list[dict] | None = None, full: bool = False,
          unset_default: int | None = None) -> PostponePlan | None:
     """The postponed files of the latest snapshot, per partition, with their bucket counts.
@@ -71,7 +67,7 @@ def plan(core, partition_specs: list[dict] | None = None, full: bool = False,
     if snapshot is None:
         return None
     schema = core.schema()
-    options = Options(schema.options)
+    options = schema.shape.options
     entries = core.live_entries(snapshot, schema)
     wanted = None
     if partition_specs is not None:
@@ -131,9 +127,9 @@ def _compact_group(core, plan_: PostponePlan, parts: list[PostponedPartition], c
     raw = {k: v for k, v in schema.options.items() if k != "rowkind.field"}  # kinds come from the files
     # a compaction compacts whatever `write-only` says of writers (Java's dedicated compaction)
     fixed = replace(schema, options={**raw, **options, "bucket": str(count), "write-only": "false"})
-    writer = TableWriter(core.file_io, core.root, core.name, fixed, Options(fixed.options),
+    writer = TableWriter(core.file_io, core.root, core.name, fixed, fixed.shape.options,
                          restore_from(core, fixed, snapshot_id=plan_.snapshot.id), core.schema_by_id)
-    reader = FileReader(core.file_io, schema, core.schema_by_id, Options(schema.options))
+    reader = FileReader(core.file_io, schema, core.schema_by_id, schema.shape.options)
     written: list[CommitMessage] = []
     try:
         for part in parts:
@@ -192,4 +188,4 @@ def compact(core, full: bool = False, partition_specs: list[dict] | None = None)
     return core.commit(messages, schema=plan_.schema)
 
 
-__all__ = ["PostponePlan", "PostponedPartition", "compact", "compact_partitions", "is_postpone", "plan"]
+__all__ = ["PostponePlan", "PostponedPartition", "compact", "compact_partitions", "plan"]

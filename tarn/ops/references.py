@@ -24,7 +24,6 @@ from tarn.errors import CorruptFile, FileMissing
 from tarn.fs import FileIO, basename, join, parent
 from tarn.meta.manifest import ADD, DELETE, IndexManifestEntry, ManifestEntry, ManifestFileMeta
 from tarn.meta.snapshot import Snapshot
-from tarn.options import Options
 from tarn.store.branches import Branch, all_branches, branch_names
 
 if TYPE_CHECKING:
@@ -55,7 +54,7 @@ class TableFiles:
     def __post_init__(self):
         self.schema = self.schema or self.table.schema()
         self.manifests = self.manifests or self.table.manifests(self.schema)
-        self.options = Options(self.schema.options)
+        self.options = self.schema.shape.options
 
     @property
     def file_io(self) -> FileIO:

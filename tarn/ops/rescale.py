@@ -19,7 +19,6 @@ from tarn.errors import CommitConflict, InvalidArgument, OutcomeUnknown, SchemaM
 from tarn.meta.schema import SetOption, TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.ops.alter import alter
-from tarn.options import Options
 from tarn.paths import POSTPONE_BUCKET
 from tarn.scan.planner import Split
 from tarn.write.message import CommitMessage
@@ -42,7 +41,7 @@ class RescalePlan:
 
     @property
     def postpone(self) -> bool:
-        return Options(self.schema.options).int("bucket") == POSTPONE_BUCKET
+        return self.schema.shape.postpone
 
     @property
     def writer_options(self) -> dict:
@@ -69,7 +68,7 @@ def plan_rescale(core: TableCore, bucket: int | None, partitions: list[dict] | N
     """Check the request and pick the data to rewrite (None: the table or partitions hold no
     files)."""
     schema = core.schema()
-    current = Options(schema.options).int("bucket")
+    current = schema.shape.num_buckets
     target = current if bucket is None else int(bucket)
     if current == POSTPONE_BUCKET and (bucket is None or target <= 0):
         raise InvalidArgument(f"table {core.name}: a postpone-bucket table (bucket=-2) is rescaled to a given "
@@ -115,7 +114,7 @@ def rescale_writer(core: TableCore, plan: RescalePlan, options: dict | None = No
     """A writer of the rewritten rows: every bucket starts empty (the overwrite replaces them),
     `plan.bucket` buckets, a fresh dynamic-bucket index, no changelog."""
     return TableWriter(core.file_io, core.root, core.name, plan.schema,
-                       Options({**plan.writer_options, **(options or {})}), lambda: {}, core.schema_by_id,
+                       plan.schema.shape.options_with({**plan.writer_options, **(options or {})}), lambda: {}, core.schema_by_id,
                        produce_changelog=False)
 
 

@@ -31,7 +31,6 @@ from tarn.data.writer import FileWriter
 from tarn.errors import CommitConflict, InvalidArgument, SchemaMismatch
 from tarn.meta.row_ranges import ROW_ID, anchor_of, row_range
 from tarn.meta.schema import TableSchema
-from tarn.options import Options
 from tarn.scan.planner import planner_for
 from tarn.scan.stitch import read_group
 from tarn.types import arrow_schema
@@ -41,14 +40,6 @@ from tarn.write.message import CommitMessage
 if TYPE_CHECKING:
     from tarn.core import TableCore
     from tarn.meta.snapshot import Snapshot
-
-
-def tracks_rows(schema: TableSchema) -> bool:
-    return bool(Options(schema.options).bool("row-tracking.enabled"))
-
-
-def evolves(schema: TableSchema) -> bool:
-    return tracks_rows(schema) and bool(Options(schema.options).bool("data-evolution.enabled"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,7 +81,7 @@ def update_where(table: "TableCore", parsed, filter) -> "Snapshot | None":
 def with_retries(table: "TableCore", plan) -> "Snapshot | None":
     """Plan on the latest snapshot, commit; a row-id conflict plans again (Paimon's retry of a
     data-evolution UPDATE), up to `write.data-evolution.update-conflict-retry.max-attempts`."""
-    options = Options(table.schema().options)
+    options = table.schema().shape.options
     attempts = max(1, options.int("write.data-evolution.update-conflict-retry.max-attempts") or 1)
     wait = (options.int("write.data-evolution.update-conflict-retry.wait-ms") or 0) / 1000
     for attempt in range(attempts):
@@ -149,7 +140,7 @@ def _check_set_columns(table_name: str, schema: TableSchema, names: list[str], w
 
 
 def _require_evolution(table_name: str, schema: TableSchema, what: str) -> None:
-    if not evolves(schema):
+    if not schema.shape.evolves:
         raise InvalidArgument(f"table {table_name}: {what} needs a data-evolution table ('row-tracking.enabled' "
                               "and 'data-evolution.enabled' set when it was created)")
 
@@ -206,7 +197,7 @@ def column_file(table: "TableCore", schema: TableSchema, split, start: int, ids:
     """The file of one row-id group (`split`, first row id `start`) holding `values`' columns:
     the rows `ids` set to `values`, every other row of the range as it is. `overrides`:
     options for the new file (a Spark job's file-name prefix)."""
-    options = Options({**schema.options, **(overrides or {})})
+    options = schema.shape.options_with(overrides)
     positions = ids - start
     _refuse_deleted(table, split, positions, ids)
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
@@ -315,7 +306,7 @@ def _ranges_text(starts: np.ndarray, ends: np.ndarray) -> str:
 
 def check_delete(table_name: str, schema: TableSchema) -> None:
     """A delete on a data-evolution table marks rows in deletion vectors (Paimon's rule)."""
-    if evolves(schema) and not Options(schema.options).bool("deletion-vectors.enabled"):
+    if schema.shape.evolves and not schema.shape.deletion_vectors:
         raise InvalidArgument(f"table {table_name}: delete on a data-evolution table needs "
                               "'deletion-vectors.enabled' = 'true' (rewriting rows would change their row ids; "
                               "Paimon refuses it too)")

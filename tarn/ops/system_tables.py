@@ -31,7 +31,6 @@ import pyarrow as pa
 
 from tarn import partition as partitions
 from tarn.codec.binary_row import deserialize_row
-from tarn.options import Options
 from tarn.errors import InvalidArgument
 from tarn.ops.analyze import statistics_table
 from tarn.ops.branches import list_branches
@@ -334,7 +333,7 @@ def _deleted_rows_by_file(table: "TableContext", planner, snapshot: Snapshot) ->
     """(partition, bucket, file name) -> rows its deletion vector deletes; None: no DV table."""
     index_entries = live_index_entries(planner.manifests, snapshot)
     holds_vectors = any(e.index_type == DELETION_VECTORS_INDEX for e in index_entries)
-    if not holds_vectors and not table.options.bool("deletion-vectors.enabled"):
+    if not holds_vectors and not table.schema().shape.deletion_vectors:
         return None
     return deleted_row_counts(DeletionVectorFiles(table.file_io, table.root), index_entries)
 
@@ -413,7 +412,7 @@ def partitions_table(table: "TableContext", snapshot: Snapshot | None = None) ->
 
 
 def _deleted_rows_by_partition(table: "TableContext", schema: TableSchema, snapshot: Snapshot | None) -> dict:
-    if snapshot is None or snapshot.index_manifest is None or not table.options.bool("deletion-vectors.enabled"):
+    if snapshot is None or snapshot.index_manifest is None or not table.schema().shape.deletion_vectors:
         return {}
     deleted: dict[bytes, int] = {}
     entries = live_index_entries(planner_for(table, schema).manifests, snapshot)
@@ -475,7 +474,7 @@ def row_tracking_table(table: "TableContext", snapshot: Snapshot | None = None) 
     from tarn.scan.scan import Scan
 
     schema = table.schema()
-    if not Options(schema.options).bool("row-tracking.enabled"):
+    if not schema.shape.tracks_rows:
         raise InvalidArgument(f"table {table.name}: $row_tracking exists only on tables with "
                               "'row-tracking.enabled' = 'true'")
     snapshot = snapshot or table.latest_snapshot()

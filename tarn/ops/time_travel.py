@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tarn.errors import InvalidArgument, SnapshotNotFound, TarnError
-from tarn.options import Options
 from tarn.meta.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -44,8 +43,8 @@ def resolve(table: "TableCore", snapshot_id: int | None = None, tag: str | None 
 def check_read_mode(table: "TableCore", snapshot: Snapshot) -> None:
     """The deletion-vector PIP's migration rule: time travel across a switch of
     'deletion-vectors.enabled' is refused (those snapshots were written for the other mode)."""
-    then = bool(Options(table.schema_by_id(snapshot.schema_id).options).bool("deletion-vectors.enabled"))
-    now = bool(table.options.bool("deletion-vectors.enabled"))
+    then = table.schema_by_id(snapshot.schema_id).shape.deletion_vectors
+    now = table.schema().shape.deletion_vectors
     if then != now:
         raise TarnError(f"table {table.name}: snapshot {snapshot.id} was written with "
                         f"'deletion-vectors.enabled'={str(then).lower()}, the table now has "

@@ -41,7 +41,6 @@ from tarn.ops import row_updates
 from tarn.ops.delete import rewrite_matching
 from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
 from tarn.meta.schema import TableSchema
-from tarn.options import Options
 from tarn.scan.predicate import coerce_literal
 from tarn.types import DataField, arrow_schema, type_to_sql
 from tarn.commit.abort import aborting
@@ -91,9 +90,9 @@ def update_where(table: "TableCore", assignments: dict, filter) -> "Snapshot | N
     parsed = parse_assignments(assignments, schema, table.name)
     if schema.primary_keys:
         return _upsert(table, parsed, filter)
-    if row_updates.evolves(schema):  # files of the set columns only (tarn/ops/row_updates.py)
+    if schema.shape.evolves:  # files of the set columns only (tarn/ops/row_updates.py)
         return row_updates.update_where(table, parsed, filter)
-    if Options(schema.options).bool("deletion-vectors.enabled"):
+    if schema.shape.deletion_vectors:
         raise InvalidArgument(f"table {table.name}: update of an append table with deletion vectors is not "
                               "supported (the old rows would be marked in one snapshot and the new ones added "
                               "in another); use delete(filter=...) then write(...), or disable deletion vectors")
@@ -185,7 +184,7 @@ def _check_columns(names: list, schema: TableSchema, table_name: str) -> None:
 def _check_engine(schema: TableSchema, assignments: dict, table_name: str) -> None:
     if not schema.primary_keys:
         return
-    engine = Options(schema.options).get("merge-engine") or "deduplicate"
+    engine = schema.shape.options.get("merge-engine") or "deduplicate"
     if engine in _REFUSED_ENGINES:
         raise InvalidArgument(f"table {table_name}: update is not supported with merge-engine '{engine}': "
                               f"{_REFUSED_ENGINES[engine]}")

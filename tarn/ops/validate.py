@@ -17,10 +17,10 @@ from tarn.lsm.partial_update import validate_partial_update
 from tarn.ops.expire import check_retention_options
 from tarn.ops.tags import check_tag_options
 from tarn.meta.schema import TableSchema
-from tarn.options import Options, is_immutable, validate_options
+from tarn.options import Options, as_options, is_immutable, validate_options
 from tarn.write.assign import check_dynamic_options
-from tarn.write.cross_partition import check_cross_partition, is_cross_partition
-from tarn.write.writer import bucket_mode_problem
+from tarn.meta.shape import BucketMode, bucket_mode, bucket_problem
+from tarn.write.cross_partition import check_cross_partition
 
 
 def validate_table(schema: TableSchema, identifier: str) -> None:
@@ -56,7 +56,7 @@ def _check_immutable_options(before: TableSchema, after: TableSchema, identifier
 
 def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
     """Every problem the checks find, each check run on its own."""
-    options = Options(schema.options)
+    options = as_options(schema.options)  # raw: the shape presumes options that passed these checks
     checks = [
         lambda: validate_options(dict(schema.options), identifier, schema.field_names),
         lambda: _check_bucket(schema, options, identifier),
@@ -89,7 +89,7 @@ def _check_bucket(schema: TableSchema, options: Options, identifier: str) -> Non
         bucket = options.int("bucket")
     except ValueError as exc:
         raise InvalidOption(f"table {identifier}: option 'bucket': {exc}") from None
-    problem = bucket_mode_problem(schema, bucket)
+    problem = bucket_problem(bucket, bool(schema.primary_keys))
     if problem:
         raise TarnError(f"table {identifier}: {problem}")
     if not schema.primary_keys and bucket > 0 and not options.get("bucket-key"):
@@ -99,7 +99,7 @@ def _check_bucket(schema: TableSchema, options: Options, identifier: str) -> Non
                             "there are no hashed buckets to spread keys over)")
     if bucket == -1 and schema.primary_keys:
         check_dynamic_options(options, identifier)
-    if is_cross_partition(schema, bucket):
+    if bucket_mode(bucket, schema.primary_keys, schema.partition_keys) is BucketMode.CROSS_PARTITION:
         check_cross_partition(schema, options, identifier)
 
 
@@ -157,7 +157,7 @@ def _check_row_tracking(schema: TableSchema, options: Options, identifier: str) 
 def _check_bucket_change(before: TableSchema, after: TableSchema, identifier: str) -> None:
     """Java's alter rules: a table leaves or enters bucket=-1 (dynamic or unaware) only by being
     created again; other bucket counts change freely (then rescale)."""
-    old, new = Options(before.options).int("bucket"), Options(after.options).int("bucket")
+    old, new = as_options(before.options).int("bucket"), as_options(after.options).int("bucket")
     if old == new:
         return
     if old == -1:

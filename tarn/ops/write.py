@@ -9,7 +9,6 @@ from tarn.commit.committer import Overwrite
 from tarn.core import TableCore, best_effort
 from tarn.errors import SchemaMismatch
 from tarn.meta.snapshot import Snapshot
-from tarn.options import Options
 from tarn.write.conform import check_static_partition, to_arrow_table
 from tarn.commit.abort import aborting
 
@@ -34,7 +33,7 @@ def write(core: TableCore, data, row_kind=None) -> Snapshot | None:
 def overwrite(core: TableCore, data, partition: dict | None = None, dynamic: bool | None = None) -> Snapshot | None:
     """INSERT OVERWRITE (see `Table.overwrite`): None when a dynamic overwrite wrote nothing."""
     schema = core.schema()
-    options = Options(schema.options)
+    options = schema.shape.options
     table = to_arrow_table(data, core.name)
     if partition:
         unknown = [k for k in partition if k not in schema.partition_keys]

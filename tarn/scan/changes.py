@@ -56,7 +56,7 @@ def stream_files(planner: Planner, root: str, schema: TableSchema, snapshot: Sna
     """The files whose rows a stream reads from `snapshot` (see the module docstring);
     `read_overwrite` defaults to what the table's options say (`reads_overwrite`)."""
     features.check_stream_read(planner.name, schema)
-    options = Options(schema.options)
+    options = schema.shape.options
     if read_overwrite is None:
         read_overwrite = reads_overwrite(schema, options)
     if options.changelog_producer != "none" and schema.primary_keys:
@@ -104,7 +104,7 @@ def _files_of(planner: Planner, root: str, schema: TableSchema, manifest_list: s
     manifest list, with their directories."""
     if not manifest_list:
         return []
-    default_name = Options(schema.options).get("partition.default-name")
+    default_name = schema.shape.options.get("partition.default-name")
     files = []
     for meta in planner.manifests.read_manifest_list(manifest_list):
         for entry in planner.manifests.read_manifest(meta.file_name):
@@ -151,8 +151,8 @@ def snapshot_changes(table, snapshot_id: int) -> pa.Table:
     snapshot = table.snapshot(snapshot_id)
     schema = table.schema_by_id(snapshot.schema_id)
     files = stream_files(planner_for(table, schema), table.root, schema, snapshot,
-                         reads_overwrite(schema, Options(table.schema().options)))
-    reader = FileReader(table.file_io, schema, table.schema_by_id, Options(schema.options))
+                         reads_overwrite(schema, table.schema().shape.options))
+    reader = FileReader(table.file_io, schema, table.schema_by_id, schema.shape.options)
     return read_changes(reader, schema, files)
 
 
@@ -160,7 +160,7 @@ def full_scan_levels(schema: TableSchema) -> Callable[[int], bool]:
     """Which levels the first, full read of a stream takes (as Java's stream scan): with the
     lookup producer not level 0 (its rows reach the changelog when compacted), with
     full-compaction only the top level; everything otherwise."""
-    options = Options(schema.options)
+    options = schema.shape.options
     producer = options.changelog_producer if schema.primary_keys else "none"
     if producer == "lookup":
         return lambda level: level > 0

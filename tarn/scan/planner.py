@@ -18,7 +18,7 @@ from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManife
 from tarn.meta.row_ranges import ROW_ID, anchor_of, group_by_range, is_column_file, row_range, stores_row_ids
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
-from tarn.options import Options
+from tarn.paths import POSTPONE_BUCKET
 from tarn.scan.predicate import (And, ColumnStats, Compare, In, IsNull, Not, Or, Predicate, StartsWith, columns_of,
                                   eval_values, may_match_stats, negate)
 from tarn.stats import decode_stats
@@ -68,7 +68,7 @@ class Split:
         above 0 (one sorted run: their key ranges do not overlap) that hold no retract rows,
         as Java's MergeTreeSplitGenerator decides. (Level-0 files are always merged: some
         writers record `_DELETE_ROW_COUNT` 0 for files that do hold -D rows.)"""
-        if self.bucket == features.POSTPONE_BUCKET:
+        if self.bucket == POSTPONE_BUCKET:
             return False  # postponed rows merged on read with the partition's buckets
         if self.row_tracking:
             return len(self.files) == 1
@@ -93,7 +93,7 @@ def planner_for(context, schema: TableSchema | None = None) -> "Planner":
     """The planner of a table context (tarn.store.context.TableContext), for `schema`."""
     schema = schema or context.schema()
     return Planner(context.manifests(schema), schema, context.schema_by_id, context.root,
-                   Options(schema.options), getattr(context, "file_io", None), getattr(context, "name", None))
+                   schema.shape.options, getattr(context, "file_io", None), getattr(context, "name", None))
 
 
 class Planner:
@@ -178,13 +178,13 @@ class Planner:
         table_format = self.options.file_format
         key_buckets = self.key_buckets(predicate)
         skip_level_0 = self.skips_level_0()
-        row_tracking = self.options.bool("row-tracking.enabled")
+        row_tracking = self.schema.shape.tracks_rows
         live = self.live_entries(snapshot, predicate)
         postponed = self._merged_on_read(live)
         if postponed:  # their partitions' real files are read whole: postponed rows may change any of them
             predicate = None
         entries = [e for e in live
-                   if e.bucket != features.POSTPONE_BUCKET and not (skip_level_0 and e.file.level == 0)]
+                   if e.bucket != POSTPONE_BUCKET and not (skip_level_0 and e.file.level == 0)]
         # row tracking: `.blob`/`.vector.` files hold columns tarn refuses to read (check_columns),
         # and files sharing a row-id range are pruned together (their stats cover some columns)
         shared = self._shared_ranges(entries) if row_tracking else set()
@@ -202,7 +202,7 @@ class Planner:
         if predicate is not None:
             groups = self._skip_by_file_index(groups, predicate, shared)
         vectors = self.deletion_files(snapshot)
-        deletion_vectors = bool(self.options.bool("deletion-vectors.enabled"))
+        deletion_vectors = self.schema.shape.deletion_vectors
         splits = []
         for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
             values = self.partition_values(partition)
@@ -228,12 +228,11 @@ class Planner:
     def _merged_on_read(self, live: list[ManifestEntry]) -> dict[bytes, list[DataFileMeta]]:
         """`postpone.merge-on-read` on a postpone-bucket table: each partition's postponed files,
         in the order their commits landed (tarn/ops/postpone.py replays them the same way)."""
-        if not (self.schema.primary_keys and self.options.int("bucket") == features.POSTPONE_BUCKET
-                and self.options.bool("postpone.merge-on-read")):
+        if not (self.schema.shape.postpone and self.options.bool("postpone.merge-on-read")):
             return {}
         found: dict[bytes, list[DataFileMeta]] = {}
         for e in live:
-            if e.bucket == features.POSTPONE_BUCKET:
+            if e.bucket == POSTPONE_BUCKET:
                 found.setdefault(e.partition, []).append(e.file)
         return found
 
@@ -244,9 +243,9 @@ class Planner:
         for partition, files in sorted(postponed.items()):
             values = self.partition_values(partition)
             path = partitions.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
-                                          values, features.POSTPONE_BUCKET)
+                                          values, POSTPONE_BUCKET)
             real = tuple(s for s in splits if s.partition == partition)
-            out.append(Split(partition, values, features.POSTPONE_BUCKET, path, list(files), True,
+            out.append(Split(partition, values, POSTPONE_BUCKET, path, list(files), True,
                              table_root=self.root, merged_buckets=real))
         return out
 
@@ -266,7 +265,7 @@ class Planner:
         those rows become visible once a compaction moves them up (CoreOptions.batchScanSkipLevel0)."""
         if not self.schema.primary_keys:
             return False
-        if self.options.bool("deletion-vectors.enabled"):
+        if self.schema.shape.deletion_vectors:
             return not self.options.bool("deletion-vectors.merge-on-read")
         return self.options.merge_engine == "first-row"
 
@@ -279,7 +278,7 @@ class Planner:
             return None
         try:
             function = bucket_function(self.options)
-            if not uses_bucket_function(self.options.int("bucket")):
+            if not uses_bucket_function(self.schema.shape.num_buckets):
                 return None
             key_fields = [self.schema.field(k) for k in self.schema.bucket_keys]
         except TarnError:
@@ -345,7 +344,7 @@ class Planner:
         if not self.options.bool("file-index.read.enabled") or not self._may_use_file_index(predicate):
             return groups
         primary = bool(self.schema.primary_keys)
-        if primary and not self.options.bool("deletion-vectors.enabled"):
+        if primary and not self.schema.shape.deletion_vectors:
             return groups
         jobs = [(key, f) for key, files in groups.items() for f in files if f.file_name not in shared and (
                 f.embedded_index is not None or any(x.endswith(INDEX_SUFFIX) for x in f.extra_files)

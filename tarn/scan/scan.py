@@ -21,7 +21,6 @@ from tarn.errors import FileMissing, InvalidArgument, MissingDependency, Snapsho
 from tarn.lsm.merge import merge_spec_of
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
-from tarn.options import Options
 from tarn.scan import counts, fallback
 from tarn.scan.filters import RowFilterReader
 from tarn.scan.planner import Split, planner_for
@@ -36,7 +35,7 @@ def scan_fields(schema: TableSchema) -> list[DataField]:
     row-tracking tables `_ROW_ID` and `_SEQUENCE_NUMBER` (Paimon's system columns, not part of
     `select *`)."""
     fields = list(schema.fields)
-    if Options(schema.options).bool("row-tracking.enabled"):
+    if schema.shape.tracks_rows:
         taken = set(schema.field_names)
         fields += [f for f in ROW_TRACKING_FIELDS if f.name not in taken]
     return fields
@@ -135,7 +134,7 @@ class Scan:
         return fallback.BranchReader(own, other)
 
     def _reader(self, context, schema: TableSchema, read_fields: list[DataField], shaped_as: TableSchema | None = None):
-        options = Options(schema.options)
+        options = schema.shape.options
         spec = merge_spec_of(schema, options) if schema.primary_keys else None
         features.check_columns(context.name, read_fields)
         if spec is not None and spec.engine != "deduplicate":

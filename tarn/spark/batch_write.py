@@ -53,9 +53,8 @@ from tarn.catalog import create_table_at
 from tarn.commit.committer import Overwrite
 from tarn.errors import CommitConflict, InvalidOption, OutcomeUnknown, SchemaMismatch, TableNotFound, TarnError
 from tarn.fs import file_io_for, join
-from tarn.paths import POSTPONE_BUCKET
 from tarn.meta.schema import TableSchema
-from tarn.options import Options, is_immutable
+from tarn.options import is_immutable
 from tarn.scan import changes
 from tarn.scan.planner import planner_for
 from tarn.spark.target import WRITE_OPTIONS, check_options, load, storage_of, table_path
@@ -63,7 +62,6 @@ from tarn.spark.types import arrow_of
 from tarn.write.conform import check_static_partition, conform
 from tarn.write.message import CommitMessage
 from tarn.write.assign import unpack_buckets, unpack_route
-from tarn.write.cross_partition import is_cross_partition
 from tarn.commit.abort import abort, aborting
 from tarn.write.writer import TableWriter
 
@@ -328,9 +326,9 @@ class WritePlan:
         do after each commit), so level-0 runs do not pile up micro-batch after micro-batch;
         a failure is logged and kept in `last_maintenance_errors` (the write landed)."""
         schema = table.schema()
-        options = Options({**schema.options, **self.overrides})  # `write-only` given to this write counts
+        options = schema.shape.options_with(self.overrides)  # `write-only` given to this write counts
         if not schema.primary_keys or self.bucket_owned or options.write_only \
-                or options.int("bucket") == POSTPONE_BUCKET:  # placed by its compaction
+                or schema.shape.postpone:  # placed by its compaction
             return
         try:
             table.compact()
@@ -599,7 +597,7 @@ def _check_placed(table: tarn.Table, given: bool, placed: bool, overwrite: Overw
     """Rows of a cross-partition upsert table must come placed (row kinds and buckets), and
     only there; INSERT OVERWRITE of such a table is refused."""
     schema = table.schema()
-    cross = is_cross_partition(schema, Options(schema.options).int("bucket"))
+    cross = schema.shape.cross_partition
     if cross and overwrite is not None:
         raise InvalidOption(f"table {table.name}: INSERT OVERWRITE of a cross-partition upsert table is not "
                             "supported: keys in other partitions would stay")
@@ -616,7 +614,7 @@ def _check_placed(table: tarn.Table, given: bool, placed: bool, overwrite: Overw
 
 def _dynamic(table: tarn.Table) -> bool:
     schema = table.schema()
-    return bool(schema.primary_keys) and schema.options.get("bucket", "-1").strip() == "-1"
+    return schema.shape.dynamic
 
 
 def _check_bucket_column(table: tarn.Table, given: bool, created_like: bool = False) -> None:

@@ -168,7 +168,7 @@ class KeySplit:
 def key_splits(table, snapshot_id: int) -> list[KeySplit]:
     """The buckets of the snapshot whose keys the key indexes start from (index TTL applied)."""
     schema = table.schema()
-    options = Options(schema.options)
+    options = schema.shape.options
     restored, buckets = _restored(table, schema, snapshot_id)
     ttl, now = options.duration_ms("cross-partition-upsert.index-ttl"), now_millis()
     return [KeySplit(replace(b, deleted_rows=None), restored.vectors.get((b.partition, b.bucket)))
@@ -198,7 +198,7 @@ def _emit_keys(root: str, storage: dict | None, channels: int, out, batches):
     """A bootstrap task: the live keys of its buckets, as `CrossPartitionAssigner` finds them."""
     table = tarn.load_table(root, storage)
     schema = table.schema()
-    options = Options(schema.options)
+    options = schema.shape.options
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
     assigner = CrossPartitionAssigner(schema, options, reader, list)  # one channel: every key
     vector_files, target = DeletionVectorFiles(table.file_io, table.root), arrow_target(out)
@@ -299,14 +299,14 @@ def _assign_given_keys(root: str, storage: dict | None, snapshot_id: int, channe
 def _assigner(table, schema, channels: int, buckets) -> CrossPartitionAssigner:
     from pyspark import TaskContext
 
-    options = Options(schema.options)
+    options = schema.shape.options
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
     return CrossPartitionAssigner(schema, options, reader, buckets, channel=(TaskContext.get().partitionId(), channels))
 
 
 def _placed(assigner: CrossPartitionAssigner, table, schema, snapshot_id: int, rows: pa.Table):
     """The rows placed: conformed, with their row kind and packed snapshot + bucket."""
-    options = Options(schema.options)
+    options = schema.shape.options
     rows = conform(rows, list(schema.fields), table.name, schema.primary_keys)
     rows = rows.append_column(VALUE_KIND, _row_kinds(rows, options, table.name))
     placed, buckets = assigner.route(rows)
@@ -339,4 +339,4 @@ def _restored(table, schema, snapshot_id: int):
     """(the restored snapshot, its buckets with their files and deletion vectors)."""
     restored = restore_from(table, schema, snapshot_id=snapshot_id)()
     return restored, restored_buckets(restored, DeletionVectorFiles(table.file_io, table.root), table.root,
-                                      schema, Options(schema.options))
+                                      schema, schema.shape.options)

@@ -25,7 +25,6 @@ import pyarrow as pa
 import tarn
 from tarn.commit.result import landed_of, result_of
 from tarn.errors import InvalidOption, SchemaMismatch
-from tarn.options import Options
 from tarn.spark.bucket_expr import supported as bucket_expr_supported
 from tarn.spark.bucket_expr import with_bucket, with_hash
 from tarn.spark.cross_partition import place
@@ -41,7 +40,7 @@ from tarn.write.assign import (AssignerSpec, HashAssigner, HashIndexFiles, assig
 from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
 from tarn.bucket import bucket_function, check_bucket_function, partition_hash
 from tarn.write.conform import conform
-from tarn.write.cross_partition import is_cross_partition
+from tarn.meta.shape import BucketMode, shape_with
 from tarn.commit.abort import aborting
 
 CHANNEL_COLUMN = "__tarn_assigner"
@@ -85,11 +84,12 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buck
 
     table = tarn.load_table(_absolute(table_path), storage_options)
     schema = table.schema()
-    if num_buckets is None:
-        num_buckets = Options(schema.options).int("bucket")
-    if is_cross_partition(schema, num_buckets):  # placed against the latest snapshot when tasks run
+    shape = schema.shape if num_buckets is None else shape_with(schema, schema.shape.options_with(
+        {"bucket": str(num_buckets)}))
+    num_buckets = shape.num_buckets
+    if shape.cross_partition:  # placed against the latest snapshot when tasks run
         return place(df, table, storage_options)
-    if num_buckets == -1 and schema.primary_keys:
+    if shape.bucket_mode is BucketMode.DYNAMIC:
         return assign_dynamic(df, table_path, storage_options)
     if num_buckets <= 0:
         return df
@@ -135,7 +135,7 @@ def assigner_spec(spark, table, parallelism: int | None = None) -> AssignerSpec:
     if parallelism is None:
         parallelism = max(spark.sparkContext.defaultParallelism,
                           int(spark.conf.get("spark.sql.shuffle.partitions")))
-    return AssignerSpec.of(Options(table.schema().options), parallelism)
+    return AssignerSpec.of(table.schema().shape.options, parallelism)
 
 
 def _routed(df, table, parallelism: int | None = None):
@@ -294,9 +294,9 @@ def write(df, table_path: str, mode: str = "append", **options):
     try:
         check_fits(table, arrow_of(df.schema))
         schema = table.schema()
-        if is_cross_partition(schema, Options(schema.options).int("bucket")):
+        if schema.shape.cross_partition:
             df = _placed(df, table, mode, storage_of(text_options))
-        elif schema.primary_keys and Options(schema.options).int("bucket") == -1:
+        elif schema.shape.bucket_mode is BucketMode.DYNAMIC:
             latest = table.latest_snapshot()
             spec = assigner_spec(df.sparkSession, table)
             if latest is None or (mode == "append" and routable(table, latest, spec)):

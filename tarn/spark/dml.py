@@ -25,17 +25,14 @@ import tarn
 from tarn.ops.update import literal_array
 from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
 from tarn.meta.snapshot import Snapshot
-from tarn.options import Options
 from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import collect_messages, given_buckets, job_prefixes, new_job_token
 from tarn.spark.dataframe import by_bucket
 from tarn.meta.row_ranges import ROW_ID
-from tarn.ops.row_updates import evolves
 from tarn.spark.row_updates import commit_column_updates
 from tarn.spark.session import register
 from tarn.spark.types import spark_schema
 from tarn.update import check_settable
-from tarn.write.cross_partition import is_cross_partition
 from tarn.commit.abort import abort, aborting
 
 KIND_COLUMN = "__tarn_row_kind"
@@ -93,7 +90,7 @@ def update(spark, path: str, set: dict, condition=None, storage_options: dict | 
     register(spark)
     path = _absolute(path)
     table = tarn.load_table(path, storage_options)
-    evolving = evolves(table.schema())
+    evolving = table.schema().shape.evolves
     if not table.primary_keys and not evolving:
         raise InvalidArgument(f"table {table.name}: tarn.spark.update needs a primary-key or data-evolution "
                               "table; update an append table with Table.update (a copy-on-write rewrite on the "
@@ -141,7 +138,7 @@ def merge_into(spark, path: str, source, on=None, when_matched_update=None, when
     path = _absolute(path)
     table = tarn.load_table(path, storage_options)
     schema = table.schema()
-    if not table.primary_keys and evolves(schema):
+    if not table.primary_keys and schema.shape.evolves:
         return _merge_evolving(spark, table, path, source, on, when_matched_update, when_matched_delete,
                                when_not_matched_insert, storage_options)
     keys = _merge_keys(table, on, source)
@@ -297,7 +294,7 @@ def _check_insert(table: tarn.Table, insert) -> None:
 
 
 def _check_merge_engine(table: tarn.Table, update, delete_when) -> None:
-    engine = Options(table.schema().options).get("merge-engine") or "deduplicate"
+    engine = table.schema().shape.options.get("merge-engine") or "deduplicate"
     if engine not in _UPDATABLE_ENGINES and (update is not None or delete_when is not None):
         raise InvalidArgument(f"table {table.name}: merge_into updates or deletes only with merge-engine "
                               f"{list(_UPDATABLE_ENGINES)}, the table has '{engine}' (a written-back row would "
@@ -391,7 +388,7 @@ def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = N
     were no rows."""
     started = time.perf_counter() if started is None else started
     schema = table.schema()
-    if is_cross_partition(schema, Options(schema.options).int("bucket")):
+    if schema.shape.cross_partition:
         raise InvalidArgument(f"table {table.name} is a cross-partition upsert table (primary key without every "
                               "partition key): tarn.spark.delete, update and merge_into do not place its keys; "
                               "use Table.delete / Table.update on the driver")

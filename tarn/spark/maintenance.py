@@ -24,7 +24,6 @@ from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
 import tarn
 from tarn.ops import postpone
-from tarn.ops.row_updates import evolves
 from tarn import append_compaction
 from tarn import partition as partitions
 from tarn.errors import TarnError
@@ -143,7 +142,7 @@ def compact(spark, table_path: str, full: bool = False, partitions: list[dict] |
     table = tarn.load_table(table_path, storage_options)
     if not table.primary_keys:
         return _compact_append(spark, table, table_path, full, partitions, parallelism, storage_options)
-    if postpone.is_postpone(table.schema()):
+    if table.schema().shape.postpone:
         return _compact_postpone(spark, table, table_path, full, partitions, parallelism, storage_options)
     before = table.snapshot_store.latest_id()
     sizes = bucket_sizes(table, partitions)
@@ -231,7 +230,7 @@ def _compact_append(spark, table: tarn.Table, table_path: str, full: bool, parti
     tasks = min(len(groups), parallelism or spark.sparkContext.defaultParallelism * 2)
     frame = spark.createDataFrame(spread_groups(groups, tasks), GROUPS_SCHEMA).repartitionById(tasks, "task")
     writer = frame.write.format(APPEND_COMPACT_FORMAT).mode("append").option("job-token", new_job_token())
-    if evolves(table.schema()) and before is not None:
+    if table.schema().shape.evolves and before is not None:
         writer = writer.option("row-ids-read-at", str(before))
     for key, value in check_storage(storage_options).items():
         writer = writer.option(key, value)

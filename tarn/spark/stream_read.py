@@ -153,7 +153,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def table_options(self, table: tarn.Table) -> Options:
         overrides = {k: v for k, v in self.options.items() if k not in READ_OPTIONS}
-        return Options({**table.schema().options, **overrides})
+        return table.schema().shape.options_with(overrides)
 
     # ------------------------------------------------------------------ offsets
 

@@ -262,4 +262,4 @@ class ReadTarget:
         """The table's options with the read's Paimon options laid over them."""
         table = self.open()
         overrides = {k: v for k, v in self.options.items() if k not in READ_OPTIONS}
-        return Options({**self.table_schema(table).options, **overrides})
+        return self.table_schema(table).shape.options_with(overrides)

@@ -67,8 +67,9 @@ class TableContext:
     @property
     def options(self) -> Options:
         """The latest schema's options as a read-only view with Paimon's defaults and typed
-        accessors (`options.int("bucket")`, `options.duration_ms("snapshot.time-retained")`)."""
-        return Options(self.schema().options)
+        accessors (`options.bool("write-only")`, `options.duration_ms("snapshot.time-retained")`);
+        what they decide about the table is `schema().shape` (tarn/meta/shape.py)."""
+        return self.schema().shape.options
 
     # ------------------------------------------------------------------ snapshots and manifests
 
@@ -84,7 +85,7 @@ class TableContext:
         """The manifest store reading and writing with `schema`'s partition types and options."""
         schema = schema or self.schema()
         return ManifestStore(self.file_io, join(self.root, "manifest"), partition.partition_types(schema),
-                             dict(schema.options))
+                             schema.shape.options)
 
     def live_entries(self, snapshot: Snapshot | None, schema: TableSchema | None = None) -> list[ManifestEntry]:
         """The live ADD entries of `snapshot` (base + delta manifests, deletes applied)."""

@@ -30,7 +30,7 @@ from tarn.meta.manifest import (
     ManifestFileMeta,
     SimpleStats,
 )
-from tarn.options import Options
+from tarn.options import Options, as_options
 from tarn.types import DataType
 
 MANIFEST_PREFIX = "manifest-"
@@ -51,9 +51,9 @@ class ManifestStore:
         file_io: FileIO,
         manifest_dir: str,
         partition_types: list[DataType],
-        options: Mapping[str, str] | None = None,
+        options: "Options | Mapping[str, str] | None" = None,
     ):
-        options = Options(options or {})
+        options = as_options(options)
         self.file_io = file_io
         self.dir = manifest_dir
         self.partition_types = list(partition_types)

@@ -143,7 +143,7 @@ class BucketWriter:
         group.source = None
         if not self.layout.is_key_value:
             # row tracking: each file numbered from 0, which the commit stamps with its snapshot id
-            first = None if self.options.bool("row-tracking.enabled") else base
+            first = None if self.schema.shape.tracks_rows else base
             state.add_new(writer.write(rows, first_sequence=first))
             state.next_sequence = base + rows.num_rows
             return

@@ -27,13 +27,13 @@ from tarn.meta.manifest import ADD, DELETION_VECTORS_INDEX, HASH_INDEX, IndexMan
 from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.write.deletions import BucketVectors
 from tarn.meta.schema import TableSchema
+from tarn.meta.shape import BucketMode, shape_with
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER
 from tarn.options import Options
 from tarn.write.assign import AssignerSpec, BucketHashes, HashAssigner, HashIndexFiles, as_delete, assign_rows
 from tarn.write.bucket_writer import BucketState, BucketWriter
 from tarn.write.conform import conform, to_arrow_table
-from tarn.write.cross_partition import (KEPT_ASSIGNERS, BucketFiles, CrossPartitionAssigner, ignored_move_problem,
-                                       is_cross_partition)
+from tarn.write.cross_partition import KEPT_ASSIGNERS, BucketFiles, CrossPartitionAssigner, ignored_move_problem
 from tarn.write.grouping import Group, group_rows, key_order
 from tarn.write.message import CommitMessage
 from tarn.data.writer import FileWriter
@@ -84,7 +84,7 @@ def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot
                 snapshot = context.snapshot(snapshot_id) if snapshot_id else context.latest_snapshot()
                 entries = context.live_entries(snapshot, schema)
                 features.check_write_base(context.name, snapshot, entries,  # before the first file
-                                          Options(schema.options).bool("row-tracking.enabled"))
+                                          schema.shape.tracks_rows)
                 restored = _restored_of(entries)
                 restored.snapshot_id = snapshot.id if snapshot is not None else 0
                 manifests = context.manifests(schema)
@@ -135,7 +135,8 @@ class TableWriter:
         self.restore = restore
         self.schemas = schemas or (lambda schema_id: schema)
         self.layout = layout_of(schema)
-        self.num_buckets = options.int("bucket")
+        self.shape = shape_with(schema, options)  # the options may set another bucket count (a rescale)
+        self.num_buckets = self.shape.num_buckets
         self.buffered: list[pa.Table] = []
         self.buffered_bytes = 0
         self.kind_counts = np.zeros(4, dtype=np.int64)  # rows given per row kind: +I, -U, +U, -D
@@ -144,16 +145,15 @@ class TableWriter:
         self._restored: Restored | None = None
         # postpone bucket mode (bucket = -2): rows land unsorted in `bucket-postpone/` files,
         # read by nobody until the postpone compaction (tarn/ops/postpone.py) places them
-        self.postpone = bool(schema.primary_keys) and self.num_buckets == POSTPONE_BUCKET
-        self.deletion_vectors = self.layout.is_key_value and bool(options.bool("deletion-vectors.enabled")) \
-            and not self.postpone
+        self.postpone = self.shape.postpone
+        self.deletion_vectors = self.layout.is_key_value and self.shape.deletion_vectors and not self.postpone
         self.vector_files = DeletionVectorFiles(file_io, root)
         self._check_writable()
         # dynamic bucket mode: buckets from the HASH index (assigned here, or given by the caller)
         # cross-partition upsert (KEY_DYNAMIC): partition and bucket from the key index, no HASH files
-        self.cross = is_cross_partition(schema, self.num_buckets)
+        self.cross = self.shape.cross_partition
         self._router: CrossPartitionAssigner | None = None
-        self.dynamic = bool(schema.primary_keys) and self.num_buckets == -1 and not self.cross
+        self.dynamic = self.shape.bucket_mode is BucketMode.DYNAMIC
         self.hash_files = HashIndexFiles(file_io, root)
         self.assigner_spec = AssignerSpec.of(options) if self.dynamic else None
         self._assigner: HashAssigner | None = None
@@ -174,8 +174,8 @@ class TableWriter:
 
     def _check_writable(self) -> None:
         check_bucket_function(self.schema, self.name, self.options)  # mod/hive keys, as Java's writers check
-        problem = bucket_mode_problem(self.schema, self.num_buckets)
-        if problem is None and is_cross_partition(self.schema, self.num_buckets):
+        problem = self.shape.bucket_problem
+        if problem is None and self.shape.cross_partition:
             problem = ignored_move_problem(self.options)
         if problem:
             raise TarnError(f"table {self.name}: {problem}")
@@ -353,7 +353,7 @@ class TableWriter:
         `bucket-postpone/` files named after this writer, as Java's PostponeBucketWriter writes
         them (sequence number -1: the compaction numbers them; no value statistics)."""
         groups = group_rows(data, list(self.schema.partition_keys), None, [])
-        writer_options = Options({**self.options.raw, "metadata.stats-mode": "none"})
+        writer_options = self.options.updated({"metadata.stats-mode": "none"})
         for group in groups:
             rows = group.rows()
             rows = rows.append_column(SEQUENCE, pa.array(np.full(rows.num_rows, -1, dtype=np.int64)))
@@ -613,17 +613,6 @@ def restored_buckets(restored: Restored, vector_files: DeletionVectorFiles, root
         deleted = BucketVectors(vector_files, part, bucket, entry).of if entry is not None else None
         out.append(BucketFiles(part, bucket, path, tuple(files), deleted))
     return out
-
-
-def bucket_mode_problem(schema: TableSchema, bucket: int) -> str | None:
-    """Why tarn cannot write a table with this `bucket` option (None: it can)."""
-    if bucket == 0 or bucket < -2:
-        return f"invalid bucket number {bucket}: use a fixed count > 0, or -1"
-    if not schema.primary_keys:
-        if bucket == -2:
-            return "bucket=-2 (postpone bucket mode) needs a primary key"
-        return None
-    return None
 
 
 def _is_batch_stream(data) -> bool:

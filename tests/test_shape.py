@@ -1,0 +1,57 @@
+"""A table's shape (tarn/meta/shape.py): Java's bucket modes and the traits every layer asks."""
+
+from __future__ import annotations
+
+import pickle
+
+import pyarrow as pa
+import pytest
+
+from tarn.meta.shape import BucketMode, bucket_mode, bucket_problem, shape_of, shape_with
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("p", pa.string()), ("v", pa.string())])
+
+
+@pytest.mark.parametrize("bucket, primary_keys, partition_keys, mode", [
+    (4, ["k"], [], BucketMode.FIXED),
+    (4, [], [], BucketMode.FIXED),
+    (-1, ["k"], [], BucketMode.DYNAMIC),
+    (-1, ["k", "p"], ["p"], BucketMode.DYNAMIC),
+    (-1, ["k"], ["p"], BucketMode.CROSS_PARTITION),
+    (-1, [], ["p"], BucketMode.UNAWARE),
+    (-2, ["k"], ["p"], BucketMode.POSTPONE),
+    (-2, [], [], None),
+    (0, ["k"], [], None),
+    (-3, [], [], None),
+])
+def test_bucket_modes_as_java_decides_them(bucket, primary_keys, partition_keys, mode):
+    assert bucket_mode(bucket, primary_keys, partition_keys) is mode
+    assert (bucket_problem(bucket, bool(primary_keys)) is None) == (mode is not None)
+    shape = shape_of({"bucket": str(bucket)}, primary_keys, partition_keys)
+    assert shape.bucket_mode is mode and shape.num_buckets == bucket
+    assert shape.fixed_buckets == (bucket if mode is BucketMode.FIXED else -1)
+    assert shape.dynamic == (mode in (BucketMode.DYNAMIC, BucketMode.CROSS_PARTITION))
+    assert shape.postpone == (mode is BucketMode.POSTPONE)
+
+
+def test_a_schema_decides_its_shape_once(catalog):
+    table = catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options={
+        "row-tracking.enabled": "true", "data-evolution.enabled": "true", "file.format": "PARQUET"})
+    schema = table.schema()
+    shape = schema.shape
+    assert shape is schema.shape  # cached on the schema
+    assert (shape.key_value, shape.bucket_mode, shape.tracks_rows, shape.evolves, shape.deletion_vectors,
+            shape.file_format) == (False, BucketMode.UNAWARE, True, True, False, "parquet")
+    assert shape.options.get("bucket") == "-1" and shape.options.int("snapshot.num-retained.min") == 10
+    again = pickle.loads(pickle.dumps(schema))  # Spark ships schemas: the cache does not travel
+    assert again == schema and again.shape.bucket_mode is BucketMode.UNAWARE
+
+
+def test_dynamic_options_on_top_of_the_shape(catalog):
+    table = catalog.create_table("db.t", SCHEMA, primary_key=["k"], options={"bucket": "2"})
+    schema = table.schema()
+    assert schema.shape.options_with(None) is schema.shape.options
+    assert schema.shape.options_with({"write-only": "true"}).bool("write-only")
+    assert shape_with(schema, schema.shape.options) is schema.shape
+    rescaled = shape_with(schema, schema.shape.options_with({"bucket": "8"}))
+    assert rescaled.num_buckets == 8 and schema.shape.num_buckets == 2
