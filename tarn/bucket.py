@@ -28,7 +28,7 @@ from tarn.codec.binary_row import _plain, _string_parts, encode_rows, fixed_word
 from tarn.codec.murmur import hash_bytes, hash_rows, hash_word_columns
 from tarn.errors import CorruptFile, InvalidOption, SchemaMismatch, TarnError
 from tarn.options import as_options
-from tarn.types import DataField, to_arrow_type, type_to_sql
+from tarn.types import TYPE_TRAITS, DataField, to_arrow_type, type_to_sql, type_traits
 
 
 def row_hashes(table: pa.Table, key_fields: list[DataField]) -> np.ndarray:
@@ -78,10 +78,9 @@ def bucket_ids(table: pa.Table, key_fields: list[DataField], num_buckets: int, f
 FUNCTION_OPTION = "bucket-function.type"
 DEFAULT, MOD, HIVE = "default", "mod", "hive"
 POSTPONE_BUCKET = -2
-MOD_KEY_TYPES = ("INT", "BIGINT")  # ModBucketFunction: type root INTEGER or BIGINT, nothing else
-# the types HiveBucketFunction hashes (Java raises on a non-null value of any other type)
-HIVE_KEY_TYPES = ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL",
-                  "CHAR", "VARCHAR", "BINARY", "VARBINARY", "DATE", "TIME")
+# ModBucketFunction takes INTEGER or BIGINT; HiveBucketFunction raises on other types (types.TYPE_TRAITS)
+MOD_KEY_TYPES = tuple(root for root, t in TYPE_TRAITS.items() if t.mod_key)
+HIVE_KEY_TYPES = tuple(root for root, t in TYPE_TRAITS.items() if t.hive_key)
 _MASK31 = 0x7FFFFFFF
 _MASK32 = 0xFFFFFFFF
 _BYTES_PER_BLOCK = 1 << 22  # string bytes hashed at once (bounds the index arrays)
@@ -109,12 +108,12 @@ def function_problem(function: str, key_fields: list[DataField]) -> str | None:
             return (f"option '{FUNCTION_OPTION}'='mod' needs exactly one bucket key column, the bucket key "
                     f"is {[f.name for f in key_fields]}")
         field = key_fields[0]
-        if field.type.root not in MOD_KEY_TYPES:
+        if not type_traits(field.type).mod_key:
             return (f"option '{FUNCTION_OPTION}'='mod' needs a bucket key of type INT or BIGINT; column "
                     f"'{field.name}' is {type_to_sql(field.type)}")
     elif function == HIVE:
         for field in key_fields:
-            if field.type.root not in HIVE_KEY_TYPES:
+            if not type_traits(field.type).hive_key:
                 return (f"option '{FUNCTION_OPTION}'='hive' cannot hash bucket key column '{field.name}' of "
                         f"type {type_to_sql(field.type)} (Hive's hash takes {', '.join(HIVE_KEY_TYPES)})")
     return None

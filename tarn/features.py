@@ -31,14 +31,12 @@ from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.options import (BOOL, CARRIED, ENUM, FILE_FORMATS, READS, WRITES, Opt, match_key, parse_bool,
                           parse_enum)
-from tarn.types import DataField, unsupported_roots
+from tarn.types import DataField, type_traits, unsupported_roots
 
 READABLE_FORMATS = FORMATS  # what tarn/codec/data_file.py reads and writes
 # Formats whose files tarn may meet in a table (by file-name extension) but cannot read.
 FOREIGN_FORMATS = tuple(f for f in (*FILE_FORMATS, "blob") if f not in READABLE_FORMATS)
 
-# Paimon release that introduced each type tarn does not implement.
-TYPE_SINCE = {"VARIANT": "1.1", "BLOB": "1.4", "VECTOR": "1.4"}
 TYPE_ISSUE: dict[str, str] = {}
 
 
@@ -155,7 +153,7 @@ def _check_types(table_name: str, fields: Iterable[DataField], verb: str) -> Non
         for root in unsupported_roots(f.type):
             issue = TYPE_ISSUE.get(root)
             later = f" (a later tarn release: {issue})" if issue else ""
-            raise _refused(table_name, f"column '{f.name}' has type {root}", TYPE_SINCE.get(root, ""),
+            raise _refused(table_name, f"column '{f.name}' has type {root}", type_traits(root).since,
                            f"which tarn does not implement; {verb} it is refused{later}. Columns of other "
                            "types read when a scan's columns= leaves it out")
 

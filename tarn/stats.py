@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from tarn.codec.binary_row import deserialize_row, serialize_row
 from tarn.errors import InvalidOption
 from tarn.meta.manifest import SimpleStats
-from tarn.types import NESTED_ROOTS, DataField, DataType, with_nullable
+from tarn.types import DataField, DataType, type_traits, with_nullable
 
 DEFAULT_STATS_MODE = "truncate(16)"
 SYSTEM_STATS_MODE = "truncate(128)"
@@ -133,11 +133,8 @@ def truncate_max(value, length: int):
 # Collection
 
 
-STATLESS_ROOTS = (*NESTED_ROOTS, "VARIANT")  # no min/max (Java keeps none for them)
-
-
 def _no_min_max(t: DataType, file_format: str | None) -> bool:
-    if t.root in STATLESS_ROOTS:
+    if not type_traits(t).stats:  # nested types, VARIANT: Java keeps no min/max
         return True
     if file_format == "parquet" and t.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         return t.precision > 6
@@ -178,7 +175,7 @@ def _raw_stats(column, t: DataType, mode: str, file_format: str | None):
     keeps nothing); truncation comes when the stats are finished."""
     if mode == "none":
         return None, None, None
-    if file_format == "parquet" and t.root in STATLESS_ROOTS:
+    if file_format == "parquet" and not type_traits(t).stats:
         return None, None, None
     null_count = column.null_count
     if mode == "counts" or _no_min_max(t, file_format):

@@ -22,6 +22,71 @@ NUMERIC_ROOTS = INTEGER_ROOTS + ("FLOAT", "DOUBLE", "DECIMAL")
 
 FIELD_ID_KEY = b"PARQUET:field_id"
 
+ALL_FORMATS = ("parquet", "orc", "avro")
+
+
+@dataclass(frozen=True)
+class TypeTraits:
+    """What one type root allows, asked wherever a rule depends on the type (refusals,
+    statistics, keys, filters, Spark's native scan). One row per root in TYPE_TRAITS."""
+
+    root: str
+    orderable: bool = True  # compared and sorted (filters, min/max, sort keys)
+    key: bool = True  # may be a primary, partition or bucket key
+    stats: bool = True  # files keep its min/max (Java keeps none for nested types and VARIANT)
+    filterable: bool = True  # a filter may name it (null tests on nested columns included)
+    formats: tuple[str, ...] = ALL_FORMATS  # file formats Paimon stores it in
+    mod_key: bool = False  # `bucket-function.type` = mod hashes it (Java's ModBucketFunction)
+    hive_key: bool = True  # `bucket-function.type` = hive hashes it (Java's HiveBucketFunction)
+    spark_native: bool = True  # Spark's own parquet scan reads Paimon's files of it
+    since: str = "0.4"  # the Paimon release that introduced it
+    implemented: bool = True  # tarn reads and writes it
+
+
+def _nested(root: str) -> TypeTraits:
+    return TypeTraits(root, orderable=False, key=False, stats=False, hive_key=False)
+
+
+TYPE_TRAITS: dict[str, TypeTraits] = {t.root: t for t in (
+    TypeTraits("BOOLEAN"), TypeTraits("TINYINT"), TypeTraits("SMALLINT"),
+    TypeTraits("INT", mod_key=True), TypeTraits("BIGINT", mod_key=True),
+    TypeTraits("FLOAT"), TypeTraits("DOUBLE"), TypeTraits("DECIMAL"),
+    TypeTraits("CHAR"), TypeTraits("VARCHAR"), TypeTraits("BINARY"), TypeTraits("VARBINARY"),
+    TypeTraits("DATE"), TypeTraits("TIME"),
+    TypeTraits("TIMESTAMP", hive_key=False), TypeTraits("TIMESTAMP_LTZ", hive_key=False),
+    _nested("ARRAY"), _nested("MAP"), _nested("MULTISET"), _nested("ROW"),
+    TypeTraits("VARIANT", orderable=False, key=False, stats=False, filterable=False, formats=("parquet",),
+               hive_key=False, spark_native=False, since="1.1"),
+    # Paimon 1.4+ types tarn does not implement yet (a column of them is refused, naming it)
+    TypeTraits("BLOB", orderable=False, key=False, stats=False, filterable=False, hive_key=False,
+               spark_native=False, since="1.4", implemented=False),
+    TypeTraits("VECTOR", orderable=False, key=False, stats=False, filterable=False, hive_key=False,
+               spark_native=False, since="1.4", implemented=False),
+)}
+UNKNOWN_TRAITS = TypeTraits("UNKNOWN", orderable=False, key=False, stats=False, filterable=False,
+                            hive_key=False, spark_native=False, since="", implemented=False)
+
+
+def type_traits(t: "DataType | str") -> TypeTraits:
+    """The traits of a type (or type root); a root tarn does not know gets UNKNOWN_TRAITS."""
+    root = t if isinstance(t, str) else t.root
+    return TYPE_TRAITS.get(root, UNKNOWN_TRAITS)
+
+
+def nested_roots(t: "DataType"):
+    """The roots of `t` and of every type nested in it."""
+    yield t.root
+    for inner in (t.element, t.key, t.value):
+        if inner is not None:
+            yield from nested_roots(inner)
+    for f in t.fields or ():
+        yield from nested_roots(f.type)
+
+
+def first_root_where(t: "DataType", wanted) -> str | None:
+    """The first root in `t` (itself or nested) whose traits satisfy `wanted`, or None."""
+    return next((root for root in nested_roots(t) if wanted(type_traits(root))), None)
+
 
 @dataclass(frozen=True)
 class DataType:

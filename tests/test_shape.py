@@ -55,3 +55,25 @@ def test_dynamic_options_on_top_of_the_shape(catalog):
     assert shape_with(schema, schema.shape.options) is schema.shape
     rescaled = shape_with(schema, schema.shape.options_with({"bucket": "8"}))
     assert rescaled.num_buckets == 8 and schema.shape.num_buckets == 2
+
+
+def test_the_type_trait_table_covers_every_root_and_decides_the_rules(catalog):
+    """types.TYPE_TRAITS: one row per type root; key, format and filter rules read it."""
+    from tarn.errors import InvalidFilter, InvalidOption
+    from tarn.types import ATOMIC_ROOTS, NESTED_ROOTS, TYPE_TRAITS, type_traits
+
+    assert set(TYPE_TRAITS) == {*ATOMIC_ROOTS, *NESTED_ROOTS, "VARIANT", "BLOB", "VECTOR"}
+    assert [r for r, t in TYPE_TRAITS.items() if not t.implemented] == ["BLOB", "VECTOR"]
+    assert type_traits("NOT_A_TYPE").implemented is False
+    nested = pa.schema([pa.field("k", pa.int64(), nullable=False), ("tags", pa.list_(pa.string()))])
+    with pytest.raises(InvalidOption, match="'tags' has type ARRAY and cannot be a partition key"):
+        catalog.create_table("db.a", nested, partition_keys=["tags"])
+    with pytest.raises(InvalidOption, match="'tags' has type ARRAY and cannot be a primary key"):
+        catalog.create_table("db.b", nested, primary_key=["k", "tags"])
+    import tarn.variant
+    variant = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", tarn.variant.ARROW_TYPE)])
+    with pytest.raises(InvalidOption, match="'v' is a VARIANT, which Paimon stores in parquet files only"):
+        catalog.create_table("db.c", variant, options={"file.format": "orc"})
+    table = catalog.create_table("db.d", variant)
+    with pytest.raises(InvalidFilter, match="'v' is a VARIANT"):
+        table.scan(filter="v IS NULL").to_arrow()

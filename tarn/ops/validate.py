@@ -17,6 +17,7 @@ from tarn.lsm.partial_update import validate_partial_update
 from tarn.ops.expire import check_retention_options
 from tarn.ops.tags import check_tag_options
 from tarn.meta.schema import TableSchema
+from tarn.types import TYPE_TRAITS, first_root_where, type_traits
 from tarn.options import Options, as_options, is_immutable, validate_options
 from tarn.write.assign import check_dynamic_options
 from tarn.meta.shape import BucketMode, bucket_mode, bucket_problem
@@ -70,7 +71,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: check_tag_options(options, identifier),
         lambda: _check_streaming_overwrite(schema, options, identifier),
         lambda: _check_row_tracking(schema, options, identifier),
-        lambda: _check_variants(schema, options, identifier),
+        lambda: _check_type_formats(schema, options, identifier),
     ]
     problems = []
     for check in checks:
@@ -103,32 +104,17 @@ def _check_bucket(schema: TableSchema, options: Options, identifier: str) -> Non
         check_cross_partition(schema, options, identifier)
 
 
-def _has_variant(t) -> bool:
-    return t.root == "VARIANT" or any(_has_variant(x) for x in (t.element, t.key, t.value) if x is not None) \
-        or any(_has_variant(f.type) for f in t.fields or ())
-
-
-def _check_variants(schema: TableSchema, options: Options, identifier: str) -> None:
-    """VARIANT columns: parquet files only (Paimon's ORC and Avro writers have no VARIANT), and
-    never a key (Paimon cannot compare or hash them)."""
+def _check_type_formats(schema: TableSchema, options: Options, identifier: str) -> None:
+    """Columns of a type Paimon stores in some file formats only (VARIANT: parquet; its ORC and
+    Avro writers have none; types.TYPE_TRAITS `formats`)."""
     shredding_shapes(dict(schema.options))  # a shredding schema that is not a shreddable ROW fails here
-    variants = [f.name for f in schema.fields if _has_variant(f.type)]
-    if not variants:
-        return
     fmt = (options.get("file.format") or "parquet").lower()
-    if fmt != "parquet":
-        raise InvalidOption(f"table {identifier}: column '{variants[0]}' is a VARIANT, which Paimon stores in "
-                            f"parquet files only; 'file.format' is '{fmt}'")
-    try:
-        bucket_keys = list(schema.bucket_keys)
-    except Exception:  # noqa: BLE001 - a bad bucket-key is reported by its own check
-        bucket_keys = []
-    for kind, keys in (("primary key", schema.primary_keys), ("partition key", schema.partition_keys),
-                       ("bucket key", bucket_keys)):
-        bad = [k for k in keys if k in variants]
-        if bad:
-            raise InvalidOption(f"table {identifier}: column '{bad[0]}' is a VARIANT and cannot be a {kind} "
-                                "(variants have no order and no hash)")
+    for f in schema.fields:
+        root = first_root_where(f.type, lambda t: fmt not in t.formats)
+        if root is not None:
+            stored = ", ".join(type_traits(root).formats)
+            raise InvalidOption(f"table {identifier}: column '{f.name}' is a {root}, which Paimon stores in "
+                                f"{stored} files only; 'file.format' is '{fmt}'")
 
 
 def _check_row_tracking(schema: TableSchema, options: Options, identifier: str) -> None:
@@ -201,26 +187,21 @@ def _check_streaming_overwrite(schema: TableSchema, options: Options, identifier
                             "append tables stream their overwrite commits with 'streaming-read-append-overwrite'")
 
 
-NESTED_ROOTS = ("ARRAY", "MAP", "MULTISET", "ROW")
-
-
 def _check_key_types(schema: TableSchema, identifier: str) -> None:
-    for key in schema.partition_keys:
-        root = schema.field(key).type.root
-        if root in NESTED_ROOTS:
-            raise TarnError(f"table {identifier}: partition column '{key}' has type {root}, "
-                            "which cannot be encoded as a partition value")
+    """Keys are compared and hashed: Paimon refuses types without an order or a hash there
+    (ARRAY, MAP, MULTISET, ROW, VARIANT; types.TYPE_TRAITS `key`)."""
     try:
         bucket_keys = list(schema.bucket_keys)
     except Exception:  # noqa: BLE001 - a bad bucket-key is reported by its own check
         bucket_keys = []
-    for kind, keys in (("primary key", schema.primary_keys), ("bucket key", bucket_keys)):
-        nested = [k for k in keys if schema.field(k).type.root in NESTED_ROOTS]
-        if nested:
-            raise InvalidOption(f"table {identifier}: column '{nested[0]}' has type "
-                                f"{schema.field(nested[0]).type.root} and cannot be in the {kind}: keys are "
-                                "compared and hashed, and Paimon refuses nested types there (ARRAY, MAP, "
-                                "MULTISET, ROW)")
+    refused = ", ".join(root for root, t in TYPE_TRAITS.items() if not t.key and t.implemented)
+    for kind, keys in (("primary key", schema.primary_keys), ("partition key", schema.partition_keys),
+                       ("bucket key", bucket_keys)):
+        for key in keys:
+            root = schema.field(key).type.root
+            if not type_traits(root).key:
+                raise InvalidOption(f"table {identifier}: column '{key}' has type {root} and cannot be a {kind}: "
+                                    f"keys are compared and hashed, and Paimon refuses {refused} there")
 
 
 def check_merge_engine(schema, options: Options, identifier: str) -> None:

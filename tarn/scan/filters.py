@@ -31,7 +31,7 @@ from tarn.errors import InvalidFilter, SchemaMismatch
 from tarn.scan.predicate import columns_of, And, Compare, In, IsNull, Not, Or, Predicate, StartsWith, bind, to_arrow
 from tarn.scan.reader import SplitReader
 from tarn.scan.sql_filter import parse_filter
-from tarn.types import DataField, arrow_schema, unsupported_roots
+from tarn.types import DataField, arrow_schema, type_traits, unsupported_roots
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,12 @@ def _columns(predicate) -> set:
 
 
 def _refuse_variants(named: set, fields: Sequence[DataField], table_name: str) -> None:
-    """VARIANT columns have no order and no statistics (Paimon filters none): refused by name;
-    decode the values (tarn.variant) and filter those instead."""
+    """Columns of a type filters cannot take (VARIANT; types.TYPE_TRAITS) are refused by name: Paimon
+    keeps no statistics for them and filters none; decode the values and filter those."""
     for f in fields:
-        if f.name in named and f.type.root == "VARIANT":
-            raise InvalidFilter(f"table {table_name}: column '{f.name}' is a VARIANT, which filters cannot compare "
-                                "(Paimon keeps no statistics for it); read it and filter the decoded values "
+        if f.name in named and not type_traits(f.type).filterable:
+            raise InvalidFilter(f"table {table_name}: column '{f.name}' is a {f.type.root}, which filters cannot "
+                                "compare (Paimon keeps no statistics for it); read it and filter the decoded values "
                                 "(tarn.variant.to_python)")
 
 

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
+from tarn.bucket import MOD_KEY_TYPES
 from tarn.types import DataField
 
 SEED = 42
@@ -43,7 +44,7 @@ SPARK_CAST = {"BOOLEAN": "boolean", "TINYINT": "tinyint", "SMALLINT": "smallint"
               "DATE": "date", "BIGINT": "bigint"}
 
 
-MOD_TYPES = ("INT", "BIGINT")  # the keys `mod` takes (tarn.bucket.MOD_KEY_TYPES)
+MOD_TYPES = MOD_KEY_TYPES  # the keys `mod` takes (types.TYPE_TRAITS)
 HIVE_TYPES = ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "DATE", "BIGINT")  # hive keys hashed as SQL here
 
 

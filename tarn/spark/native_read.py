@@ -54,7 +54,7 @@ from itertools import groupby
 
 import numpy as np
 
-from tarn.types import type_to_sql
+from tarn.types import first_root_where
 from tarn.errors import InvalidOption
 from tarn.fs import join
 from tarn.scan.planner import Split
@@ -100,7 +100,7 @@ def native_files(target: ReadTarget) -> list[NativeFile] | None:
     if not table.file_io.is_local:
         return None  # Spark's own reader would need its own object-store setup (hadoop-aws)
     schema_id = target.table_schema(table).id
-    if any("VARIANT" in type_to_sql(f.type) for f in target.table_schema(table).fields):
+    if any(first_root_where(f.type, lambda t: not t.spark_native) for f in target.table_schema(table).fields):
         return None  # Spark's parquet scan reads a VARIANT only from an annotated group, which Paimon never writes
     splits: list[Split] = target.scan(table).plan()
     files: list[NativeFile] = []
