@@ -122,9 +122,9 @@ def test_lost_race_is_logged_before_the_retry(orders, caplog, monkeypatch):
 
     publish, calls = Committer._publish, []
 
-    def lose_first(self, snapshot, base, messages):
+    def lose_first(self, snapshot, base, messages, delta):
         calls.append(snapshot.id)
-        return False if len(calls) == 1 else publish(self, snapshot, base, messages)
+        return False if len(calls) == 1 else publish(self, snapshot, base, messages, delta)
 
     monkeypatch.setattr(Committer, "_publish", lose_first)
     caplog.set_level(logging.DEBUG, logger="tarn")

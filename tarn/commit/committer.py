@@ -24,11 +24,11 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from tarn import partition as partitions
-from tarn import paths
 from tarn.fs import join
 from tarn.paths import POSTPONE_BUCKET
-from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound
+from tarn.errors import CommitConflict, FileMissing, SnapshotNotFound
 from tarn.commit import row_id_conflicts
+from tarn.store.commit_point import Publication
 from tarn.commit.result import Landed
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import ADD, DELETE, DELETION_VECTORS_INDEX, HASH_INDEX, ManifestEntry, ManifestFileMeta
@@ -42,7 +42,6 @@ from tarn.write.message import CommitMessage
 
 log = logging.getLogger(__name__)
 
-CHECK_ATTEMPTS = 4  # reads after a snapshot file was created (is it on top?) before OutcomeUnknown
 
 
 @dataclass(frozen=True)
@@ -292,135 +291,24 @@ class Committer:
                 "table takes one writer at a time); nothing was committed, write again")
 
     def _publish(self, snapshot: Snapshot, base: Snapshot | None, messages, delta) -> bool:
-        """Create the snapshot file; True when it landed on top of the table, False when it
-        did not (a lost race). Raises OutcomeUnknown when that cannot be told, anything else
-        only when the file was not created.
-
-        A create that succeeded behind the latest snapshot (its id had been committed by
-        another writer and then expired) is taken back and reported as a lost race."""
-        if base is not None and not self._still_there(base):
-            return False  # expiry or a rollback took the base meanwhile: a lost race, nothing created
+        """Hand the snapshot to the table's commit point (tarn/store/commit_point.py): True when it
+        landed on top, False on a lost race; OutcomeUnknown (and `outcome_unknown` set) when
+        that cannot be told, any other error only when nothing landed."""
+        publication = Publication(
+            snapshot, base, _added_names(messages), _removed_names(messages, delta), self.manifests,
+            missing_files=lambda: self._missing_files(messages))
         try:
-            created = self.snapshots.create(snapshot)
-        except OutcomeUnknown:  # the store could not tell whether the file was created
-            self.outcome_unknown = True
-            raise
-        except Exception as exc:
-            created = self._settle_uncertain_create(snapshot, exc)
-        except BaseException:  # interrupted (KeyboardInterrupt, ...) mid-create: it may have landed
-            self.outcome_unknown = True
-            raise
-        if not created:
-            return False
-        # the file is ours from here on: only OutcomeUnknown may leave
-        behind = self._checked(f"whether snapshot {snapshot.id}, which was created, landed on top of the table",
-                               lambda: self._landed_behind(snapshot, base, messages, delta))
-        if behind:
-            self._checked(f"whether snapshot {snapshot.id}, created behind the latest snapshot, was taken back",
-                          lambda: self.snapshots.withdraw(snapshot))
-            self._check_files_still_there(messages)  # the file is gone: any error is a clean failure
-            return False
-        self.snapshots.write_hint(paths.LATEST, snapshot.id)  # best effort, never raises
-        return True
+            return self.context.snapshot_commit.publish(publication)
+        finally:
+            if publication.uncertain:
+                self.outcome_unknown = True
 
-    def _checked(self, what: str, step):
-        """Run a step that follows the creation of our snapshot file; storage failures are
-        retried, and one that persists makes the commit's outcome unknown (the file exists)."""
-        for attempt in range(1, CHECK_ATTEMPTS + 1):
-            try:
-                return step()
-            except BaseException as exc:
-                if attempt == CHECK_ATTEMPTS or not isinstance(exc, Exception):
-                    self.outcome_unknown = True
-                    if isinstance(exc, OutcomeUnknown) or not isinstance(exc, Exception):
-                        raise
-                    raise OutcomeUnknown(f"table {self.table_name}: could not tell {what} ({exc}); the "
-                                         "commit may or may not have landed") from exc
-                log.info("table %s: checking %s failed (attempt %d), again: %s", self.table_name, what,
-                         attempt, exc)
-                time.sleep(0.05 * 2 ** attempt)
-
-    def _settle_uncertain_create(self, snapshot: Snapshot, cause: Exception) -> bool:
-        """The create raised: did the snapshot land anyway? Absent: re-raise (nothing landed,
-        cleaning up is safe); another writer's: a lost race; unreadable: the outcome is unknown
-        and every file is kept."""
-        on_disk = self._checked(f"whether snapshot {snapshot.id} was created (its create failed: {cause})",
-                                lambda: self.snapshots.find(snapshot.id))
-        if on_disk is None:
-            raise cause
-        return on_disk.uuid == snapshot.uuid
-
-    def _landed_behind(self, snapshot: Snapshot, base: Snapshot | None, messages, delta) -> bool:
-        """Did `snapshot` land behind the table's latest snapshot (its id had been committed by
-        another writer and then expired), or on a rolled-back base?
-
-        The invariant (docs/concurrency.md, "One snapshot id, one commit"): expiry deletes
-        snapshot files in ascending order and never the greatest id, so while the very base
-        this commit read (the same file, compared whole: a snapshot created behind may have
-        re-used the base's id) is still on storage, no other commit held our id before us.
-        Without it, a snapshot after ours either descends from ours (it references our files)
-        or was there first; with none after ours, ours is the greatest id, which expiry alone
-        cannot have made of a re-used id (the id it expired had a successor that stays)."""
-        if base is not None and self._still_there(base):
-            return False
-        ids = self.snapshots.list_ids()
-        later = [i for i in ids if i > snapshot.id]
-        if later:
-            return self._later_does_not_descend(snapshot, later[0], messages, delta)
-        if base is None:
-            return False
-        # ours is the greatest id and our base is gone: expiry took it (then no snapshot below
-        # ours stays) or a rollback did (it keeps its target below ours and says so in EARLIEST)
-        below = [i for i in ids if i < snapshot.id]
-        earliest_hint = self.snapshots.earliest_hint()
-        return bool(below) and (earliest_hint is None or earliest_hint <= base.id)
-
-    def _later_does_not_descend(self, snapshot: Snapshot, later_id: int, messages, delta) -> bool:
-        """Is snapshot `later_id` (the first after ours) not built on ours? One built on ours
-        references the files ours added; one that was there first lacks them. A commit that
-        only removed files: one still live in the later snapshot shows it was not built on
-        ours. A commit with neither (an ANALYZE): the EARLIEST hint decides."""
-        added, removed = _added_names(messages), _removed_names(messages, delta)
-        if not added and not removed:
-            earliest_hint = self.snapshots.earliest_hint()
-            return earliest_hint is not None and earliest_hint > snapshot.id
-        try:
-            later = self.snapshots.get(later_id)
-            if added:
-                return not (added & self._referenced_names(later))
-            return bool(removed & self._live_names(later))
-        except (FileMissing, SnapshotNotFound):
-            return True  # the successor is being expired: it is older than ours
-
-    def _live_names(self, snapshot: Snapshot) -> set[str]:
-        """Data and index files live in `snapshot`."""
-        names = {e.file.file_name for e in self.manifests.live_entries(snapshot)}
-        if snapshot.index_manifest:
-            names.update(e.file_name for e in self.manifests.read_index_manifest(snapshot.index_manifest))
-        return names
-
-    def _still_there(self, base: Snapshot) -> bool:
-        """Is the snapshot file of `base` still the very snapshot this commit read?"""
-        return self.snapshots.holds(base)
-
-    def _referenced_names(self, snapshot: Snapshot) -> set[str]:
-        """Data and index files `snapshot` references."""
-        names = set()
-        for meta in self.manifests.data_manifests(snapshot):
-            names.update(e.file.file_name for e in self.manifests.read_manifest(meta.file_name))
-        if snapshot.index_manifest:
-            names.update(e.file_name for e in self.manifests.read_index_manifest(snapshot.index_manifest))
-        return names
-
-    def _check_files_still_there(self, messages) -> None:
-        """After taking back a snapshot that landed behind: an expiry may have deleted files
-        only it referenced (its changelog); then this commit cannot be retried."""
-        missing = [m.file_name for msg in messages for m in msg.added_files()
-                   if not self.context.file_io.exists(
-                       join(self.context.bucket_dir(self.schema, msg.partition, msg.bucket), m.file_name))]
-        if missing:
-            raise CommitConflict(f"table {self.table_name}: the commit landed behind the latest snapshot and "
-                                 f"concurrent expiry removed its file(s) {missing[:3]}; nothing was committed")
+    def _missing_files(self, messages) -> list[str]:
+        """The files these messages add that are not on storage (expiry may delete what only a
+        snapshot created behind referenced: its changelog)."""
+        return [m.file_name for msg in messages for m in msg.added_files()
+                if not self.context.file_io.exists(
+                    join(self.context.bucket_dir(self.schema, msg.partition, msg.bucket), m.file_name))]
 
     def _delta_entries(self, messages: list[CommitMessage]) -> list[ManifestEntry]:
         entries = []

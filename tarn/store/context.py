@@ -1,7 +1,8 @@
 """TableContext: one table's storage, the one object the layers above take.
 
 It holds the file I/O, the table root and name, the schema/snapshot/tag/consumer stores (built
-once), schemas by id (schema files never change, so they are cached), manifest stores per
+once), the commit point (`snapshot_commit`, tarn/store/commit_point.py), schemas by id (schema
+files never change, so they are cached), manifest stores per
 schema, the live manifest entries of a snapshot and where a bucket's files live. `Table` is a
 TableContext plus the verbs users call; maintenance, system tables, the streaming scan and the
 Spark connector take a context and never a Table's private parts.
@@ -15,6 +16,7 @@ from tarn.meta.manifest import ManifestEntry
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
+from tarn.store.commit_point import FileSystemCommit
 from tarn.store.consumers import ConsumerStore
 from tarn.store.manifests import ManifestStore
 from tarn.store.schemas import SchemaStore, branch_root
@@ -36,6 +38,8 @@ class TableContext:
         self.metadata_root = branch_root(self.root, branch)
         self.schema_store = SchemaStore(file_io, self.root, branch)
         self.snapshot_store = SnapshotStore(file_io, self.metadata_root, self.name)
+        # where a new snapshot becomes the latest: a catalog that owns commits sets its own
+        self.snapshot_commit = FileSystemCommit(self.snapshot_store, self.name)
         self.tag_store = TagStore(file_io, self.metadata_root, self.name)
         self.consumer_store = ConsumerStore(file_io, self.metadata_root)
         self._schemas_by_id: dict[int, TableSchema] = {}
