@@ -3,9 +3,9 @@
 The primitives: the scan planner and `scan_snapshot` (a `Scan` of one snapshot), `new_writer`,
 `committer`, and `commit`: commit writer messages, delete their files when the commit did not
 land (kept when its outcome is unknown), delete the files of a compaction part that was
-dropped, then run the post-commit hooks. The core runs no operation itself: post-commit
-maintenance (tags, expiry) is a hook the facade (tarn/table.py) installs, and the operations
-(tarn/ops/) take a TableCore or TableContext, never the facade.
+dropped, then run the commit callbacks (tarn/commit/callbacks.py) with what landed. The core
+runs no operation itself: post-commit maintenance (tags, expiry) is a callback tarn/ops/
+registers, and the operations (tarn/ops/) take a TableCore or TableContext, never the facade.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import uuid
 from typing import Callable
 
 from tarn import features
+from tarn.commit.callbacks import callbacks_for
 from tarn.commit.committer import Committer, Overwrite, UntouchedSince
+from tarn.commit.result import Landed
 from tarn.errors import SchemaMismatch, UnsupportedFeature
 from tarn.fs import FileIO
 from tarn.meta.schema import TableSchema
@@ -32,15 +34,17 @@ from tarn.write.writer import TableWriter, restore_from
 
 log = logging.getLogger(__name__)
 
-# run after a commit landed, never raising into it: returns the failures it logged
-PostCommitHook = Callable[["TableCore"], list[Exception]]
+# run after a commit landed with what it made, never raising into it: returns the failures it logged
+PostCommitHook = Callable[["TableCore", tuple[Landed, ...]], list[Exception]]
 
 
 class TableCore(TableContext):
     """The table at `root` with the primitives operations use (nothing is read until asked for).
 
-    `post_commit_hooks` run, in order, after every commit `commit` lands; `last_maintenance_errors`
-    holds what failed after the last landed commit (the commit stands)."""
+    After every commit `commit` lands, the commit callbacks registered for the table's shape
+    (tarn/commit/callbacks.py: post-commit maintenance is one) run, then this object's own
+    `post_commit_hooks`, each given what landed; `last_maintenance_errors` holds what failed
+    after the last landed commit (the commit stands)."""
 
     def __init__(self, file_io: FileIO, root: str, name: str | None = None, branch: str = "main"):
         super().__init__(file_io, root, name, branch)
@@ -184,9 +188,11 @@ class TableCore(TableContext):
             failure = best_effort(self, "deleting the files of the dropped compaction", lambda: abort(
                 self.file_io, self.root, schema, [m.compact_part() for m in messages], keep=committer.landed_files))
             errors += [failure] if failure else []
-        for hook in self.post_commit_hooks:
+        landed = tuple(committer.made)
+        hooks = [c.run for c in callbacks_for(self.schema().shape)] + self.post_commit_hooks
+        for hook in hooks:
             try:
-                errors += hook(self)
+                errors += hook(self, landed)
             except Exception as exc:  # noqa: BLE001 - hooks report their own; this is a last guard
                 log.warning("table %s: maintenance after commit failed (the commit stands): %s", self.name, exc)
                 errors.append(exc)

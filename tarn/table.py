@@ -1,8 +1,8 @@
 """The Table facade: the verbs users call, each a short call into an operation (tarn/ops/).
 
-`Table` is a TableCore (tarn/core.py: storage plus the scan, write and commit primitives) that
-installs post-commit maintenance (tarn/ops/post_commit.py) as its post-commit hook. `Scan`
-lives in tarn/scan/scan.py and is re-exported here.
+`Table` is a TableCore (tarn/core.py: storage plus the scan, write and commit primitives; after
+each commit it runs the commit callbacks, post-commit maintenance among them). `Scan` lives in
+tarn/scan/scan.py and is re-exported here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.meta.statistics import Statistics
-from tarn.ops import (alter, analyze, branches, compact, delete, expire, merge, orphans, post_commit, rescale,
+from tarn.ops import (alter, analyze, branches, compact, delete, expire, merge, orphans, rescale,
                       rollback, row_updates, system_tables, tags, time_travel, update, write)
 from tarn.ops.rescale import RescalePlan, commit_rescale, plan_rescale, rescale_writer  # noqa: F401 (tarn.spark)
 from tarn.scan import counts
@@ -31,19 +31,12 @@ from tarn.store.schemas import SchemaStore
 __all__ = ["Scan", "SystemTable", "Table", "load_table"]
 
 
-def _maintain(core: TableCore) -> list[Exception]:
-    """The facade's post-commit hook: Paimon's maintenance after a commit (looked up on each
-    call, so tests can stand in for it)."""
-    return post_commit.after_commit(core)
-
-
 class Table(TableCore):
     """One Paimon table at `root`: its storage (TableContext) plus the verbs users call. Cheap
     to create; every operation reads the latest state."""
 
     def __init__(self, file_io: FileIO, root: str, name: str | None = None, branch: str = "main"):
         super().__init__(file_io, root, name, branch)
-        self.post_commit_hooks.append(_maintain)
         if self.schema() is None:
             if branch != "main" and SchemaStore(file_io, self.root).list_ids():
                 known = branch_names(file_io, self.root)

@@ -238,7 +238,9 @@ class Committer:
                 self._delete(written)
             raise
         if landed:
-            self.made.append(Landed(new_snapshot, tuple(delta), tuple(changelog)))
+            self.made.append(Landed(new_snapshot, tuple(delta), tuple(changelog),
+                                    tuple(e for m in messages for e in m.new_index_files),
+                                    tuple(e for m in messages for e in m.deleted_index_files)))
             _log_commit(self.table_name, new_snapshot, delta, changelog, time.perf_counter() - self.started)
             return new_snapshot
         self._delete(written)

@@ -19,11 +19,14 @@ from tarn.meta.snapshot import Snapshot
 
 @dataclass(frozen=True)
 class Landed:
-    """One snapshot a commit made, with the manifest entries of its delta and changelog."""
+    """One snapshot a commit made, with the manifest entries of its delta and changelog and
+    the index files (IndexManifestEntry) it added and removed."""
 
     snapshot: Snapshot
     delta: tuple[ManifestEntry, ...]
     changelog: tuple[ManifestEntry, ...] = ()
+    index_added: tuple = ()
+    index_removed: tuple = ()
 
 
 @dataclass(frozen=True)

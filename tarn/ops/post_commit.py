@@ -1,7 +1,7 @@
 """Post-commit maintenance: `after_commit(table)` is what Paimon's committer runs after each
 commit unless the table is `write-only`: automatic tag creation, tag expiry, consumer expiry,
-then snapshot expiration. The facade (tarn/table.py) installs it as a post-commit hook of its
-TableCore, so the kernel runs it without importing it.
+then snapshot expiration. It is registered as a commit callback (tarn/commit/callbacks.py), so
+the kernel runs it without importing it.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from tarn.commit.callbacks import CommitCallback, register
 from tarn.ops.expire import expire_snapshots
 from tarn.ops.tags import auto_create_tags, expire_tags
 
@@ -52,3 +53,8 @@ def after_commit(table: "TableCore") -> list[Exception]:
 def _failed(what: str, table: "TableCore", exc: Exception) -> list[Exception]:
     log.warning("table %s: %s after commit failed (the commit stands): %s", table.name, what, exc)
     return [exc]
+
+
+# `after_commit` looked up on each call, so tests can stand in for it
+register(CommitCallback("maintenance", lambda shape: not shape.options.bool("write-only"),
+                        lambda table, landed: after_commit(table)))
