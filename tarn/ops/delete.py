@@ -1,6 +1,6 @@
 """Deleting the rows that match a predicate (`Table.delete(filter=...)`), in one commit.
 (Files of append tables whose rows are mostly deleted are rewritten by their compaction:
-tarn/append_compaction.py.)
+tarn/ops/append_compaction.py.)
 
 - Primary-key tables: the matching rows' keys are written as -D rows (in deletion-vector
   mode the commit's compaction then marks the old rows in deletion vectors).

@@ -168,7 +168,7 @@ class BatchReader(DataSourceReader):
     def read(self, partition: SplitGroup) -> Iterator[pa.RecordBatch]:
         table = self.target.open()
         if self.target.system:
-            from tarn.system_tables import system_table
+            from tarn.ops.system_tables import system_table
             data = system_table(table, self.target.system)
             yield from fit_batch(data.select([f.name for f in self.arrow_schema]),
                                  self.arrow_schema).to_batches(BATCH_ROWS)

@@ -48,6 +48,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 import tarn
+from tarn.spark.ref import open_table
 from tarn.table import split_branch_path
 from tarn.catalog import create_table_at
 from tarn.commit.committer import Overwrite
@@ -115,7 +116,7 @@ def create_table(path: str, data_schema: pa.Schema, primary_key: list[str], part
     """Create the table at `path` from an Arrow schema (Catalog.create_table's own path)."""
     file_io, root = file_io_for(path, storage)
     create_table_at(file_io, root, path, data_schema, primary_key, partition, options)
-    return tarn.load_table(path, storage)
+    return open_table(path, storage)
 
 
 def create_table_like(path: str, like: str, options: dict[str, str] | None = None, storage: dict | None = None,
@@ -134,7 +135,7 @@ def create_table_like(path: str, like: str, options: dict[str, str] | None = Non
     file_io, root = file_io_for(path, storage)
     create_table_at(file_io, root, path, list(source.fields), list(source.primary_keys),
                     list(source.partition_keys), {**source.options, **(options or {})}, source.comment)
-    return tarn.load_table(path, storage)
+    return open_table(path, storage)
 
 
 def _check_like(table: tarn.Table, source: tarn.Table) -> None:
@@ -251,7 +252,7 @@ class WritePlan:
     placed_rows: bool = False  # rows carry KIND_COLUMN too (cross-partition upsert tables)
 
     def open(self) -> tarn.Table:
-        return tarn.load_table(self.path, self.storage)
+        return open_table(self.path, self.storage)
 
     def task_writer(self, table: tarn.Table, token: str, index_snapshot=None) -> TableWriter:
         """A TableWriter for one task; it compacts only buckets it owns."""

@@ -54,7 +54,7 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 
-import tarn
+from tarn.spark.ref import open_table
 from tarn.data.reader import FileReader
 from tarn.errors import SchemaMismatch, TarnError
 from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, VALUE_KIND
@@ -196,7 +196,7 @@ def key_rows(spark, table, storage: dict | None, snapshot_id: int, channels: int
 
 def _emit_keys(root: str, storage: dict | None, channels: int, out, batches):
     """A bootstrap task: the live keys of its buckets, as `CrossPartitionAssigner` finds them."""
-    table = tarn.load_table(root, storage)
+    table = open_table(root, storage)
     schema = table.schema()
     options = schema.shape.options
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
@@ -256,7 +256,7 @@ def _channel_rows(schema, table_name: str, channels: int, out, batches):
 
 def _assign_task(root: str, storage: dict | None, snapshot_id: int | None, channels: int, batches):
     """An assigner task reading the keys of its range from the snapshot's files itself."""
-    table = tarn.load_table(root, storage)
+    table = open_table(root, storage)
     schema = table.schema()
     if snapshot_id is None:
         latest = table.latest_snapshot()
@@ -273,7 +273,7 @@ def _assign_task(root: str, storage: dict | None, snapshot_id: int | None, chann
 def _assign_given_keys(root: str, storage: dict | None, snapshot_id: int, channels: int, batches):
     """An assigner task bootstrapped from the key rows shuffled to it, which come before its
     data rows (sorted by ORDER); then it places the data rows."""
-    table = tarn.load_table(root, storage)
+    table = open_table(root, storage)
     schema = table.schema()
     assigner = _assigner(table, schema, channels, list)
     key_fields = [schema.field(k) for k in schema.primary_keys]

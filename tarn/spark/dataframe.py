@@ -22,7 +22,7 @@ from functools import partial
 
 import pyarrow as pa
 
-import tarn
+from tarn.spark.ref import open_table, table_location
 from tarn.commit.result import landed_of, result_of
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.spark.bucket_expr import supported as bucket_expr_supported
@@ -65,10 +65,6 @@ def bucket_udf(key_fields: list, num_buckets: int, table_name: str, function: st
     return bucket_of
 
 
-def _absolute(path: str) -> str:
-    return path if "://" in path else os.path.abspath(path)
-
-
 def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buckets: int | None = None):
     """`df` repartitioned so that all rows of one (partition, bucket) of the table are in one
     Spark partition (tarn's bucket function as Spark expressions for integer/date/boolean keys,
@@ -82,7 +78,7 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buck
     fixed bucket count than the table's (rescale)."""
     from pyspark.sql import functions as F
 
-    table = tarn.load_table(_absolute(table_path), storage_options)
+    table = open_table(table_path, storage_options)
     schema = table.schema()
     shape = schema.shape if num_buckets is None else shape_with(schema, schema.shape.options_with(
         {"bucket": str(num_buckets)}))
@@ -192,7 +188,7 @@ def route_dynamic(df, table_path: str, storage_options: dict | None = None, para
     (0: none; tarn.spark.write sets both), and each task takes its Spark partition id as its
     assigner task (keys of another task's hash range are refused, so a mismatched layout fails
     instead of splitting keys)."""
-    routed, _ = _routed(df, tarn.load_table(_absolute(table_path), storage_options), parallelism)
+    routed, _ = _routed(df, open_table(table_path, storage_options), parallelism)
     return routed.drop(CHANNEL_COLUMN)
 
 
@@ -223,8 +219,8 @@ def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fre
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
-    path = _absolute(table_path)
-    table = tarn.load_table(path, storage_options)
+    path = table_location(table_path)
+    table = open_table(path, storage_options)
     schema = table.schema()
     spark = df.sparkSession
     routed, spec = _routed(df, table, parallelism)
@@ -237,7 +233,7 @@ def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fre
     def assign_task(batches):
         from pyspark import TaskContext
 
-        task = tarn.load_table(path, storage_options)
+        task = open_table(path, storage_options)
         pinned = 0 if fresh else snapshot_id
         if pinned is None:
             latest = task.latest_snapshot()
@@ -288,7 +284,7 @@ def write(df, table_path: str, mode: str = "append", **options):
         raise InvalidOption(f"mode '{mode}' is not supported (append, overwrite)")
     started = time.perf_counter()
     register(df.sparkSession)
-    path = _absolute(table_path)
+    path = table_location(table_path)
     text_options = {str(k).lower(): str(v) for k, v in options.items()}
     table, created, _ = find_or_create(path, arrow_of(df.schema), {**text_options, "path": path})
     try:
@@ -317,9 +313,9 @@ def write(df, table_path: str, mode: str = "append", **options):
         for key, value in text_options.items():
             writer = writer.option(key, value)
         writer.save(path)
-        return _result_of_user(tarn.load_table(path, storage_of(text_options)), "write", user, before, started)
+        return _result_of_user(open_table(path, storage_of(text_options)), "write", user, before, started)
     except BaseException:
-        if created and tarn.load_table(path, storage_of(text_options)).latest_snapshot() is None:
+        if created and open_table(path, storage_of(text_options)).latest_snapshot() is None:
             table.file_io.delete_dir(table.root)
         raise
 
@@ -357,7 +353,7 @@ def rescale(spark, table_path: str, bucket: int | None = None, partitions: list[
     from pyspark.sql import functions as F
 
     path = table_path if "://" in table_path else os.path.abspath(table_path)
-    table = tarn.load_table(path, storage_options)
+    table = open_table(path, storage_options)
     plan = plan_rescale(table, bucket, partitions)
     if plan is None:
         return None
@@ -393,7 +389,7 @@ def _partition_condition(F, plan: RescalePlan):
 
 
 def _rescale_task(path: str, storage: dict | None, plan: RescalePlan, token: str, batches):
-    table = tarn.load_table(path, storage)
+    table = open_table(path, storage)
     writer = rescale_writer(table, plan, job_prefixes(plan.schema.options, token))
     with aborting(table.file_io, table.root, plan.schema, writer.messages):
         for batch in batches:

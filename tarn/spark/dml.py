@@ -13,7 +13,6 @@ driver (its condition must then be SQL-like text tarn parses: copy-on-write or d
 
 from __future__ import annotations
 
-import os
 import time
 import pickle
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from functools import partial
 import pyarrow as pa
 
 import tarn
+from tarn.spark.ref import open_table, table_location
 from tarn.ops.update import literal_array
 from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
 from tarn.meta.snapshot import Snapshot
@@ -32,7 +32,7 @@ from tarn.meta.row_ranges import ROW_ID
 from tarn.spark.row_updates import commit_column_updates
 from tarn.spark.session import register
 from tarn.spark.types import spark_schema
-from tarn.update import check_settable
+from tarn.ops.update import check_settable
 from tarn.commit.abort import abort, aborting
 
 KIND_COLUMN = "__tarn_row_kind"
@@ -51,8 +51,8 @@ def delete(spark, path: str, condition, storage_options: dict | None = None):
     on the driver (deletion vectors, or a copy-on-write rewrite of the files holding matches)."""
     started = time.perf_counter()
     register(spark)
-    path = _absolute(path)
-    table = tarn.load_table(path, storage_options)
+    path = table_location(path)
+    table = open_table(path, storage_options)
     if not table.primary_keys:
         return _delete_append(table, condition)
     snapshot = table.latest_snapshot()
@@ -88,8 +88,8 @@ def update(spark, path: str, set: dict, condition=None, storage_options: dict | 
 
     started = time.perf_counter()
     register(spark)
-    path = _absolute(path)
-    table = tarn.load_table(path, storage_options)
+    path = table_location(path)
+    table = open_table(path, storage_options)
     evolving = table.schema().shape.evolves
     if not table.primary_keys and not evolving:
         raise InvalidArgument(f"table {table.name}: tarn.spark.update needs a primary-key or data-evolution "
@@ -135,8 +135,8 @@ def merge_into(spark, path: str, source, on=None, when_matched_update=None, when
     meanwhile takes the merge's value (last writer wins)."""
     started = time.perf_counter()
     register(spark)
-    path = _absolute(path)
-    table = tarn.load_table(path, storage_options)
+    path = table_location(path)
+    table = open_table(path, storage_options)
     schema = table.schema()
     if not table.primary_keys and schema.shape.evolves:
         return _merge_evolving(spark, table, path, source, on, when_matched_update, when_matched_delete,
@@ -359,17 +359,13 @@ def _column(expression):
     return F.lit(expression)
 
 
-def _absolute(path: str) -> str:
-    return path if "://" in path else os.path.abspath(path)
-
-
 def _read(spark, path: str, snapshot: Snapshot, storage_options: dict | None, row_ids: bool = False,
           filter_text: str | None = None):
     reader = spark.read.format("tarn").option("scan.snapshot-id", str(snapshot.id))
     if filter_text:  # tarn prunes partitions, buckets and files by it (no pushdown needed)
         reader = reader.option("filter", filter_text)
     if row_ids:  # every column and `_ROW_ID` (a row-tracking table)
-        names = tarn.load_table(path, storage_options).schema_by_id(snapshot.schema_id).field_names
+        names = open_table(path, storage_options).schema_by_id(snapshot.schema_id).field_names
         reader = reader.option("columns", ",".join([*names, ROW_ID]))
     for key, value in check_storage(storage_options).items():
         reader = reader.option(key, value)
@@ -411,7 +407,7 @@ def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = N
 def _write_task(path: str, storage: dict | None, token: str, batches):
     from tarn.spark.batch_write import BUCKET_COLUMN
 
-    table = tarn.load_table(path, storage)
+    table = open_table(path, storage)
     assigned: dict = {}
     writer = table.new_writer(options=job_prefixes(table.schema().options, token),
                               index_snapshot=lambda: assigned.get("snapshot"))

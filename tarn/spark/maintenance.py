@@ -23,13 +23,13 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
 import tarn
-from tarn.ops import postpone
-from tarn import append_compaction
+from tarn.spark.ref import open_table
+from tarn.ops import append_compaction, postpone
 from tarn import partition as partitions
 from tarn.errors import TarnError
 from tarn.fs import FileIO, join
-from tarn.maintenance import expire, orphans, rollback, tags
-from tarn.maintenance.references import delete_paths
+from tarn.ops import expire, orphans, rollback, tags
+from tarn.ops.references import delete_paths
 from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import (TaskMessages, job_prefixes, kept_after_unknown_outcome, new_job_token,
                                    noting_unknown_outcome, sweep_job)
@@ -50,7 +50,7 @@ class CompactPlan:
     storage: dict | None = None  # storage options (s3.endpoint, ...) the tasks open the table with
 
     def open(self) -> tarn.Table:
-        return tarn.load_table(self.path, self.storage)
+        return open_table(self.path, self.storage)
 
 
 class CompactWriter(DataSourceArrowWriter):
@@ -136,10 +136,10 @@ def compact(spark, table_path: str, full: bool = False, partitions: list[dict] |
     or None (nothing to do). `storage_options` (s3.endpoint, ...) reach the executors with the
     job. Primary-key tables: each bucket compacted by one task (files whose deleted share
     reaches `compaction.delete-ratio-threshold` included). Append tables: the driver picks the
-    groups of files as `Table.compact` does (tarn/append_compaction.py), executors rewrite them,
+    groups of files as `Table.compact` does (tarn/ops/append_compaction.py), executors rewrite them,
     the driver replaces the deletion-vector index files and commits."""
     _register(spark)
-    table = tarn.load_table(table_path, storage_options)
+    table = open_table(table_path, storage_options)
     if not table.primary_keys:
         return _compact_append(spark, table, table_path, full, partitions, parallelism, storage_options)
     if table.schema().shape.postpone:
@@ -362,9 +362,9 @@ def _deleter(spark, table: tarn.Table, parallelism: int | None):
 def expire_snapshots(spark, table_path: str, retain_min: int | None = None, retain_max: int | None = None,
                      older_than_ms: int | None = None, max_deletes: int | None = None,
                      parallelism: int | None = None, storage_options: dict | None = None) -> int:
-    """Expire old snapshots (tarn.maintenance.expire); returns how many were removed. The data
+    """Expire old snapshots (tarn.ops.expire); returns how many were removed. The data
     and changelog files go on the executors, the rest from the driver."""
-    table = tarn.load_table(table_path, storage_options)
+    table = open_table(table_path, storage_options)
     plan = expire.plan_expire(table, retain_min=retain_min, retain_max=retain_max,
                               older_than_ms=older_than_ms, max_deletes=max_deletes)
     return expire.execute_expire(table, plan, delete=_deleter(spark, table, parallelism))
@@ -375,26 +375,26 @@ def create_tag(spark, table_path: str, name: str, snapshot_id: int | None = None
     """`Table.create_tag` on the driver (a tag file only, nothing for executors to do):
     tag snapshot `snapshot_id` (default: the latest), `time_retained` as a timedelta, millis
     or "1 d"."""
-    return tags.create_tag(tarn.load_table(table_path, storage_options), name, snapshot_id=snapshot_id, time_retained=time_retained)
+    return tags.create_tag(open_table(table_path, storage_options), name, snapshot_id=snapshot_id, time_retained=time_retained)
 
 
 def delete_tag(spark, table_path: str, name: str, parallelism: int | None = None,
                storage_options: dict | None = None) -> None:
     """Delete a tag; the data files only it kept go on the executors."""
-    table = tarn.load_table(table_path, storage_options)
+    table = open_table(table_path, storage_options)
     tags.execute_delete_tags(table, tags.plan_delete_tag(table, name), delete=_deleter(spark, table, parallelism))
 
 
 def list_tags(spark, table_path: str, storage_options: dict | None = None) -> list:
     """`Table.list_tags` on the driver: every tag, by tagged snapshot id then name."""
-    return tags.list_tags(tarn.load_table(table_path, storage_options))
+    return tags.list_tags(open_table(table_path, storage_options))
 
 
 def rollback_to(spark, table_path: str, target: int | str, parallelism: int | None = None,
                 storage_options: dict | None = None):
     """Roll back to snapshot id `target` (int) or tag `target` (str); the data files only the
     removed snapshots and tags held go on the executors."""
-    table = tarn.load_table(table_path, storage_options)
+    table = open_table(table_path, storage_options)
     plan = rollback.plan_rollback(table, target)
     return rollback.execute_rollback(table, plan, delete=_deleter(spark, table, parallelism))
 
@@ -403,7 +403,7 @@ def remove_orphan_files(spark, table_path: str, older_than_ms: int | None = None
                         parallelism: int | None = None, storage_options: dict | None = None) -> list[str]:
     """Delete (or only list) orphan files older than `older_than_ms` (default: one day); the
     files go on the executors. Returns their paths, sorted."""
-    table = tarn.load_table(table_path, storage_options)
+    table = open_table(table_path, storage_options)
     found = orphans.find_orphan_files(table, older_than_ms)
     if not dry_run:
         orphans.delete_orphan_files(table, found, delete=_deleter(spark, table, parallelism))

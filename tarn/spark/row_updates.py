@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 import tarn
+from tarn.spark.ref import open_table
 from tarn.meta.row_ranges import ROW_ID
 from tarn.ops.row_updates import RowGroups, column_file, locate
 from tarn.spark.batch_write import collect_messages, job_prefixes, new_job_token, sweep_job
@@ -56,7 +57,7 @@ def _locate(starts: np.ndarray, ends: np.ndarray, table_name: str, batches):
 
 
 def _column_task(path: str, storage, snapshot_id: int, overrides: dict, batches):
-    table = tarn.load_table(path, storage)
+    table = open_table(path, storage)
     schema = table.schema()
     received = [b for b in batches if b.num_rows]
     messages = []
@@ -74,7 +75,7 @@ def _column_task(path: str, storage, snapshot_id: int, overrides: dict, batches)
 
 
 def _append_task(path: str, storage, overrides: dict, batches):
-    table = tarn.load_table(path, storage)
+    table = open_table(path, storage)
     writer = table.new_writer(options=overrides)
     for batch in batches:
         if batch.num_rows:

@@ -22,8 +22,8 @@ from typing import Iterator
 
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-import tarn
-from tarn.maintenance import statistics as table_stats
+from tarn.spark.ref import open_table
+from tarn.ops import analyze as table_stats
 from tarn.meta.snapshot import Snapshot
 from tarn.s3 import check_options as check_storage
 
@@ -50,7 +50,7 @@ def _spread(splits: list, tasks: int) -> list[list]:
 def _collect_task(path: str, storage: dict | None, snapshot_id: int, schema_id: int, columns: list[str],
                   groups: Iterator[list]) -> Iterator[table_stats.StatsCollector]:
     """One Spark task: the statistics of its splits of snapshot `snapshot_id`."""
-    table = tarn.load_table(path, storage)
+    table = open_table(path, storage)
     snapshot = table.snapshot(snapshot_id)
     schema = table.schema_by_id(schema_id)
     plan = table_stats.AnalyzePlan(snapshot, schema, columns, 0)
@@ -63,7 +63,7 @@ def analyze(spark, table_path: str, columns: list[str] | None = None, parallelis
     """`Table.analyze` with the reading spread over Spark executors: the statistics of the
     latest snapshot (all columns, or `columns`), committed from the driver as one ANALYZE
     snapshot, which is returned (None: the table has no snapshot)."""
-    table = tarn.load_table(table_path, storage_options)
+    table = open_table(table_path, storage_options)
     plan = table_stats.plan_analyze(table, columns)
     if plan is None:
         return None
@@ -87,7 +87,7 @@ def statistics(spark, table_path: str, snapshot_id: int | None = None, storage_o
     row per analysed column (`column_name` null when none was): the table-wide
     merged_record_count and merged_record_size on every row, min/max as Paimon's text. Empty
     when the snapshot carries no statistics."""
-    table = tarn.load_table(table_path, storage_options)
+    table = open_table(table_path, storage_options)
     stats = table.statistics(snapshot_id)
     rows = []
     if stats is not None:
@@ -103,4 +103,4 @@ def statistics(spark, table_path: str, snapshot_id: int | None = None, storage_o
 def count(spark, table_path: str, storage_options: dict | None = None) -> int:
     """The rows of the table's latest snapshot, from metadata where it tells (see
     `Scan.count`), computed on the driver: what `df.count()` of the tarn source cannot do."""
-    return tarn.load_table(table_path, storage_options).scan().count()
+    return open_table(table_path, storage_options).scan().count()

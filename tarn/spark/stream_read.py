@@ -231,7 +231,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         first = start["next"]
         if start["full"]:
             snapshot = self._snapshot(table, first)
-            from tarn.maintenance.time_travel import scan_at
+            from tarn.ops.time_travel import scan_at
             splits = keep_levels(scan_at(table, snapshot).plan(), full_scan_levels(table.schema()))
             parts += [StreamPart(snapshot, group) for group in pack_splits(splits, target, open_cost)]
             first += 1
@@ -252,7 +252,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         table = load(self.path, self.storage)
         names = [f.name for f in self.arrow_schema if not (self.row_kind and f.name == ROW_KIND_COLUMN)]
         if partition.full:
-            from tarn.maintenance.time_travel import scan_at
+            from tarn.ops.time_travel import scan_at
             reader = scan_at(table, partition.snapshot, None, names).reader()
             for split in partition.full:
                 for chunk in reader.read_chunks(split):

@@ -14,12 +14,13 @@ from dataclasses import dataclass, replace
 from pyspark.sql.types import StringType, StructField, StructType
 
 import tarn
+from tarn.spark.ref import open_table
 from tarn.store.branches import split_object_name
 from tarn.table import split_branch_path
 from tarn.scan.scan import scan_fields
 from tarn.scan.sql_filter import parse_filter
 from tarn import s3
-from tarn.errors import InvalidOption, SnapshotNotFound, TableNotFound, TarnError
+from tarn.errors import InvalidOption, TableNotFound, TarnError
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options, closest_option, validate_options
 from tarn.spark.types import spark_schema, spark_schema_of
@@ -104,7 +105,7 @@ def storage_of(options: dict[str, str]) -> dict[str, str] | None:
 
 def load(path: str, storage: dict[str, str] | None = None) -> tarn.Table:
     try:
-        return tarn.load_table(path, storage)
+        return open_table(path, storage)
     except TableNotFound as exc:
         raise TableNotFound(f"{exc}; create it first, or write a DataFrame to it "
                             "(df.write.format('tarn') creates missing tables)") from None
@@ -160,19 +161,10 @@ def resolve_snapshot(table: tarn.Table, selector: tuple[str, object] | None) -> 
     if selector is None:
         return table.latest_snapshot()
     kind, value = selector
-    try:
-        from tarn.maintenance import time_travel
-    except ImportError:  # pragma: no cover - tags/timestamps need tarn.maintenance
-        time_travel = None
-    if time_travel is not None:
-        return time_travel.resolve(table, snapshot_id=value if kind == "snapshot" else None,
-                                   tag=value if kind == "tag" else None,
-                                   timestamp_ms=value if kind == "time" else None)
-    if kind != "snapshot":
-        raise TarnError(f"time travel by {kind} needs tarn.maintenance (not installed)")
-    if not table.snapshot_store.exists(value):
-        raise SnapshotNotFound(f"table {table.name}: snapshot {value} does not exist")
-    return table.snapshot(value)
+    from tarn.ops import time_travel
+
+    return time_travel.resolve(table, snapshot_id=value if kind == "snapshot" else None,
+                               tag=value if kind == "tag" else None, timestamp_ms=value if kind == "time" else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,7 +240,7 @@ class ReadTarget:
     def spark_schema(self) -> StructType:
         table = self.open()
         if self.system:
-            from tarn.system_tables import system_table
+            from tarn.ops.system_tables import system_table
             return spark_schema_of(system_table(table, self.system).schema)
         schema = self.table_schema(table)
         names = self.columns if self.columns is not None else schema.field_names

@@ -13,9 +13,9 @@ from pathlib import Path
 import pyarrow as pa
 
 import tarn
-from tarn.maintenance import expire, rollback
-from tarn.maintenance import tags as T
-from tarn.maintenance.orphans import remove_orphan_files
+from tarn.ops import expire, rollback
+from tarn.ops import tags as T
+from tarn.ops.orphans import remove_orphan_files
 from tarn.store.branches import branch_names
 from tests.interop.pypaimon_env import PeerError, peer_python
 

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 import tarn
-from tarn.maintenance.orphans import remove_orphan_files
+from tarn.ops.orphans import remove_orphan_files
 from tarn.meta.statistics import java_float_text, text_of
 from tarn.types import parse_type
 from tests.interop.javaref import javaref  # noqa: F401  (session fixture)

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 import tarn
-from tarn.maintenance import tags as T
-from tarn.maintenance.expire import expire_snapshots
-from tarn.maintenance.time_travel import scan_at, snapshot_by_tag
+from tarn.ops import tags as T
+from tarn.ops.expire import expire_snapshots
+from tarn.ops.time_travel import scan_at, snapshot_by_tag
 from tests.interop.pypaimon_env import run_peer
 from tests.helpers import canonical_rows
 

@@ -9,7 +9,7 @@ import pytest
 
 import tarn
 import tarn.spark
-from tarn import append_compaction
+from tarn.ops import append_compaction
 from tarn.meta.manifest import COMPACT_SOURCE
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("s", pa.string())])

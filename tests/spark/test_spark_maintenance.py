@@ -17,7 +17,7 @@ import tarn
 import tarn.spark
 import tarn.spark.maintenance as spark_maintenance
 from tarn.fs import local_file_io
-from tarn.maintenance.expire import execute_expire, plan_expire
+from tarn.ops.expire import execute_expire, plan_expire
 from tests.maintenance_checks import missing_files, rows, unreferenced_files
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])

@@ -13,7 +13,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql.datasource import EqualTo, GreaterThan, In, IsNotNull, Not, StringStartsWith
 
 import tarn
-from tarn.maintenance.tags import create_tag
+from tarn.ops.tags import create_tag
 from tarn.spark.batch_read import FilteringBatchReader, pack_splits, task_size, to_predicate
 from tarn.spark.target import ReadTarget
 

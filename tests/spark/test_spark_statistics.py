@@ -10,7 +10,7 @@ import pyarrow as pa
 
 import tarn
 import tarn.spark
-from tarn.maintenance import statistics as S
+from tarn.ops import analyze as S
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
                     ("v", pa.float64()), ("s", pa.string())])

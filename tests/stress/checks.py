@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from tarn import paths
 from tarn.fs import basename, join
-from tarn.maintenance.references import TableFiles
+from tarn.ops.references import TableFiles
 from tarn.meta.snapshot import Snapshot
 from tarn.store.tags import TagStore, parse_tag
 
