@@ -80,3 +80,26 @@ def test_unknown_names_are_attribute_errors():
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         tarn.nothing_here
     assert not hasattr(tarn, "Catalogue")
+
+
+def test_a_plain_write_and_read_need_no_pandas(tmp_path):
+    """Issue 39: tarn's write and read paths never import pandas (pyarrow itself may, when it is
+    installed: `pa.array` probes for it). With pandas made unimportable, a primary-key table is
+    created, written with a pa.Table, upserted, deleted from and read back."""
+    code = f"""
+import sys
+class NoPandas:  # any `import pandas` now raises ImportError (pyarrow copes with that)
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("pandas is blocked in this test")
+sys.meta_path.insert(0, NoPandas())
+import pyarrow as pa, tarn
+t = tarn.Catalog({str(tmp_path)!r}).create_table(
+    "db.t", schema=pa.schema([("k", pa.int64()), ("v", pa.string())]), primary_key=["k"], options={{"bucket": "2"}})
+t.write(pa.table({{"k": [1, 2, 3], "v": ["a", "b", "c"]}}))
+t.write(pa.table({{"k": [2], "v": ["B"]}}))
+t.delete(filter="k = 3")
+rows = t.scan(filter="k > 0").to_arrow().sort_by("k").to_pylist()
+assert rows == [{{"k": 1, "v": "a"}}, {{"k": 2, "v": "B"}}], rows
+"""
+    assert loaded_after(code, ["tarn.table", "pandas"]) == ["tarn.table"]
