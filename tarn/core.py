@@ -17,7 +17,8 @@ from typing import Callable
 
 from tarn import features
 from tarn.commit.callbacks import callbacks_for
-from tarn.commit.committer import Committer, Overwrite, UntouchedSince
+from tarn.commit.committer import Committer, Overwrite
+from tarn.commit.requirements import LandsOn, RowIdsReadAt, UntouchedSince
 from tarn.commit.result import Landed
 from tarn.errors import SchemaMismatch, UnsupportedFeature
 from tarn.fs import FileIO
@@ -138,7 +139,7 @@ class TableCore(TableContext):
                watermark: int | None = None, expected_base: int | None = None, *,
                schema: TableSchema | None = None, untouched_since: UntouchedSince | None = None,
                on_landed: Callable[[], list[Exception]] | None = None,
-               row_ids_read_at: int | None = None) -> Snapshot | None:
+               row_ids_read_at: int | None = None, requirements: tuple = ()) -> Snapshot | None:
         """Commit writer messages (an APPEND or OVERWRITE snapshot, then a COMPACT one for their
         compaction part). It returns once the snapshot landed; raises `OutcomeUnknown` when the
         store could not tell whether it did (every file is kept); any other error means it did
@@ -150,7 +151,9 @@ class TableCore(TableContext):
         lands directly on that snapshot id (0: an empty table). `schema`: the schema the
         messages were written with (default: the latest); `untouched_since`: an overwrite's
         requirement on the snapshots since it read its data (a rescale); `row_ids_read_at`: the
-        snapshot files arriving with their row ids were planned on (row_id_conflicts)."""
+        snapshot files arriving with their row ids were planned on (row_id_conflicts). The three
+        are spellings of the requirements (tarn/commit/requirements.py) `LandsOn`,
+        `UntouchedSince` and `RowIdsReadAt`; `requirements` takes any of them."""
         latest = self.schema()
         schema = schema or latest
         try:
@@ -162,8 +165,8 @@ class TableCore(TableContext):
         self.last_maintenance_errors = []
         try:
             snapshot = committer.commit(messages, commit_user or str(uuid.uuid4()), commit_identifier, overwrite,
-                                        watermark, expected_base=expected_base, untouched_since=untouched_since,
-                                        row_ids_read_at=row_ids_read_at)
+                                        watermark, requirements=_requirements(expected_base, untouched_since,
+                                                                              row_ids_read_at, requirements))
         except BaseException:  # not landed (OutcomeUnknown: maybe landed, every file stays)
             if not committer.outcome_unknown:
                 best_effort(self, "deleting the files of a failed commit", lambda: abort(
@@ -197,6 +200,14 @@ class TableCore(TableContext):
                 log.warning("table %s: maintenance after commit failed (the commit stands): %s", self.name, exc)
                 errors.append(exc)
         return errors
+
+
+def _requirements(expected_base: int | None, untouched_since: UntouchedSince | None, row_ids_read_at: int | None,
+                  given: tuple) -> tuple:
+    """The commit's requirements from `TableCore.commit`'s spellings of them, then `given`."""
+    spelled = [LandsOn(expected_base) if expected_base is not None else None, untouched_since,
+               RowIdsReadAt(row_ids_read_at) if row_ids_read_at is not None else None]
+    return (*[r for r in spelled if r is not None], *given)
 
 
 def best_effort(context: TableContext, what: str, step) -> Exception | None:

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 import tarn
+from tarn.commit.requirements import LandsOn
 from tarn.meta.snapshot import Snapshot
 from tests.helpers import ORDERS_SCHEMA, orders_rows, rows_by_key
 
@@ -213,5 +214,5 @@ def test_expected_base_lands_only_directly_on_that_snapshot(catalog, monkeypatch
 
     monkeypatch.setattr(committer.snapshots, "latest", racing_latest)
     with pytest.raises(tarn.CommitConflict, match="placed against snapshot 2, but the latest snapshot is 3"):
-        committer.commit(late.prepare_commit(), "user-late", expected_base=2)
+        committer.commit(late.prepare_commit(), "user-late", requirements=(LandsOn(2),))
     assert set(rows_by_key(t.scan().to_arrow(), ["dt", "id"])) == {("d1", 1), ("d3", 3), ("d5", 5)}

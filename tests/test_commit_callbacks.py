@@ -72,3 +72,30 @@ def test_a_callback_gets_the_index_files_a_commit_added(catalog, monkeypatch):
     table.delete(filter="k = 2")
     assert [landed.snapshot.id for landed in seen] == [1, 2]
     assert [e.index_type for e in seen[1].index_added] == ["DELETION_VECTORS"] and not seen[1].delta
+
+
+def test_requirements_are_objects_with_a_check(catalog):
+    """tarn/commit/requirements.py: each attempt is checked against what it builds on; one that
+    does not hold raises CommitConflict and nothing lands."""
+    from tarn.commit.requirements import LandsOn
+    from tarn.errors import CommitConflict
+
+    table = catalog.create_table("db.t", SCHEMA)
+    table.write(pa.table({"k": [1], "v": ["a"]}, schema=SCHEMA))
+    seen = []
+
+    class OnlyOnEmptyTables:
+        for_compaction = False
+
+        def check(self, attempt):
+            seen.append((attempt.latest.id, attempt.kind, len(attempt.delta)))
+            raise CommitConflict(f"table {attempt.table_name}: not empty")
+
+    writer = table.new_writer()
+    writer.write(pa.table({"k": [2], "v": ["b"]}, schema=SCHEMA))
+    with pytest.raises(CommitConflict, match="not empty"):
+        table.commit(writer.prepare_commit(), requirements=(OnlyOnEmptyTables(),))
+    assert seen == [(1, "APPEND", 1)] and [s.id for s in table.snapshots()] == [1]
+    writer = table.new_writer()
+    writer.write(pa.table({"k": [3], "v": ["c"]}, schema=SCHEMA))
+    assert table.commit(writer.prepare_commit(), requirements=(LandsOn(1),)).id == 2

@@ -27,8 +27,8 @@ from tarn import partition as partitions
 from tarn.fs import join
 from tarn.paths import POSTPONE_BUCKET
 from tarn.errors import CommitConflict, FileMissing, SnapshotNotFound
-from tarn.commit import row_id_conflicts
 from tarn.store.commit_point import Publication
+from tarn.commit.requirements import Attempt
 from tarn.commit.result import Landed
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import ADD, DELETE, DELETION_VECTORS_INDEX, HASH_INDEX, ManifestEntry, ManifestFileMeta
@@ -60,18 +60,6 @@ class Overwrite:
 
 
 @dataclass(frozen=True)
-class UntouchedSince:
-    """A requirement on an overwrite: it fails (CommitConflict) when a snapshot after `base`,
-    by another commit user, changed the data files or index files of `partitions` (None: any
-    partition): the overwrite would drop that commit's rows. Paimon's
-    `commit.strict-mode.last-safe-snapshot`, which its rescale sets."""
-
-    base: Snapshot
-    partitions: frozenset | None = None
-    keeps_postponed: bool = False  # postponed files added meanwhile do not count (a rescale keeps them)
-
-
-@dataclass(frozen=True)
 class CommitRequest:
     """Who commits and how: the same for every attempt and both parts of one commit."""
 
@@ -81,14 +69,8 @@ class CommitRequest:
     watermark: int | None = None
     properties: dict | None = None
     statistics: str | None = None  # an ANALYZE commit: the statistics file it records
-    # the commit must land directly on this snapshot id (0: an empty table), else CommitConflict:
-    # rows placed against it (cross-partition upserts on Spark) would be wrong on any other
-    expected_base: int | None = None
-    # an overwrite's requirement on the snapshots committed since it read its data (a rescale)
-    untouched_since: UntouchedSince | None = None
-    # files arriving with their row ids (partial-column updates, data-evolution compaction):
-    # the snapshot they were planned on (tarn/commit/row_id_conflicts.py)
-    row_ids_read_at: int | None = None
+    # what must hold of the table for the commit to land (tarn/commit/requirements.py)
+    requirements: tuple = ()
 
 
 @dataclass
@@ -112,9 +94,7 @@ class Committer:
     def commit(self, messages: list[CommitMessage], commit_user: str,
                commit_identifier: int = snap.BATCH_COMMIT_IDENTIFIER,
                overwrite: Overwrite | None = None, watermark: int | None = None,
-               properties: dict | None = None, expected_base: int | None = None,
-               untouched_since: UntouchedSince | None = None,
-               row_ids_read_at: int | None = None) -> Snapshot | None:
+               properties: dict | None = None, requirements: tuple = ()) -> Snapshot | None:
         """Commit the messages: new files as one APPEND (or OVERWRITE) snapshot, then compaction
         changes as one COMPACT snapshot, as Java Paimon does. Returns the last snapshot made;
         None when there is nothing to commit or this streaming (commit_user,
@@ -125,9 +105,9 @@ class Committer:
         recorded in `dropped_compaction`, and the APPEND snapshot is returned; if whether it
         landed is unknown, its files count as landed. `landed_files` names every file a landed
         (or possibly landed) snapshot of this call references, so a caller cleaning up after a
-        failure deletes only files no snapshot references. `expected_base`: the APPEND part
-        must land directly on that snapshot (every attempt checks; CommitConflict when another
-        snapshot came first). `untouched_since`: the overwrite's requirement (UntouchedSince)."""
+        failure deletes only files no snapshot references. `requirements`
+        (tarn/commit/requirements.py) are checked on every attempt; those not `for_compaction`
+        bind the APPEND (or OVERWRITE) part only."""
         messages = [m for m in messages if not m.is_empty]
         if not messages and overwrite is None:
             return None
@@ -143,15 +123,15 @@ class Committer:
         compactions = [m.compact_part() for m in messages]
         compactions = [m for m in compactions if not m.is_empty]
         request = CommitRequest(commit_user, commit_identifier, overwrite, watermark, properties,
-                                expected_base=expected_base, untouched_since=untouched_since,
-                                row_ids_read_at=row_ids_read_at)
+                                requirements=tuple(requirements))
         result = None
         if appends or overwrite is not None:
             result = self._commit_with_retry(appends, request)
             if result is not None:
                 self.landed_files |= _added_names(appends)
         if compactions:
-            compact_request = replace(request, overwrite=None, expected_base=None, untouched_since=None)
+            compact_request = replace(request, overwrite=None,
+                                      requirements=tuple(r for r in request.requirements if r.for_compaction))
             if not appends and overwrite is None:  # a compaction job: its failure is the caller's
                 result = self._commit_with_retry(compactions, compact_request)
                 self.landed_files |= _added_names(compactions)
@@ -203,12 +183,6 @@ class Committer:
     # ------------------------------------------------------------------ one attempt
 
     def _try_once(self, latest, messages, request: "CommitRequest") -> Snapshot | None:
-        if request.expected_base is not None:
-            self._check_base(latest, request.expected_base)
-        required = request.untouched_since
-        if required is not None and request.overwrite is not None and latest is not None \
-                and latest.id != required.base.id:
-            self._check_untouched(latest, request.commit_user, required)
         delta = self._delta_entries(messages)
         deletes = any(e.kind == DELETE for e in delta)
         if deletes:  # the files the messages remove (an overwrite's own come from live entries)
@@ -222,8 +196,10 @@ class Committer:
         if request.statistics is not None:
             kind = snap.ANALYZE
         next_row_id = (latest.next_row_id or 0) if latest else 0
-        if request.row_ids_read_at is not None and latest is not None:
-            self._check_row_ids(latest, delta, kind, request.row_ids_read_at)
+        attempt = Attempt(self.table_name, latest, delta, kind, request.commit_user, request.overwrite is not None,
+                          self.snapshots, self.manifests, self.schema.field_names)
+        for requirement in request.requirements:
+            requirement.check(attempt)
         if self.schema.shape.tracks_rows:
             delta, next_row_id = assign_row_ids(delta, (latest.id + 1) if latest else 1, next_row_id)
         changelog = self._changelog_entries(messages)
@@ -245,52 +221,6 @@ class Committer:
             return new_snapshot
         self._delete(written)
         return None
-
-    def _check_untouched(self, latest: Snapshot, commit_user: str, required: UntouchedSince) -> None:
-        """CommitConflict when a snapshot after `required.base`, by another commit user, changed
-        the data or index files of its partitions."""
-        previous_index = required.base.index_manifest
-        for snapshot_id in range(required.base.id + 1, latest.id + 1):
-            try:
-                snapshot = latest if snapshot_id == latest.id else self.snapshots.get(snapshot_id)
-            except (SnapshotNotFound, FileMissing):
-                raise CommitConflict(f"table {self.table_name}: snapshot {snapshot_id}, committed while the "
-                                     "rescale ran, expired before it could be checked; nothing was committed, "
-                                     "rescale again") from None
-            keeps = required.keeps_postponed
-            if snapshot.commit_user != commit_user and self._touches(snapshot, previous_index, required.partitions,
-                                                                     keeps):
-                raise CommitConflict(
-                    f"table {self.table_name}: snapshot {snapshot_id} ({snapshot.commit_kind}, by another writer) "
-                    "changed the data being rescaled while the rescale ran; nothing was committed. Stop other "
-                    "writers of these partitions and rescale again")
-            previous_index = snapshot.index_manifest
-
-    def _touches(self, snapshot: Snapshot, previous_index: str | None, wanted: frozenset | None,
-                 postponed_apart: bool = False) -> bool:
-        for meta in self.manifests.read_manifest_list(snapshot.delta_manifest_list):
-            for entry in self.manifests.read_manifest(meta.file_name):
-                if postponed_apart and entry.bucket == POSTPONE_BUCKET:
-                    continue  # rows waiting for their compaction: the rescale leaves them
-                if wanted is None or entry.partition in wanted:
-                    return True
-        if snapshot.index_manifest == previous_index:
-            return False
-        before = {(e.partition, e.file_name) for e in self.manifests.read_index_manifest(previous_index)} \
-            if previous_index else set()
-        after = {(e.partition, e.file_name) for e in self.manifests.read_index_manifest(snapshot.index_manifest)} \
-            if snapshot.index_manifest else set()
-        return any(wanted is None or part in wanted for part, _ in before ^ after)
-
-    def _check_base(self, latest: Snapshot | None, expected: int) -> None:
-        """CommitConflict unless `latest` is snapshot `expected` (0: no snapshot)."""
-        actual = latest.id if latest is not None else 0
-        if actual != expected:
-            by = f" by commit user {latest.commit_user}" if latest is not None else ""
-            raise CommitConflict(
-                f"table {self.table_name}: the rows were placed against snapshot {expected}, but the latest "
-                f"snapshot is {actual}{by}: another writer committed in between (a cross-partition upsert "
-                "table takes one writer at a time); nothing was committed, write again")
 
     def _publish(self, snapshot: Snapshot, base: Snapshot | None, messages, delta) -> bool:
         """Hand the snapshot to the table's commit point (tarn/store/commit_point.py): True when it
@@ -489,17 +419,6 @@ class Committer:
     def _matches_static(self, partition: bytes, static: dict) -> bool:
         values = dict(zip(self.schema.partition_keys, partitions.from_bytes(self.schema, partition)))
         return all(_same_partition_value(values.get(k), v) for k, v in static.items())
-
-    def _check_row_ids(self, latest: Snapshot, delta: list[ManifestEntry], kind: str, read_at: int) -> None:
-        entries = row_id_conflicts.preset(delta)
-        if not entries:
-            return
-        if kind != snap.COMPACT:
-            row_id_conflicts.check_existence(self.table_name, entries, self.manifests.live_entries(latest),
-                                             latest.next_row_id or 0)
-        if latest.id > read_at:
-            row_id_conflicts.check_overlaps(self.table_name, entries, self.snapshots, self.manifests, read_at,
-                                            latest.id, self.schema.field_names)
 
     def _check_deletes_live(self, latest, delta: list[ManifestEntry]) -> None:
         live = {e.identifier for e in self.manifests.live_entries(latest)}

@@ -13,7 +13,8 @@ import logging
 import time
 from dataclasses import dataclass, replace
 
-from tarn.commit.committer import Overwrite, UntouchedSince
+from tarn.commit.committer import Overwrite
+from tarn.commit.requirements import UntouchedSince
 from tarn.core import TableCore
 from tarn.errors import CommitConflict, InvalidArgument, OutcomeUnknown, SchemaMismatch, StorageError
 from tarn.meta.schema import SetOption, TableSchema
