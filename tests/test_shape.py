@@ -77,3 +77,40 @@ def test_the_type_trait_table_covers_every_root_and_decides_the_rules(catalog):
     table = catalog.create_table("db.d", variant)
     with pytest.raises(InvalidFilter, match="'v' is a VARIANT"):
         table.scan(filter="v IS NULL").to_arrow()
+
+
+def test_a_fixed_bucket_write_builds_no_index_parts(catalog):
+    """The writer routes rows by bucket mode; HASH-index and deletion-vector parts are built
+    only by writers that use them."""
+    from tarn.write.writer import BUCKET_ROUTERS
+
+    assert set(BUCKET_ROUTERS) == set(BucketMode) - {BucketMode.POSTPONE}  # postponed rows are not placed
+    table = catalog.create_table("db.t", SCHEMA, primary_key=["k"], options={"bucket": "2"})
+    writer = table.new_writer()
+    writer.write(pa.table({"k": [1, 2, 3], "p": ["a"] * 3, "v": ["x"] * 3}, schema=SCHEMA))
+    table.commit(writer.prepare_commit())
+    assert "hash_files" not in vars(writer) and "vector_files" not in vars(writer)
+    dynamic = catalog.create_table("db.d", SCHEMA, primary_key=["k"])
+    writer = dynamic.new_writer()
+    writer.write(pa.table({"k": [1, 2, 3], "p": ["a"] * 3, "v": ["x"] * 3}, schema=SCHEMA))
+    dynamic.commit(writer.prepare_commit())
+    assert "hash_files" in vars(writer)
+    assert dynamic.scan().count() == 3 and table.scan().count() == 3
+
+
+def test_each_split_kind_has_its_reader(catalog):
+    """The planner decides one kind per split; the first of SPLIT_READS taking it reads it."""
+    from tarn.scan.reader import SPLIT_READS
+
+    assert [r.name for r in SPLIT_READS] == ["postponed", "stitched", "raw", "newest-wins", "merged"]
+    table = catalog.create_table("db.t", SCHEMA, primary_key=["k"], options={"bucket": "1"})
+    table.write(pa.table({"k": [1, 2], "p": ["a", "a"], "v": ["x", "y"]}, schema=SCHEMA))
+    table.write(pa.table({"k": [2], "p": ["a"], "v": ["z"]}, schema=SCHEMA))
+    scan = table.scan()
+    reader = scan.reader()
+    kinds = [(split.kind, reader.split_read(split).name) for split in scan.plan()]
+    assert kinds in ([("merged", "newest-wins")], [("merged", "merged")], [("raw", "raw")])
+    table.compact(full=True)
+    scan = table.scan()
+    assert [(s.kind, scan.reader().split_read(s).name) for s in scan.plan()] == [("raw", "raw")]
+    assert sorted(scan.to_arrow().column("v").to_pylist()) == ["x", "z"]

@@ -26,6 +26,9 @@ from tarn.store.cache import ByteCache
 from tarn.store.manifests import ManifestStore
 
 
+POSTPONED, STITCHED, RAW, MERGED = "postponed", "stitched", "raw", "merged"  # Split.kind
+
+
 @dataclass
 class Split:
     """The files of one (partition, bucket) to read together. Picklable."""
@@ -60,6 +63,18 @@ class Split:
     def __repr__(self) -> str:
         return (f"Split(partition={self.partition_values!r}, bucket={self.bucket}, files={len(self.files)}, "
                 f"rows={self.row_count}{', deletion_vectors' if self.deletion_vectors else ''})")
+
+    @property
+    def kind(self) -> str:
+        """How the split is read, decided here once (the readers of tarn/scan/reader.py each
+        take one kind): POSTPONED (postponed rows merged on read with their partition's
+        buckets), STITCHED (the files of one row-id group), RAW (files read straight through)
+        or MERGED (a primary-key bucket merged on read)."""
+        if self.bucket == POSTPONE_BUCKET:
+            return POSTPONED
+        if self.row_tracking:
+            return STITCHED
+        return RAW if self.raw_convertible else MERGED
 
     @property
     def raw_convertible(self) -> bool:

@@ -6,7 +6,8 @@ import copy
 import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -18,11 +19,10 @@ from tarn.data.runs import LookupMerge, merge_sections
 from tarn.fs import FileIO
 from tarn.lsm.merge import (SEQUENCE, VALUE_KIND, MergeSpec, NewerKeys, drop_retracts, lookup_merge_applies,
                             merge_table, newest_wins_applies)
-from tarn.paths import POSTPONE_BUCKET
 from tarn.data.defaults import default_values, fill_default_values
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
-from tarn.scan.planner import Split
+from tarn.scan.planner import POSTPONED, RAW, STITCHED, Split
 from tarn.scan.stitch import read_group
 from tarn.scan.parallel import parallel_map, serial_map
 from tarn.scan.together import read_together
@@ -79,9 +79,11 @@ class SplitReader:
     def plain(self, split: Split) -> bool:
         """A split read by whole files: one file or runs that do not overlap, or the newest
         row of each key wins."""
-        if split.bucket == POSTPONE_BUCKET or split.row_tracking:
-            return False
-        return split.raw_convertible or (newest_wins_applies(self.merge_spec) and _disjoint(split.files))
+        return self.split_read(split).name in ("raw", "newest-wins")
+
+    def split_read(self, split: Split) -> "SplitRead":
+        """The first of SPLIT_READS that takes the split."""
+        return next(read for read in SPLIT_READS if read.takes(self, split))
 
     def read(self, split: Split) -> pa.Table:
         tables = list(self.read_chunks(split))
@@ -115,21 +117,14 @@ class SplitReader:
         return data
 
     def _merged(self, split: Split) -> Iterator[pa.Table]:
-        if split.bucket == POSTPONE_BUCKET:
-            yield self._merged_with_postponed(split)
-            return
-        files = self.files_of(split)
-        if split.row_tracking and (len(split.files) > 1 or self.row_fields):
-            yield read_group(files, split.bucket_path, split.files, self.value_fields + self.row_fields,
-                             split.table_root)
-            return
-        if split.raw_convertible:
-            yield from self._read_raw(files, split)
-            return
-        if newest_wins_applies(self.merge_spec) and _disjoint(split.files):
-            yield self._read_newest_wins(files, split)
-            return
-        for data in self._read_sections(files, split):
+        return self.split_read(split).read(self, split)
+
+    def _read_stitched(self, split: Split) -> Iterator[pa.Table]:
+        yield read_group(self.files_of(split), split.bucket_path, split.files, self.value_fields + self.row_fields,
+                         split.table_root)
+
+    def _read_merged(self, split: Split) -> Iterator[pa.Table]:
+        for data in self._read_sections(self.files_of(split), split):
             yield data.drop_columns([SEQUENCE, VALUE_KIND])
 
     def _merged_with_postponed(self, split: Split) -> pa.Table:
@@ -276,6 +271,33 @@ def _tables_of(item, reader: SplitReader) -> Iterator[pa.Table]:
 # partition value types whose decoded Python value is exactly the column's value
 CONSTANT_PARTITION_ROOTS = frozenset({"CHAR", "VARCHAR", "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT",
                                       "DATE"})
+
+
+@dataclass(frozen=True)
+class SplitRead:
+    """One way of reading splits, as Java's split-read providers: `takes(reader, split)` says
+    whether it reads the split (the first in SPLIT_READS that does reads it), `read(reader,
+    split)` yields its rows in the reader's value columns."""
+
+    name: str
+    takes: Callable[["SplitReader", Split], bool]
+    read: Callable[["SplitReader", Split], Iterator[pa.Table]]
+
+
+SPLIT_READS = (
+    # postpone.merge-on-read: the partition's postponed rows merged with its real buckets
+    SplitRead("postponed", lambda r, s: s.kind == POSTPONED, lambda r, s: iter([r._merged_with_postponed(s)])),
+    # the files of one row-id group, stitched by row id (a lone file without row columns reads raw)
+    SplitRead("stitched", lambda r, s: s.kind == STITCHED and (len(s.files) > 1 or bool(r.row_fields)),
+              SplitReader._read_stitched),
+    SplitRead("raw", lambda r, s: s.kind in (RAW, STITCHED),
+              lambda r, s: iter(r._read_raw(r.files_of(s), s))),
+    # deduplicate over runs that do not overlap: the newest row of a key wins, no sort
+    SplitRead("newest-wins", lambda r, s: newest_wins_applies(r.merge_spec) and _disjoint(s.files),
+              lambda r, s: iter([r._read_newest_wins(r.files_of(s), s)])),
+    SplitRead("merged", lambda r, s: True, SplitReader._read_merged),  # key-overlapping sections, any engine
+)
+# (many small splits of any of these kinds are read by one Arrow scan first: tarn/scan/together.py)
 
 
 def _constant_partition_fields(schema: TableSchema, needed: set[str], merge_spec: MergeSpec | None) -> list:

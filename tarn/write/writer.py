@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -147,14 +148,12 @@ class TableWriter:
         # read by nobody until the postpone compaction (tarn/ops/postpone.py) places them
         self.postpone = self.shape.postpone
         self.deletion_vectors = self.layout.is_key_value and self.shape.deletion_vectors and not self.postpone
-        self.vector_files = DeletionVectorFiles(file_io, root)
         self._check_writable()
         # dynamic bucket mode: buckets from the HASH index (assigned here, or given by the caller)
         # cross-partition upsert (KEY_DYNAMIC): partition and bucket from the key index, no HASH files
         self.cross = self.shape.cross_partition
         self._router: CrossPartitionAssigner | None = None
         self.dynamic = self.shape.bucket_mode is BucketMode.DYNAMIC
-        self.hash_files = HashIndexFiles(file_io, root)
         self.assigner_spec = AssignerSpec.of(options) if self.dynamic else None
         self._assigner: HashAssigner | None = None
         self._assigner_ids: tuple[int, ...] | None = None  # None: every assigner task (one process)
@@ -163,6 +162,16 @@ class TableWriter:
         self.buckets = BucketWriter(file_io, name, schema, options, self.schemas, self.layout,
                                     merge_spec_of(schema, options) if self.layout.is_key_value else None,
                                     self.producer)
+
+    @functools.cached_property
+    def vector_files(self) -> DeletionVectorFiles:
+        """Deletion-vector index files (built only by writers that use them)."""
+        return DeletionVectorFiles(self.file_io, self.root)
+
+    @functools.cached_property
+    def hash_files(self) -> HashIndexFiles:
+        """Dynamic-bucket HASH index files (built only by writers that use them)."""
+        return HashIndexFiles(self.file_io, self.root)
 
     @property
     def producer(self) -> str:
@@ -543,31 +552,45 @@ class TableWriter:
         return state
 
     def _groups(self, data: pa.Table) -> tuple[list[Group], np.ndarray | None]:
-        """The (partition, bucket) groups of the rows; in dynamic bucket mode also each row's
-        key hash (the bucket's HASH index keeps it)."""
-        buckets = hashes = None
-        if self.num_buckets == 1:
-            pass  # one bucket: every row's, no hashing
-        elif self.num_buckets > 0:
-            key_fields = [self.schema.field(k) for k in self.schema.bucket_keys]
-            buckets = bucket_ids(data, key_fields, self.num_buckets, bucket_function(self.options))
-        elif self.cross:
-            buckets = data.column(GIVEN_BUCKET).to_numpy()
-            data = data.drop_columns([GIVEN_BUCKET])
-        elif self.dynamic:
-            key_fields = [self.schema.field(k) for k in self.schema.trimmed_primary_keys]
-            if GIVEN_BUCKET in data.column_names:
-                hashes = row_hashes(data, key_fields)
-                buckets = data.column(GIVEN_BUCKET).to_numpy()
-                data = data.drop_columns([GIVEN_BUCKET])
-            else:  # the key order is sorted in a thread while the keys are hashed and assigned
-                with ThreadPoolExecutor(max_workers=1) as pool:
-                    order = pool.submit(key_order, data, list(self.layout.key_names))
-                    hashes = row_hashes(data, key_fields)
-                    buckets = self._assign(data, hashes)
-                    return group_rows(data, list(self.schema.partition_keys), buckets, [], order.result()), hashes
+        """The (partition, bucket) groups of the rows, placed by the bucket mode's router
+        (BUCKET_ROUTERS); in dynamic bucket mode also each row's key hash (the bucket's HASH
+        index keeps it)."""
+        return BUCKET_ROUTERS[self.shape.bucket_mode](self, data)
+
+    def _sorted_groups(self, data: pa.Table, buckets: np.ndarray | None) -> list[Group]:
         sort_columns = list(self.layout.key_names) if self.layout.is_key_value else []
-        return group_rows(data, list(self.schema.partition_keys), buckets, sort_columns), hashes
+        return group_rows(data, list(self.schema.partition_keys), buckets, sort_columns)
+
+    def _route_unaware(self, data: pa.Table) -> tuple[list[Group], None]:
+        """Bucket-unaware append tables: every row in bucket 0 of its partition."""
+        return self._sorted_groups(data, None), None
+
+    def _route_fixed(self, data: pa.Table) -> tuple[list[Group], None]:
+        """Fixed buckets: the bucket function of the bucket key (one bucket: no hashing)."""
+        if self.num_buckets == 1:
+            return self._sorted_groups(data, None), None
+        key_fields = [self.schema.field(k) for k in self.schema.bucket_keys]
+        return self._sorted_groups(data, bucket_ids(data, key_fields, self.num_buckets,
+                                                    bucket_function(self.options))), None
+
+    def _route_given(self, data: pa.Table) -> tuple[list[Group], None]:
+        """Cross-partition upserts: rows arrive placed (tarn/spark/cross_partition.py, `_route`)."""
+        buckets = data.column(GIVEN_BUCKET).to_numpy()
+        return self._sorted_groups(data.drop_columns([GIVEN_BUCKET]), buckets), None
+
+    def _route_dynamic(self, data: pa.Table) -> tuple[list[Group], np.ndarray]:
+        """Dynamic buckets: given by the caller, or assigned here from the HASH index while the
+        key order is sorted in a thread."""
+        key_fields = [self.schema.field(k) for k in self.schema.trimmed_primary_keys]
+        if GIVEN_BUCKET in data.column_names:
+            hashes = row_hashes(data, key_fields)
+            buckets = data.column(GIVEN_BUCKET).to_numpy()
+            return self._sorted_groups(data.drop_columns([GIVEN_BUCKET]), buckets), hashes
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            order = pool.submit(key_order, data, list(self.layout.key_names))
+            hashes = row_hashes(data, key_fields)
+            buckets = self._assign(data, hashes)
+            return group_rows(data, list(self.schema.partition_keys), buckets, [], order.result()), hashes
 
     def _assign(self, data: pa.Table, hashes: np.ndarray) -> np.ndarray:
         """Dynamic buckets for the rows, partition by partition, in arrival order."""
@@ -613,6 +636,16 @@ def restored_buckets(restored: Restored, vector_files: DeletionVectorFiles, root
         deleted = BucketVectors(vector_files, part, bucket, entry).of if entry is not None else None
         out.append(BucketFiles(part, bucket, path, tuple(files), deleted))
     return out
+
+
+# How a write places rows into buckets, by bucket mode (postpone-bucket writes never get here:
+# their rows go to `bucket-postpone/` unplaced, `_flush_postponed`).
+BUCKET_ROUTERS = {
+    BucketMode.FIXED: TableWriter._route_fixed,
+    BucketMode.UNAWARE: TableWriter._route_unaware,
+    BucketMode.DYNAMIC: TableWriter._route_dynamic,
+    BucketMode.CROSS_PARTITION: TableWriter._route_given,
+}
 
 
 def _is_batch_stream(data) -> bool:
