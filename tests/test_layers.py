@@ -246,3 +246,39 @@ def test_spark_opens_tables_in_one_place():
              if p.name != "ref.py" for n, line in enumerate(p.read_text().splitlines(), 1)
              if "load_table(" in line.split("#", 1)[0]]
     assert not sites, sites
+
+
+# No reach-ins into another module's private members (issue 39): `obj._name` (obj not self or
+# cls) only where `_name` is defined in the same module. PySpark's own gateway handles are the
+# connector's way into the JVM, and are allowed there.
+PYSPARK_PRIVATE = {"_jsparkSession", "_gateway", "_jvm", "_jsc"}
+
+
+def private_reach_ins(text: str, where: str) -> list[str]:
+    tree = ast.parse(text)
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    defined |= {t.attr for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Attribute)}
+    defined |= {t.id for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        owner = node.value.id if isinstance(node.value, ast.Name) else None
+        if owner in ("self", "cls") or node.attr in defined or node.attr in PYSPARK_PRIVATE:
+            continue
+        found.append(f"{where}:{node.lineno} .{node.attr}")
+    return found
+
+
+def test_no_private_reach_ins_across_modules():
+    found = [site for path in sorted(PACKAGE.rglob("*.py"))
+             for site in private_reach_ins(path.read_text(), str(path.relative_to(PACKAGE.parent)))]
+    assert not found, "\n".join(found)
+
+
+def test_the_reach_in_rule_catches_one():
+    text = ("class A:\n    def _own(self): ...\n\ndef f(a, deletes):\n    a._own()\n"
+            "    return deletes._vector_messages()\n")
+    assert private_reach_ins(text, "x.py") == ["x.py:6 ._vector_messages"]

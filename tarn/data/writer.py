@@ -166,7 +166,7 @@ class FileWriter:
     def _write_one(self, rows: pa.Table, level: int, file_source: int, first_sequence: int) -> DataFileMeta:
         name = self.namer.next()
         path = join(self.bucket_path, name)
-        file_table = self._file_table(rows)
+        file_table = self.file_table(rows)
 
         def describe() -> DataFileMeta:
             description = self.description()
@@ -177,7 +177,7 @@ class FileWriter:
         pool = ThreadPoolExecutor(max_workers=1) if rows.num_rows >= PARALLEL_STATS_ROWS else None
         described = pool.submit(describe) if pool is not None else None
         try:
-            size = write_data_file(self.file_io, path, file_table, self._file_fields(),
+            size = write_data_file(self.file_io, path, file_table, self.file_fields(),
                                    self.file_format, self.raw_options)
         finally:
             if pool is not None:
@@ -209,12 +209,14 @@ class FileWriter:
         self.file_io.write_bytes(path, index)
         return None, (index_name,)
 
-    def _file_fields(self) -> list:
+    def file_fields(self) -> list:
+        """The columns a data file holds: the layout's, and stored row-tracking columns."""
         return self.layout.file_fields + (list(STORED_ROW_TRACKING_FIELDS) if self.row_ids else [])
 
-    def _file_table(self, rows: pa.Table) -> pa.Table:
+    def file_table(self, rows: pa.Table) -> pa.Table:
+        """`rows` laid out as a data file holds them (key copies first on primary-key tables)."""
         if not self.layout.is_key_value:
-            return rows.select([f.name for f in self._file_fields()])
+            return rows.select([f.name for f in self.file_fields()])
         columns = [rows.column(k) for k in self.layout.key_names]
         columns += [rows.column(SEQUENCE), rows.column(VALUE_KIND)]
         columns += [rows.column(f.name) for f in self.layout.value_fields]
@@ -266,7 +268,7 @@ class _StreamedFile:
         self.description = writer.description()
         self._stream = writer.file_io.open_output_stream(self.path)
         self.out = self._stream.__enter__()
-        self.parquet = ParquetStream(self.out, writer._file_fields(), writer.raw_options)
+        self.parquet = ParquetStream(self.out, writer.file_fields(), writer.raw_options)
         self.memory = 0  # in-memory bytes of the rows written
 
     @property
@@ -282,7 +284,7 @@ class _StreamedFile:
 
     def write(self, rows: pa.Table) -> None:
         self.memory += rows.nbytes
-        file_table = self.writer._file_table(rows)
+        file_table = self.writer.file_table(rows)
         if rows.num_rows < PARALLEL_STATS_ROWS:
             self.parquet.write(file_table)
             self.description.add(rows, file_table)

@@ -93,7 +93,7 @@ def delete_where(table: "TableCore", filter) -> "Snapshot | None":
     fields = [f for f in scan_fields(schema) if f.name in columns]  # `_ROW_ID` too, on row-tracking tables
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
     total_buckets = schema.shape.fixed_buckets
-    messages = _vector_messages(table, scan.plan(), reader, fields, predicate, total_buckets)
+    messages = vector_messages(table, scan.plan(), reader, fields, predicate, total_buckets)
     return table.commit(messages) if messages else None
 
 
@@ -112,7 +112,7 @@ def rewrite_matching(table: "TableCore", scan, change) -> "Snapshot | None":
     def counting(rows, matched):
         matched_rows[0] += int(pc.sum(matched).as_py() or 0)
         return change(rows, matched)
-    messages = _rewrite_messages(table, scan.plan(), reader, predicate, total_buckets, counting)
+    messages = rewrite_messages(table, scan.plan(), reader, predicate, total_buckets, counting)
     table.counted["rows_matched"] = matched_rows[0]
     return table.commit(messages) if messages else None
 
@@ -148,7 +148,9 @@ def _split_matches(reader: FileReader, split, fields, predicate: pc.Expression):
     return [(anchor_of(split.files), rows.filter(predicate).column(_POSITION).to_numpy())]
 
 
-def _vector_messages(table, splits, reader, fields, predicate, total_buckets) -> list[CommitMessage]:
+def vector_messages(table, splits, reader, fields, predicate, total_buckets) -> list[CommitMessage]:
+    """Deletion-vector messages marking the rows of `splits` that `predicate` matches (the
+    files stay; their vectors grow), for a delete or a MERGE on a table with deletion vectors."""
     store = DeletionVectorFiles(table.file_io, table.root)
     bitmap64 = bool(table.options.bool("deletion-vectors.bitmap64"))
     touched: dict[tuple[bytes, int], dict] = {}
@@ -196,7 +198,9 @@ def _as_delete(entry):
     return replace(entry, kind=DELETE)
 
 
-def _rewrite_messages(table, splits, reader, predicate, total_buckets, change) -> list[CommitMessage]:
+def rewrite_messages(table, splits, reader, predicate, total_buckets, change) -> list[CommitMessage]:
+    """Copy-on-write messages: each file of `splits` holding a row `predicate` matches is
+    replaced by `change(rows, matched)` (a delete, an update or a MERGE of append files)."""
     schema = table.schema()
     all_fields = list(schema.fields)
     messages = []

@@ -268,14 +268,14 @@ def _commit_append(table: "TableCore", schema: TableSchema, joined: pa.Table, up
     exact = _exact_keys(changed_keys, keys) if scan is not None else None
     if scan is not None and schema.shape.deletion_vectors:
         fields = [schema.field(k) for k in keys]
-        marks = deletes._vector_messages(table, scan.plan(), reader, fields, exact, total)
+        marks = deletes.vector_messages(table, scan.plan(), reader, fields, exact, total)
         messages += [replace(m, vectors_with_data=True) for m in marks]  # one snapshot with the new rows
         if new_rows.num_rows:  # updated rows: the old versions marked above, the new ones appended
             added = pa.concat_tables([new_rows, added]) if added.num_rows else new_rows
     elif scan is not None:
         def change(rows: pa.Table, _matched) -> pa.Table:
             return _replace_rows(rows, changed_keys, update_keys, replacement, keys)
-        messages += deletes._rewrite_messages(table, scan.plan(), reader, exact, total, change)
+        messages += deletes.rewrite_messages(table, scan.plan(), reader, exact, total, change)
     with aborting(table.file_io, table.root, schema, messages):
         if added.num_rows:
             writer = table.new_writer()
