@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from typing import Callable
 
@@ -19,7 +20,7 @@ from tarn import features
 from tarn.commit.callbacks import callbacks_for
 from tarn.commit.committer import Committer, Overwrite
 from tarn.commit.requirements import LandsOn, RowIdsReadAt, UntouchedSince
-from tarn.commit.result import Landed
+from tarn.commit.result import CommitResult, Landed, result_of
 from tarn.errors import SchemaMismatch, UnsupportedFeature
 from tarn.fs import FileIO
 from tarn.meta.schema import TableSchema
@@ -77,6 +78,25 @@ class TableCore(TableContext):
         if not hasattr(self._running, "counted"):
             self._running.counted = {}
         return self._running.counted
+
+    def recorded(self, operation: str, run, matched: str | None = None, started: float | None = None,
+                 counted: dict | None = None) -> CommitResult | None:
+        """Run a committing verb and describe what it committed as a `CommitResult` (None:
+        nothing). `matched`: the count the verb's matches are reported as (rows_deleted, ...);
+        `started`: when the work began (perf_counter; default now); `counted`: counts the
+        caller knows (engines such as tarn.spark)."""
+        self.start_operation()
+        started = time.perf_counter() if started is None else started
+        out = run()
+        if out is None:
+            return None
+        counted = {**dict(self.counted), **(counted or {})}
+        if matched is not None and "rows_matched" in counted:  # the verb's matches are its deletes/updates
+            counted[matched] = counted.pop("rows_matched")
+        if matched == "rows_updated" or (operation not in ("delete", "merge") and not counted.get("rows_deleted")):
+            counted.pop("rows_deleted", None)
+        landed = list(self.landed) or [Landed(out, ())]
+        return result_of(self.name, operation, landed, time.perf_counter() - started, **counted)
 
     def start_operation(self) -> None:
         """Begin recording what an operation commits and counts (in this thread)."""

@@ -7,21 +7,21 @@ tarn/scan/scan.py and is re-exported here.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from tarn.commit.result import CommitResult, Landed, result_of
+from tarn.commit.result import CommitResult
 from tarn.core import TableCore
 from tarn.errors import InvalidArgument, TableNotFound
 from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema
-from tarn.meta.snapshot import Snapshot
+from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.meta.statistics import Statistics
 from tarn.ops import (alter, analyze, branches, compact, delete, expire, merge, orphans, rescale,
                       rollback, row_updates, system_tables, tags, time_travel, update, write)
-from tarn.ops.rescale import RescalePlan, commit_rescale, plan_rescale, rescale_writer  # noqa: F401 (tarn.spark)
 from tarn.scan import counts
 from tarn.scan.arguments import location_argument, millis_argument
 from tarn.scan.scan import Scan
@@ -30,18 +30,53 @@ from tarn.store.schemas import SchemaStore
 
 __all__ = ["Scan", "SystemTable", "Table", "load_table"]
 
+if TYPE_CHECKING:  # what the verbs take, for an IDE to show (names only: nothing imported at run time)
+    from typing import TypeAlias
 
-class Table(TableCore):
-    """One Paimon table at `root`: its storage (TableContext) plus the verbs users call. Cheap
-    to create; every operation reads the latest state."""
+    import pandas
+    import polars
+    import pyarrow.compute as pc
+
+    from tarn.scan.predicate import Predicate
+
+    # rows: anything `write` converts (columns matched by name, cast only when lossless)
+    RowData: TypeAlias = (pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
+                          | Mapping[str, Sequence] | pandas.DataFrame | polars.DataFrame)
+    # a filter: a predicate (tarn.col("x") > 1), a pyarrow Expression or SQL-like text
+    Filter: TypeAlias = Predicate | pc.Expression | str
+    # a MERGE condition (True: always) over `source.<col>` / `target.<col>`
+    Condition: TypeAlias = bool | str | pc.Expression
+    # a MERGE action's values: "*" (every column from the source) or {column: value or Expression}
+    Assignments: TypeAlias = Literal["*"] | Mapping[str, Any]
+
+
+class Table:
+    """One Paimon table at `root`: the verbs users call, on a TableCore (`core`: its storage
+    plus the scan, write and commit primitives, which operations and engines use). Cheap to
+    create; every operation reads the latest state."""
 
     def __init__(self, file_io: FileIO, root: str, name: str | None = None, branch: str = "main"):
-        super().__init__(file_io, root, name, branch)
-        if self.schema() is None:
+        object.__setattr__(self, "core", TableCore(file_io, root, name, branch))
+        if self.core.schema() is None:
             if branch != "main" and SchemaStore(file_io, self.root).list_ids():
                 known = branch_names(file_io, self.root)
                 raise TableNotFound(f"table {self.name}: branch '{branch}' does not exist (branches: {known})")
             raise TableNotFound(f"no Paimon table at {self.root} (no schema/schema-N file)")
+
+    def __getattr__(self, name: str):
+        """The kernel's attributes (`file_io`, `snapshot_store`, `live_entries`, ...) reached
+        through the table, for engines and tools; they are not part of its surface."""
+        if name.startswith("__") or name == "core":
+            raise AttributeError(name)
+        return getattr(self.core, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        """The kernel's state (a commit point, hooks) is set on the core; the facade's own
+        names, and new ones, on the Table."""
+        if not hasattr(type(self), name) and hasattr(self.core, name):
+            setattr(self.core, name, value)
+        else:
+            object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
         """`Table('db.t', primary_key=[...], partition_keys=[...], bucket=N, snapshot=N)`, read from
@@ -54,7 +89,7 @@ class Table(TableCore):
     def _repr_parts(self) -> list[str]:
         """Name, keys, bucket mode, latest snapshot and, when metadata tells without reading
         data files, the live rows (`scan().count()` always answers)."""
-        schema, latest = self.schema(), self.snapshot_store.latest_id()
+        schema, latest = self.schema(), self.core.snapshot_store.latest_id()
         bucket = schema.shape.num_buckets
         parts = [repr(self.name)] + ([f"branch={self.branch!r}"] if self.branch != "main" else [])
         parts += [f"{key}={list(value)!r}" for key, value in
@@ -67,26 +102,63 @@ class Table(TableCore):
         rows = counts.count_from_metadata(self.scan()) if latest is not None else None
         return parts + ([f"rows={rows:,}"] if rows is not None else [])
 
-    def recorded(self, operation: str, run, matched: str | None = None, started: float | None = None,
-                 counted: dict | None = None) -> CommitResult | None:
-        """Run a committing verb and describe what it committed as a `CommitResult` (None:
-        nothing). `matched`: the count the verb's matches are reported as (rows_deleted, ...);
-        `started`: when the work began (perf_counter; default now); `counted`: counts the
-        caller knows (engines such as tarn.spark)."""
-        self.start_operation()
-        started = time.perf_counter() if started is None else started
-        out = run()
-        if out is None:
-            return None
-        counted = {**dict(self.counted), **(counted or {})}
-        if matched is not None and "rows_matched" in counted:  # the verb's matches are its deletes/updates
-            counted[matched] = counted.pop("rows_matched")
-        if matched == "rows_updated" or (operation not in ("delete", "merge") and not counted.get("rows_deleted")):
-            counted.pop("rows_deleted", None)
-        landed = list(self.landed) or [Landed(out, ())]
-        return result_of(self.name, operation, landed, time.perf_counter() - started, **counted)
-
     # ------------------------------------------------------------------ metadata
+
+    @property
+    def name(self) -> str:
+        """The table's name in messages: its identifier, or its path when opened by path."""
+        return self.core.name
+
+    @property
+    def root(self) -> str:
+        """The table's directory (a path inside its store)."""
+        return self.core.root
+
+    @property
+    def branch(self) -> str:
+        """The branch this Table reads and writes ("main" unless opened on another)."""
+        return self.core.branch
+
+    @property
+    def location(self) -> str:
+        """What `tarn.load_table` opens this table by (a URI on object stores; `$branch_x` for
+        a branch)."""
+        return self.core.location
+
+    @property
+    def options(self):
+        """The latest schema's options, with Paimon's defaults (`options.get("bucket")`)."""
+        return self.core.options
+
+    @property
+    def last_maintenance_errors(self) -> list[Exception]:
+        """What failed after the last landed commit (maintenance, clean-up); the commit stands."""
+        return self.core.last_maintenance_errors
+
+    def schema(self) -> TableSchema:
+        """The latest schema."""
+        return self.core.schema()
+
+    def latest_snapshot(self) -> Snapshot | None:
+        """The newest snapshot, None before the first commit."""
+        return self.core.latest_snapshot()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Snapshot `snapshot_id`; SnapshotNotFound when it does not exist (or was expired)."""
+        return self.core.snapshot(snapshot_id)
+
+    def new_writer(self, ignore_previous_files: bool = False, options: dict | None = None, **kwargs):
+        """A TableWriter for streaming or distributed writes: `write` batches, `prepare_commit`
+        the messages, then `commit` them (docs/guide-writing.md)."""
+        return self.core.new_writer(ignore_previous_files, options, **kwargs)
+
+    def commit(self, messages, commit_user: str | None = None, commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+               overwrite=None, watermark: int | None = None, expected_base: int | None = None, **kwargs):
+        """Commit writer messages in one snapshot (and one COMPACT snapshot for their compaction
+        part); see TableCore.commit for the outcomes. A streaming writer passes its
+        `commit_user` and an increasing `commit_identifier`: one already committed is skipped."""
+        return self.core.commit(messages, commit_user, commit_identifier, overwrite, watermark, expected_base,
+                                **kwargs)
 
     @property
     def primary_keys(self) -> tuple[str, ...]:
@@ -100,25 +172,26 @@ class Table(TableCore):
 
     def snapshots(self) -> list[Snapshot]:
         """Every snapshot still on disk, oldest first (`system_table("snapshots")` as a table)."""
-        return [self.snapshot_store.get(i) for i in self.snapshot_store.list_ids()]
+        store = self.core.snapshot_store
+        return [store.get(i) for i in store.list_ids()]
 
     def alter(self, *changes) -> TableSchema:
         """Schema evolution: `table.alter(tarn.AddColumn("c", tarn.types.INT()), tarn.RenameColumn("a", "b"))`.
 
         Option changes are validated like options at creation; options Paimon treats as
         immutable (`bucket-key`, `merge-engine`, `sequence.field`, ...) cannot change."""
-        return alter.alter(self, changes)
+        return alter.alter(self.core, changes)
 
     # ------------------------------------------------------------------ writes
 
-    def write(self, data, row_kind=None) -> CommitResult | None:
+    def write(self, data: RowData, row_kind: str | int | Sequence | None = None) -> CommitResult | None:
         """Write rows in one commit: upsert for primary-key tables, append otherwise. `data`: a
         pyarrow Table, RecordBatch(es) or RecordBatchReader, a dict of columns, a pandas or
         polars DataFrame, or any Arrow PyCapsule stream; columns matched by name, cast only
         when lossless. `row_kind`: '+I', '-U', '+U', '-D' (or 0-3) for all rows or per row.
         Returns a `CommitResult` (snapshots made, rows and files added and removed, rows
         written, seconds; None when nothing was written)."""
-        return self.recorded("write", lambda: write.write(self, data, row_kind))
+        return self.core.recorded("write", lambda: write.write(self.core, data, row_kind))
 
     def compact(self, full: bool = False, partitions: list[dict] | None = None) -> CommitResult | None:
         """Compact the table in one COMPACT snapshot (None: nothing was due). `partitions`
@@ -130,18 +203,18 @@ class Table(TableCore):
         `target-file-size` (`compaction.min.file-num`, `compaction.small-file-ratio`, ...), rows
         their deletion vectors mark are dropped; `full=True` rewrites each bucket (partition,
         in unaware-bucket tables) as Paimon's full compaction does."""
-        return self.recorded("compact", lambda: compact.compact(self, full, partitions))
+        return self.core.recorded("compact", lambda: compact.compact(self.core, full, partitions))
 
-    def delete(self, keys=None, *, filter=None) -> CommitResult | None:
+    def delete(self, keys: RowData | None = None, *, filter: Filter | None = None) -> CommitResult | None:
         """Delete rows in one commit: by primary key (`keys`: rows holding at least the key
         columns; written as -D rows), or every row matching `filter` (whatever `scan` takes: a
         predicate, a pyarrow Expression, a SQL-like string): -D rows on primary-key tables,
         deletion vectors on append tables with deletion-vectors.enabled, otherwise the files
         holding matches are rewritten. Returns a `CommitResult` with `rows_deleted`. See
         docs/guide-delete-update.md."""
-        return self.recorded("delete", lambda: delete.delete(self, keys, filter), matched="rows_deleted")
+        return self.core.recorded("delete", lambda: delete.delete(self.core, keys, filter), matched="rows_deleted")
 
-    def update(self, set: dict, filter=None) -> CommitResult | None:
+    def update(self, set: Mapping[str, Any], filter: Filter | None = None) -> CommitResult | None:
         """Set columns on every row matching `filter` (whatever `scan` takes; None: all rows)
         in one commit; None when no row matches. `set`: column -> a literal (converted with
         the column's type as filter values are; None is NULL) or a pyarrow Expression over the
@@ -150,11 +223,14 @@ class Table(TableCore):
         be set; merge engines deduplicate and partial-update). Append tables without deletion
         vectors: the files holding matches are rewritten in one OVERWRITE. See
         docs/guide-delete-update.md."""
-        return self.recorded("update", lambda: update.update_where(self, set, filter), matched="rows_updated")
+        return self.core.recorded("update", lambda: update.update_where(self.core, set, filter), matched="rows_updated")
 
-    def merge(self, source, on=None, *, when_matched_update=None, when_matched_delete=None,
-              when_not_matched_insert=None, when_not_matched_by_source_delete=None,
-              matched_update_if=None, not_matched_insert_if=None) -> CommitResult | None:
+    def merge(self, source: RowData, on: str | Sequence[str] | None = None, *,
+              when_matched_update: Assignments | None = None, when_matched_delete: Condition | None = None,
+              when_not_matched_insert: Assignments | None = None,
+              when_not_matched_by_source_delete: Condition | None = None,
+              matched_update_if: Condition | None = None,
+              not_matched_insert_if: Condition | None = None) -> CommitResult | None:
         """MERGE INTO this table from `source` (anything `write` takes), in one commit, on one
         machine (Arrow joins). `on`: the key columns (default: the primary key). Actions, in
         this order: `when_matched_delete` (True or a condition), `when_matched_update` ("*" or
@@ -166,26 +242,27 @@ class Table(TableCore):
         rows_updated, rows_inserted, rows_deleted. See docs/guide-delete-update.md."""
         actions = merge.Actions(when_matched_delete, when_matched_update, matched_update_if, when_not_matched_insert,
                                 not_matched_insert_if, when_not_matched_by_source_delete)
-        return self.recorded("merge", lambda: merge.merge(self, source, on, actions))
+        return self.core.recorded("merge", lambda: merge.merge(self.core, source, on, actions))
 
-    def update_columns(self, data) -> CommitResult | None:
+    def update_columns(self, data: RowData) -> CommitResult | None:
         """Data-evolution tables: set columns of the rows `data` names by `_ROW_ID` (an int64
         column; every other column of `data` is a column to set), writing files of only those
         columns, in one commit (docs/guide-row-tracking.md)."""
-        return self.recorded("update_columns", lambda: row_updates.update_columns(self, data))
+        return self.core.recorded("update_columns", lambda: row_updates.update_columns(self.core, data))
 
-    def upsert(self, data, on, columns: list[str] | None = None) -> CommitResult | None:
+    def upsert(self, data: RowData, on: str | Sequence[str], columns: list[str] | None = None) -> CommitResult | None:
         """Data-evolution tables: rows of `data` matching table rows on the `on` columns update
         those rows' `columns` (default: all but `on`; files of only those columns), the others
         are appended, in one commit (docs/guide-row-tracking.md)."""
-        return self.recorded("upsert", lambda: row_updates.upsert(self, data, on, columns))
+        return self.core.recorded("upsert", lambda: row_updates.upsert(self.core, data, on, columns))
 
-    def overwrite(self, data, partition: dict | None = None, dynamic: bool | None = None) -> CommitResult | None:
+    def overwrite(self, data: RowData, partition: Mapping[str, Any] | None = None,
+                  dynamic: bool | None = None) -> CommitResult | None:
         """INSERT OVERWRITE. `partition={...}`: replace that static partition; `dynamic=True`:
         replace only the partitions `data` touches; otherwise the whole table. When neither is
         given on a partitioned table, Paimon's `dynamic-partition-overwrite` option (default
         true) decides."""
-        return self.recorded("overwrite", lambda: write.overwrite(self, data, partition, dynamic))
+        return self.core.recorded("overwrite", lambda: write.overwrite(self.core, data, partition, dynamic))
 
     def rescale(self, bucket: int | None = None, partitions: list[dict] | None = None) -> CommitResult | None:
         """Rewrite the table's data, or that of `partitions` (dicts of partition column ->
@@ -198,11 +275,11 @@ class Table(TableCore):
         The rewrite reads the latest snapshot; a commit by another writer that changes those
         partitions before the rewrite lands makes it fail (nothing committed, nothing lost):
         stop other writers first. Returns the OVERWRITE snapshot (None: nothing to rescale)."""
-        return self.recorded("rescale", lambda: rescale.rescale(self, bucket, partitions))
+        return self.core.recorded("rescale", lambda: rescale.rescale(self.core, bucket, partitions))
 
     # ------------------------------------------------------------------ reads
 
-    def scan(self, filter=None, columns: list[str] | str | None = None,
+    def scan(self, filter: Filter | None = None, columns: list[str] | str | None = None,
              snapshot_id: int | None = None, tag: str | None = None,
              as_of_timestamp_ms=None, limit: int | None = None) -> "Scan":
         """Read the latest snapshot, or travel to a snapshot id, a tag, or the snapshot current
@@ -217,9 +294,9 @@ class Table(TableCore):
         stops once they are found."""
         as_of_timestamp_ms = millis_argument(as_of_timestamp_ms, self.name, "as_of_timestamp_ms")
         if snapshot_id is None and tag is None and as_of_timestamp_ms is None:
-            return self.scan_latest(filter, columns, limit)
-        snapshot = time_travel.resolve(self, snapshot_id, tag, as_of_timestamp_ms)
-        return self.scan_snapshot(snapshot, filter, columns, limit=limit)
+            return self.core.scan_latest(filter, columns, limit)
+        snapshot = time_travel.resolve(self.core, snapshot_id, tag, as_of_timestamp_ms)
+        return self.core.scan_snapshot(snapshot, filter, columns, limit=limit)
 
     def changes(self, snapshot_id: int) -> pa.Table:
         """The rows snapshot `snapshot_id` added, with their row kind in a first column
@@ -227,31 +304,31 @@ class Table(TableCore):
         `changelog-producer`, otherwise the data files of an APPEND/OVERWRITE snapshot."""
         from tarn.scan.changes import snapshot_changes
 
-        return snapshot_changes(self, snapshot_id)
+        return snapshot_changes(self.core, snapshot_id)
 
     # ------------------------------------------------------------------ tags, expiry, rollback
 
     def create_tag(self, name: str, snapshot_id: int | None = None, time_retained=None,
                    ignore_if_exists: bool = False):
         """Tag a snapshot (default: the latest); `time_retained` as timedelta, millis or "1 d"."""
-        return tags.create_tag(self, name, snapshot_id, time_retained, ignore_if_exists)
+        return tags.create_tag(self.core, name, snapshot_id, time_retained, ignore_if_exists)
 
     def delete_tag(self, name: str) -> None:
         """Delete a tag and exactly the files nothing else still uses."""
-        tags.delete_tag(self, name)
+        tags.delete_tag(self.core, name)
 
     def rename_tag(self, name: str, new_name: str) -> None:
         """Rename a tag; SnapshotNotFound if it does not exist, InvalidArgument if `new_name` does."""
-        tags.rename_tag(self, name, new_name)
+        tags.rename_tag(self.core, name, new_name)
 
     def replace_tag(self, name: str, snapshot_id: int | None = None, time_retained=None):
         """Point an existing tag at another snapshot (default: the latest), with a new
         `time_retained` (the files only the old snapshot held are not freed here)."""
-        return tags.replace_tag(self, name, snapshot_id, time_retained)
+        return tags.replace_tag(self.core, name, snapshot_id, time_retained)
 
     def list_tags(self) -> list:
         """Every tag (name, snapshot, creation time, retention), by tagged snapshot id then name."""
-        return tags.list_tags(self)
+        return tags.list_tags(self.core)
 
     def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
                          older_than_ms: int | None = None, max_deletes: int | None = None) -> int:
@@ -259,11 +336,11 @@ class Table(TableCore):
         Options: `snapshot.num-retained.min` (10), `snapshot.num-retained.max`,
         `snapshot.time-retained` (1 h), `snapshot.expire.limit` (50); tagged snapshots' files
         and snapshots a consumer has not read stay. Runs after every commit unless `write-only`."""
-        return expire.expire_snapshots(self, retain_min, retain_max, older_than_ms, max_deletes)
+        return expire.expire_snapshots(self.core, retain_min, retain_max, older_than_ms, max_deletes)
 
     def rollback_to(self, target: int | str) -> Snapshot:
         """Make the table hold exactly snapshot `target` (an id) or tag `target` (a name) again."""
-        return rollback.rollback_to(self, target)
+        return rollback.rollback_to(self.core, target)
 
     # ------------------------------------------------------------------ branches
 
@@ -271,30 +348,30 @@ class Table(TableCore):
         """Create branch `name`: empty (this branch's schemas, no snapshot) or from tag
         `from_tag` (the tagged snapshot); returns the branch as a Table. Names: not 'main', not
         blank or numeric, no '$' or '/'. See docs/guide-branches.md."""
-        branches.create_branch(self, name, from_tag, ignore_if_exists)
+        branches.create_branch(self.core, name, from_tag, ignore_if_exists)
         return self.branch_table(name)
 
     def branch_table(self, name: str) -> "Table":
         """Branch `name` of this table (`"main"` for the main branch) as a Table every verb works on."""
         base = self.name.split("$", 1)[0]
         label = base if name == "main" else f"{base}$branch_{name}"
-        return Table(self.file_io, self.root, label, branch=name)
+        return Table(self.core.file_io, self.root, label, branch=name)
 
     def delete_branch(self, name: str) -> None:
         """Delete branch `name` (its snapshots, schemas and tags); the data files only it used
         are left to `remove_orphan_files`, as in Paimon."""
-        branches.delete_branch(self, name)
+        branches.delete_branch(self.core, name)
 
     def list_branches(self) -> list[str]:
         """The names of every branch but main, sorted (`system_table("branches")` adds each
         one's creation time)."""
-        return [b.name for b in branches.list_branches(self)]
+        return [b.name for b in branches.list_branches(self.core)]
 
     def fast_forward(self, name: str):
         """Make this branch (usually main) hold branch `name`'s history from the branch's first
         snapshot on: this branch's snapshots, tags and schemas from there are replaced by the
         branch's. Returns a `FastForward` (what was dropped, the new latest snapshot)."""
-        return branches.fast_forward(self, name)
+        return branches.fast_forward(self.core, name)
 
     # ------------------------------------------------------------------ statistics
 
@@ -303,24 +380,24 @@ class Table(TableCore):
         size; per column, all or `columns`, distinct count, min, max, null count, average and
         maximum length) and commit them as an ANALYZE snapshot, which it returns (None: no
         snapshot yet). See docs/guide-statistics.md."""
-        return self.recorded("analyze", lambda: analyze.analyze(self, columns))
+        return self.core.recorded("analyze", lambda: analyze.analyze(self.core, columns))
 
     def statistics(self, snapshot_id: int | None = None) -> "Statistics | None":
         """The statistics the latest snapshot (or `snapshot_id`) carries, min/max typed as the
         columns; None when it carries none."""
-        return counts.read_statistics(self, snapshot_id)
+        return counts.read_statistics(self.core, snapshot_id)
 
     def system_table(self, name: str) -> "SystemTable":
         """`$snapshots`, `$schemas`, `$options`, `$tags`, `$files`, `$manifests`, `$partitions`,
         `$buckets`, `$consumers`, `$table_indexes`, `$statistics`, `$row_tracking` (row-tracking
         tables: the rows with `_ROW_ID` and `_SEQUENCE_NUMBER`; the `$` is optional) with Paimon's
         column names."""
-        return SystemTable(system_tables.system_table(self, name))
+        return SystemTable(system_tables.system_table(self.core, name))
 
     def remove_orphan_files(self, older_than=None, dry_run: bool = False) -> list[str]:
         """Delete (or with dry_run, list) files under the table nothing references, older than
         `older_than` (epoch millis or datetime; default one day ago)."""
-        return orphans.remove_orphan_files(self, older_than, dry_run)
+        return orphans.remove_orphan_files(self.core, older_than, dry_run)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import pytest
 import tarn
 from tarn.errors import CommitConflict, InvalidArgument, SchemaMismatch, TarnError
 from tarn.meta.schema import SetOption
-from tarn.table import commit_rescale, plan_rescale, rescale_writer
+from tarn.ops.rescale import commit_rescale, plan_rescale, rescale_writer
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False),
                     ("v", pa.string())])

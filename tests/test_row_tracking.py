@@ -140,18 +140,18 @@ def test_concurrent_updates_of_one_column_both_land(tmp_path):
     from tarn.ops import row_updates
     first = row_updates.update_columns
     # land another update of the same rows between this update's plan and its commit
-    original_commit = table.commit
+    original_commit = table.core.commit  # the operation commits through the kernel
     raced = []
 
     def racing_commit(messages, **kwargs):
         if not raced:
             raced.append(True)
-            first(table, pa.table({"_ROW_ID": pa.array([0], pa.int64()), "score": [100.0]}))
+            first(table.core, pa.table({"_ROW_ID": pa.array([0], pa.int64()), "score": [100.0]}))
         return original_commit(messages, **kwargs)
 
-    table.commit = racing_commit
+    table.core.commit = racing_commit
     table.update_columns(pa.table({"_ROW_ID": pa.array([2], pa.int64()), "score": [300.0]}))
-    table.commit = original_commit
+    del table.core.commit
     assert by_row_id(table)[0]["score"] == 100.0 and by_row_id(table)[2]["score"] == 300.0
 
 

@@ -530,3 +530,26 @@ def test_datafields_still_make_tables(catalog):
                                  options={"bucket": "1"})
     assert table.primary_keys == ("id",)
     assert isinstance(Path(table.root).name, str)
+
+
+def test_the_table_shows_its_verbs_not_the_kernel(catalog):
+    """Issue 39: internals leave `Table`'s surface (they live on `table.core`, and a Table still
+    forwards them for engines and tools); the parameters people type most are annotated."""
+    import inspect
+
+    import pyarrow as pa
+
+    internals = {"recorded", "start_operation", "counted", "landed", "bucket_dir", "committer", "planner",
+                 "manifests", "forget_schemas", "live_entries", "scan_latest", "scan_snapshot", "schema_by_id"}
+    surface = {n for n in dir(tarn.Table) if not n.startswith("_")}
+    assert not surface & internals
+    assert {"write", "scan", "delete", "update", "merge", "compact", "commit", "new_writer", "schema"} <= surface
+    table = catalog.create_table("db.t", pa.schema([pa.field("k", pa.int64(), nullable=False)]), primary_key=["k"],
+                                 options={"bucket": "1"})
+    assert table.live_entries(None) == [] and table.core.planner() is not None  # still reachable
+    for verb, names in (("write", ["data"]), ("delete", ["keys", "filter"]), ("scan", ["filter"]),
+                        ("merge", ["source", "on", "when_matched_update", "when_matched_delete",
+                                   "when_not_matched_insert", "when_not_matched_by_source_delete"]),
+                        ("upsert", ["data", "on"]), ("update", ["set", "filter"])):
+        parameters = inspect.signature(getattr(tarn.Table, verb)).parameters
+        assert all(parameters[n].annotation is not inspect.Parameter.empty for n in names), verb

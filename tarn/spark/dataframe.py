@@ -37,7 +37,7 @@ from tarn.spark.target import storage_of
 from tarn.spark.types import arrow_of
 from tarn.write.assign import (AssignerSpec, HashAssigner, HashIndexFiles, assign_rows, channels_of_rows,
                                index_fits_routing, pack_bucket)
-from tarn.table import RescalePlan, commit_rescale, plan_rescale, rescale_writer
+from tarn.ops.rescale import RescalePlan, commit_rescale, plan_rescale, rescale_writer
 from tarn.bucket import bucket_function, check_bucket_function, partition_hash
 from tarn.write.conform import conform
 from tarn.meta.shape import BucketMode, shape_with

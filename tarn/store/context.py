@@ -38,8 +38,7 @@ class TableContext:
         self.metadata_root = branch_root(self.root, branch)
         self.schema_store = SchemaStore(file_io, self.root, branch)
         self.snapshot_store = SnapshotStore(file_io, self.metadata_root, self.name)
-        # where a new snapshot becomes the latest: a catalog that owns commits sets its own
-        self.snapshot_commit = FileSystemCommit(self.snapshot_store, self.name)
+        self._snapshot_commit = None  # a catalog that owns commits sets its own (snapshot_commit)
         self.tag_store = TagStore(file_io, self.metadata_root, self.name)
         self.consumer_store = ConsumerStore(file_io, self.metadata_root)
         self._schemas_by_id: dict[int, TableSchema] = {}
@@ -56,6 +55,18 @@ class TableContext:
         if schema_id not in self._schemas_by_id:
             self._schemas_by_id[schema_id] = self.schema_store.get(schema_id)
         return self._schemas_by_id[schema_id]
+
+    @property
+    def snapshot_commit(self):
+        """Where a new snapshot becomes the latest (tarn/store/commit_point.py): the one a
+        catalog that owns commits set, else this context's snapshot directory."""
+        if self._snapshot_commit is not None:
+            return self._snapshot_commit
+        return FileSystemCommit(self.snapshot_store, self.name)
+
+    @snapshot_commit.setter
+    def snapshot_commit(self, commit_point) -> None:
+        self._snapshot_commit = commit_point
 
     @property
     def location(self) -> str:
