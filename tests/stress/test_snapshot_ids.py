@@ -127,6 +127,21 @@ def table(catalog):
     return catalog.create_table("db.t", schema=KV, options=EXPIRE_ALL_BUT_ONE)
 
 
+def writer_c_stalled_on_snapshot_2(catalog, monkeypatch):
+    """Snapshots 1 and 2 written by `main`; writer C (keys 30, 31) has read snapshot 2 and
+    stalls before creating snapshot-3; its gate before taking a snapshot-3 back is armed too."""
+    main = catalog.load_table("db.t")
+    main.write(kv([0], "base"))
+    main.write(kv([1], "base"))
+    pauses = Pauses(monkeypatch)
+    c_create = pauses.at("C", "write_if_absent", "/snapshot/snapshot-3")
+    c_withdraw = pauses.at("C", "delete", "/snapshot/snapshot-3")
+    c = Writer(catalog.load_table("db.t"), "C", [30, 31])
+    c.start()
+    c_create.wait_reached()
+    return main, pauses, c, c_create, c_withdraw
+
+
 def test_a_base_recreated_behind_does_not_vouch_for_a_commit(catalog, table, monkeypatch):
     """The issue's interleaving. C reads snapshot 2 and stalls before creating 3; snapshot 3
     lands; A reads 3 and stalls before creating 4; 4, 5, 6 land and expiry leaves only 6.
@@ -134,16 +149,8 @@ def test_a_base_recreated_behind_does_not_vouch_for_a_commit(catalog, table, mon
     and checks its base: snapshot-3 is on storage, but it is C's, not the one A read. A must
     not take it for its base (it did: A and the second main write were both told 4, and A's
     rows were lost)."""
-    main = catalog.load_table("db.t")
-    main.write(kv([0], "base"))
-    main.write(kv([1], "base"))
-    pauses = Pauses(monkeypatch)
-    c_create = pauses.at("C", "write_if_absent", "/snapshot/snapshot-3")
-    c_withdraw = pauses.at("C", "delete", "/snapshot/snapshot-3")
+    main, pauses, c, c_create, c_withdraw = writer_c_stalled_on_snapshot_2(catalog, monkeypatch)
     a_create = pauses.at("A", "write_if_absent", "/snapshot/snapshot-4")
-    c = Writer(catalog.load_table("db.t"), "C", [30, 31])
-    c.start()
-    c_create.wait_reached()
     told = {"main": list(main.write(kv([10], "main")).snapshot_ids)}       # snapshot 3
     a = Writer(catalog.load_table("db.t"), "A", [40, 41])
     a.start()
@@ -169,16 +176,8 @@ def test_a_stale_latest_hint_on_a_snapshot_made_behind(catalog, table, monkeypat
     before taking it back; W writes LATEST = 3. A writer starting now must build on 6, not
     on C's snapshot-3 (LATEST names it and snapshot-4 is gone: a hint-based latest took it,
     and the write was acknowledged as snapshot 4 while 6 lacked its rows)."""
-    main = catalog.load_table("db.t")
-    main.write(kv([0], "base"))
-    main.write(kv([1], "base"))
-    pauses = Pauses(monkeypatch)
-    c_create = pauses.at("C", "write_if_absent", "/snapshot/snapshot-3")
-    c_withdraw = pauses.at("C", "delete", "/snapshot/snapshot-3")
+    main, pauses, c, c_create, c_withdraw = writer_c_stalled_on_snapshot_2(catalog, monkeypatch)
     w_hint = pauses.at("W", "write_bytes", "/snapshot/LATEST")
-    c = Writer(catalog.load_table("db.t"), "C", [30, 31])
-    c.start()
-    c_create.wait_reached()
     w = Writer(catalog.load_table("db.t"), "W", [20])
     w.start()
     w_hint.wait_reached()                                                   # snapshot 3 is W's
