@@ -135,6 +135,10 @@ class Table:
         """What failed after the last landed commit (maintenance, clean-up); the commit stands."""
         return self.core.last_maintenance_errors
 
+    @last_maintenance_errors.setter
+    def last_maintenance_errors(self, errors: list[Exception]) -> None:
+        self.core.last_maintenance_errors = errors
+
     def schema(self) -> TableSchema:
         """The latest schema."""
         return self.core.schema()
