@@ -261,7 +261,16 @@ class FileIO:
         return info.size
 
     def list_dir(self, path: str) -> list[str]:
-        """Names (not paths) of the entries directly under `path`; [] if it does not exist."""
+        """Names (not paths) of the entries directly under `path`; [] if it does not exist.
+        On a local disk by `os.scandir` (names only: Arrow's listing stats every entry, 20x
+        slower on a snapshot directory of hundreds of files, which every commit lists)."""
+        if self.is_local:
+            with self._errors("listing", path):
+                try:
+                    with os.scandir(path) as found:
+                        return sorted(entry.name for entry in found)
+                except FileNotFoundError:
+                    return []
         selector = pafs.FileSelector(path, allow_not_found=True, recursive=False)
         with self._errors("listing", path):
             return sorted(basename(info.path) for info in self.fs.get_file_info(selector))
