@@ -43,7 +43,6 @@ from tarn.write.message import CommitMessage
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class Overwrite:
     """What an OVERWRITE replaces: partitions matching `static` (a dict, {} = whole table),

@@ -80,8 +80,7 @@ def by_bucket(df, table_path: str, storage_options: dict | None = None, num_buck
 
     table = open_table(table_path, storage_options)
     schema = table.schema()
-    shape = schema.shape if num_buckets is None else shape_with(schema, schema.shape.options_with(
-        {"bucket": str(num_buckets)}))
+    shape = shape_with(schema, schema.shape.options_with(None if num_buckets is None else {"bucket": str(num_buckets)}))
     num_buckets = shape.num_buckets
     if shape.cross_partition:  # placed against the latest snapshot when tasks run
         return place(df, table, storage_options)

@@ -69,16 +69,17 @@ class SnapshotStore:
             latest_id = self.latest_id()
             if latest_id is None:
                 return None
-            path = self.path(latest_id)
-            try:
-                return Snapshot.from_json(self.file_io.read_bytes(path), path)
-            except FileMissing:
-                continue
+            found = self._read(latest_id)
+            if found is not None:
+                return found
         raise SnapshotNotFound(f"table {self.table_name}: the latest snapshot kept expiring before it could be "
                                f"read ({LATEST_ATTEMPTS} listings, the last named snapshot {latest_id})")
 
     def find(self, snapshot_id: int) -> Snapshot | None:
         """The snapshot with this id, or None if its file is absent (expired, never made)."""
+        return self._read(snapshot_id)
+
+    def _read(self, snapshot_id: int) -> Snapshot | None:
         path = self.path(snapshot_id)
         try:
             return Snapshot.from_json(self.file_io.read_bytes(path), path)
@@ -88,11 +89,7 @@ class SnapshotStore:
     def holds(self, snapshot: Snapshot) -> bool:
         """Is `snapshot-<id>` on storage this very snapshot (compared whole: a file created
         again under an expired id is another snapshot)?"""
-        path = self.path(snapshot.id)
-        try:
-            return Snapshot.from_json(self.file_io.read_bytes(path), path) == snapshot
-        except FileMissing:
-            return False
+        return self._read(snapshot.id) == snapshot
 
     def create(self, snapshot: Snapshot) -> bool:
         """Create `snapshot-<id>` only if absent. True if our snapshot is the one on disk,
