@@ -24,6 +24,7 @@ LAYERS = [
     {"ops"},  # one module per operation, on a TableCore or TableContext
     {"table"},  # the facade
     {"catalog", "__init__"},
+    {"server"},  # `tarn serve`: a REST catalog server over any catalog
     {"spark", "cli"},
 ]
 FACADE = "table"
