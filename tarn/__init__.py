@@ -3,7 +3,8 @@
 Entry points:
 
 - `Catalog(warehouse)` opens a filesystem (or `s3://`) warehouse: `create_table`, `load_table`,
-  `list_tables`, `drop_table`.
+  `list_tables`, `drop_table`; `load_catalog(name, **options)` opens any catalog (directory,
+  JDBC, REST) by Paimon's catalog options or by its name in `~/.tarn.yaml`.
 - `load_table(path)` opens one table directory without a catalog; `create_table(path, schema,
   ...)` creates one.
 - `Table.write(data)` / `Table.delete(...)` / `Table.update(set={...}, filter=...)` commit rows;
@@ -32,6 +33,7 @@ from tarn.errors import (
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports these on use
     from tarn.catalog import Catalog, create_table
+    from tarn.catalog.loader import load_catalog
     from tarn.commit.result import CommitResult
     from tarn.progress import show_progress
     from tarn.commit.committer import Overwrite
@@ -46,7 +48,7 @@ __version__ = "0.1.0"  # the one source of the version: pyproject.toml reads it 
 
 # name -> module that defines it, imported by `__getattr__` the first time the name is used
 _LAZY = {
-    "Catalog": "tarn.catalog", "create_table": "tarn.catalog",
+    "Catalog": "tarn.catalog", "create_table": "tarn.catalog", "load_catalog": "tarn.catalog.loader",
     "CommitResult": "tarn.commit.result",
     "show_progress": "tarn.progress",
     "Table": "tarn.table", "Scan": "tarn.table", "load_table": "tarn.table",
@@ -60,7 +62,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "Catalog", "Table", "Scan", "load_table", "create_table", "CommitResult", "col", "Overwrite", "show_progress",
+    "Catalog", "load_catalog", "Table", "Scan", "load_table", "create_table", "CommitResult", "col", "Overwrite", "show_progress",
     "TarnError", "InvalidArgument", "SchemaMismatch", "InvalidOption", "TableNotFound", "TableAlreadyExists",
     "SnapshotNotFound", "CorruptFile", "FileMissing", "CommitConflict", "SchemaEvolutionError", "InvalidFilter",
     "MissingDependency", "UnsupportedFeature", "OutcomeUnknown", "StorageError",
