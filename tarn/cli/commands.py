@@ -65,14 +65,15 @@ app = typer.Typer(
     name="tarn", no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Look at and look after Apache Paimon tables. TABLE is a table directory or URI, or db.table "
-         "with --warehouse.")
+         "with --warehouse or of a catalog named by -c (tarn -c NAME info db.t; catalogs in ~/.tarn.yaml).")
 
 
 # ---------------------------------------------------------------------------------------------
 # arguments every command shares
 
 TableArg = Annotated[str, typer.Argument(
-    metavar="TABLE", help="table directory or URI, or db.table with --warehouse", show_default=False)]
+    metavar="TABLE", help="table directory or URI, or db.table with --warehouse (or tarn -c CATALOG)",
+    show_default=False)]
 WarehouseOpt = Annotated[Optional[str], typer.Option(
     "--warehouse", "-w", envvar="TARN_WAREHOUSE", metavar="WH",
     help="warehouse of a db.table identifier (a directory or URI)")]
@@ -89,12 +90,20 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+# the catalog named by `tarn -c NAME ...` (or TARN_CATALOG): db.table identifiers are its tables
+_chosen = {"catalog": None}
+
+
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                help="print the version and exit")] = False) -> None:
+                                                help="print the version and exit")] = False,
+          catalog: Annotated[Optional[str], typer.Option(
+              "--catalog", "-c", envvar="TARN_CATALOG", metavar="NAME",
+              help="a catalog of ~/.tarn.yaml (or $TARN_CONFIG): TABLE is then its db.table")] = None) -> None:
     """Look at and look after Apache Paimon tables."""
     from tarn.progress import show_progress
 
+    _chosen["catalog"] = catalog
     show_progress(True)  # bars on a terminal (stderr), for long work: compaction, analyze, expiry
 
 
@@ -153,20 +162,41 @@ def names(text: str | None) -> list[str]:
     return [n.strip() for n in (text or "").split(",") if n.strip()]
 
 
+def is_identifier(table: str) -> bool:
+    """TABLE is `db.table` (or `table`), not a path or URI."""
+    return "/" not in table and "\\" not in table and "://" not in table
+
+
+def catalog_of(warehouse: str | None, storage: list[str] | None, creating: bool = False):
+    """The catalog db.table identifiers name: `-c NAME`, else --warehouse (which must exist unless
+    `creating`); None without either."""
+    if _chosen["catalog"]:
+        if storage:
+            raise typer.BadParameter("storage options of a named catalog belong in its config entry",
+                                     param_hint="'--storage-option'")
+        from tarn.catalog.loader import load_catalog
+
+        return load_catalog(_chosen["catalog"])
+    if not warehouse:
+        return None
+    if not creating and "://" not in warehouse and not Path(warehouse).is_dir():
+        raise TarnError(f"warehouse {warehouse} does not exist")
+    return _catalog.Catalog(warehouse, key_values(storage, "'--storage-option'") or None)
+
+
 def open_table(table: str, warehouse: str | None, storage: list[str] | None) -> Table:
-    """The table named on the command line: an identifier when a warehouse is given and TABLE
-    is no path or URI, otherwise the table stored at TABLE."""
+    """The table named on the command line: an identifier of the chosen catalog (`-c NAME` or
+    --warehouse) when TABLE is no path or URI, otherwise the table stored at TABLE."""
+    catalog = catalog_of(warehouse, storage) if is_identifier(table) else None
+    if catalog is not None:
+        return catalog.load_table(table)
     options = key_values(storage, "'--storage-option'") or None
-    if warehouse and "/" not in table and "\\" not in table and "://" not in table:
-        if "://" not in warehouse and not Path(warehouse).is_dir():
-            raise TarnError(f"warehouse {warehouse} does not exist")
-        return _catalog.Catalog(warehouse, options).load_table(table)
     try:
         return _table.load_table(table, options)
     except TarnError:
         if "/" not in table and "." in table and not Path(table).exists():
             raise TarnError(f"no table at {table!r}: for a db.table identifier give --warehouse WH "
-                            "(or set TARN_WAREHOUSE)") from None
+                            "(or set TARN_WAREHOUSE) or a catalog: tarn -c NAME ...") from None
         raise
 
 
@@ -676,11 +706,11 @@ def create(table: TableArg,
     partitioned = names(partition_keys) or spec["partition_keys"]
     options = {**spec["options"], **key_values(option, "'--option'")}
     text = comment if comment is not None else spec["comment"]
-    storage = key_values(storage_option, "'--storage-option'") or None
-    if warehouse and "/" not in table and "://" not in table:
-        created = _catalog.Catalog(warehouse, storage).create_table(table, spec["fields"], primary, partitioned, options, text)
+    catalog = catalog_of(warehouse, storage_option, creating=True) if is_identifier(table) else None
+    if catalog is not None:
+        created = catalog.create_table(table, spec["fields"], primary, partitioned, options, text)
     else:
-        file_io, root = _fs.file_io_for(table, storage)
+        file_io, root = _fs.file_io_for(table, key_values(storage_option, "'--storage-option'") or None)
         created = _catalog.create_table_at(file_io, root, root, spec["fields"], primary, partitioned, options, text)
     result = {"table": created.name, "path": created.root, "fields": fields_json(created.schema()),
               "primary_keys": primary, "partition_keys": partitioned, "options": created.schema().options}
@@ -1016,11 +1046,15 @@ def alter(table: TableArg,
 def drop(table: TableArg,
          yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask before deleting")] = False,
          warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
-    """Delete a table: its directory with every file, snapshot and tag."""
-    t = open_table(table, warehouse, storage_option)
+    """Delete a table: its directory with every file, snapshot and tag (and its catalog entry)."""
+    catalog = catalog_of(warehouse, storage_option) if is_identifier(table) else None
+    t = catalog.load_table(table) if catalog is not None else open_table(table, warehouse, storage_option)
     if not yes and not typer.confirm(f"delete table {t.name} and every file under {t.root}?"):
         raise typer.Exit(1)
-    t.file_io.delete_dir(t.root)
+    if catalog is not None:
+        catalog.drop_table(table)
+    else:
+        t.file_io.delete_dir(t.root)
     if json_output:
         return print_json({"dropped": t.name, "path": t.root})
     output().print(f"dropped {t.name} ({t.root})")
@@ -1030,12 +1064,14 @@ def drop(table: TableArg,
 def list_tables(database: Annotated[Optional[str], typer.Argument(help="one database (default: all)")] = None,
                 warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
                 json_output: JsonOpt = False) -> None:
-    """The tables of a warehouse (--warehouse or TARN_WAREHOUSE), by database."""
-    if not warehouse:
-        raise typer.BadParameter("give --warehouse WH (or set TARN_WAREHOUSE)", param_hint="'--warehouse'")
-    catalog = _catalog.Catalog(warehouse, key_values(storage_option, "'--storage-option'") or None)
+    """The tables of a catalog (`tarn -c NAME ls`) or a warehouse (--warehouse or TARN_WAREHOUSE),
+    by database."""
+    catalog = catalog_of(warehouse, storage_option)
+    if catalog is None:
+        raise typer.BadParameter("give --warehouse WH (or set TARN_WAREHOUSE), or a catalog: tarn -c NAME ls",
+                                 param_hint="'--warehouse'")
     databases = [database] if database else catalog.list_databases()
     found = [{"database": d, "table": n} for d in databases for n in catalog.list_tables(d)]
     if json_output:
         return print_json(found)
-    output().print(rows_table(found, ["database", "table"], title=f"tables of {warehouse}"))
+    output().print(rows_table(found, ["database", "table"], title=f"tables of {_chosen['catalog'] or warehouse}"))
