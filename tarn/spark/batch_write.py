@@ -48,12 +48,12 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 import tarn
+from tarn.spark import ref
 from tarn.spark.ref import open_table
 from tarn.table import split_branch_path
-from tarn.catalog import create_table_at
 from tarn.commit.committer import Overwrite
 from tarn.errors import CommitConflict, InvalidOption, OutcomeUnknown, SchemaMismatch, TableNotFound, TarnError
-from tarn.fs import file_io_for, join
+from tarn.fs import join
 from tarn.meta.schema import TableSchema
 from tarn.options import is_immutable
 from tarn.scan import changes
@@ -113,10 +113,8 @@ def _names(text: str | None, columns: list[str]) -> list[str]:
 
 def create_table(path: str, data_schema: pa.Schema, primary_key: list[str], partition: list[str],
                  options: dict[str, str], storage: dict | None = None) -> tarn.Table:
-    """Create the table at `path` from an Arrow schema (Catalog.create_table's own path)."""
-    file_io, root = file_io_for(path, storage)
-    create_table_at(file_io, root, path, data_schema, primary_key, partition, options)
-    return open_table(path, storage)
+    """Create the table at `path` (or of a catalog: tarn/spark/ref.py) from an Arrow schema."""
+    return ref.create_table(path, storage, data_schema, primary_key, partition, options)
 
 
 def create_table_like(path: str, like: str, options: dict[str, str] | None = None, storage: dict | None = None,
@@ -132,10 +130,8 @@ def create_table_like(path: str, like: str, options: dict[str, str] | None = Non
         if given and list(given) != list(actual):
             raise InvalidOption(f"table {path}: option '{what}'={list(given)} differs from {list(actual)} of the "
                                 f"table it is created like ({like})")
-    file_io, root = file_io_for(path, storage)
-    create_table_at(file_io, root, path, list(source.fields), list(source.primary_keys),
-                    list(source.partition_keys), {**source.options, **(options or {})}, source.comment)
-    return open_table(path, storage)
+    return ref.create_table(path, storage, list(source.fields), list(source.primary_keys),
+                            list(source.partition_keys), {**source.options, **(options or {})}, source.comment)
 
 
 def _check_like(table: tarn.Table, source: tarn.Table) -> None:

@@ -22,14 +22,13 @@ from functools import partial
 
 import pyarrow as pa
 
-from tarn.spark.ref import open_table, table_location
+from tarn.spark.ref import check_storage, drop_table, for_tasks, open_table, resolved, table_location
 from tarn.commit.result import landed_of, result_of
 from tarn.errors import InvalidOption, SchemaMismatch
 from tarn.spark.bucket_expr import supported as bucket_expr_supported
 from tarn.spark.bucket_expr import with_bucket, with_hash
 from tarn.spark.cross_partition import place
 from tarn import partition as partitions
-from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import (BUCKET_COLUMN, ROUTE_OPTION, ROUTE_SNAPSHOT_OPTION, check_fits, collect_messages,
                                    find_or_create, given_buckets, job_prefixes, new_job_token)
 from tarn.spark.session import register
@@ -218,7 +217,8 @@ def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fre
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
-    path = table_location(table_path)
+    storage_options = for_tasks(storage_options)
+    path = table_location(table_path, storage_options)
     table = open_table(path, storage_options)
     schema = table.schema()
     spark = df.sparkSession
@@ -283,8 +283,8 @@ def write(df, table_path: str, mode: str = "append", **options):
         raise InvalidOption(f"mode '{mode}' is not supported (append, overwrite)")
     started = time.perf_counter()
     register(df.sparkSession)
-    path = table_location(table_path)
-    text_options = {str(k).lower(): str(v) for k, v in options.items()}
+    text_options = resolved({str(k).lower(): str(v) for k, v in options.items()})
+    path = table_location(table_path, text_options)
     table, created, _ = find_or_create(path, arrow_of(df.schema), {**text_options, "path": path})
     try:
         check_fits(table, arrow_of(df.schema))
@@ -315,7 +315,7 @@ def write(df, table_path: str, mode: str = "append", **options):
         return _result_of_user(open_table(path, storage_of(text_options)), "write", user, before, started)
     except BaseException:
         if created and open_table(path, storage_of(text_options)).latest_snapshot() is None:
-            table.file_io.delete_dir(table.root)
+            drop_table(table, path, storage_of(text_options))
         raise
 
 

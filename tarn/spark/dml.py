@@ -21,11 +21,10 @@ from functools import partial
 import pyarrow as pa
 
 import tarn
-from tarn.spark.ref import open_table, table_location
+from tarn.spark.ref import check_storage, for_tasks, open_table, table_location
 from tarn.ops.update import literal_array
 from tarn.errors import InvalidArgument, InvalidFilter, SchemaMismatch
 from tarn.meta.snapshot import Snapshot
-from tarn.s3 import check_options as check_storage
 from tarn.spark.batch_write import collect_messages, given_buckets, job_prefixes, new_job_token
 from tarn.spark.dataframe import by_bucket
 from tarn.meta.row_ranges import ROW_ID
@@ -51,7 +50,8 @@ def delete(spark, path: str, condition, storage_options: dict | None = None):
     on the driver (deletion vectors, or a copy-on-write rewrite of the files holding matches)."""
     started = time.perf_counter()
     register(spark)
-    path = table_location(path)
+    storage_options = for_tasks(storage_options)
+    path = table_location(path, storage_options)
     table = open_table(path, storage_options)
     if not table.primary_keys:
         return _delete_append(table, condition)
@@ -88,7 +88,8 @@ def update(spark, path: str, set: dict, condition=None, storage_options: dict | 
 
     started = time.perf_counter()
     register(spark)
-    path = table_location(path)
+    storage_options = for_tasks(storage_options)
+    path = table_location(path, storage_options)
     table = open_table(path, storage_options)
     evolving = table.schema().shape.evolves
     if not table.primary_keys and not evolving:
@@ -135,7 +136,8 @@ def merge_into(spark, path: str, source, on=None, when_matched_update=None, when
     meanwhile takes the merge's value (last writer wins)."""
     started = time.perf_counter()
     register(spark)
-    path = table_location(path)
+    storage_options = for_tasks(storage_options)
+    path = table_location(path, storage_options)
     table = open_table(path, storage_options)
     schema = table.schema()
     if not table.primary_keys and schema.shape.evolves:

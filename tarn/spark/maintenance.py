@@ -30,7 +30,7 @@ from tarn.errors import TarnError
 from tarn.fs import FileIO, join
 from tarn.ops import expire, orphans, rollback, tags
 from tarn.ops.references import delete_paths
-from tarn.s3 import check_options as check_storage
+from tarn.spark.ref import check_storage
 from tarn.spark.batch_write import (TaskMessages, job_prefixes, kept_after_unknown_outcome, new_job_token,
                                    noting_unknown_outcome, sweep_job)
 from tarn.spark.target import storage_of

@@ -58,6 +58,7 @@ from tarn.types import first_root_where
 from tarn.errors import InvalidOption
 from tarn.fs import join
 from tarn.scan.planner import Split
+from tarn.spark.ref import resolved, table_location
 from tarn.spark.target import READ_OPTIONS, ReadTarget
 from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.store.cache import ByteCache
@@ -408,10 +409,10 @@ def read(spark, table_path: str, **options):
     applied), else the tarn source. Both give the same rows and column types."""
     from pyspark.sql.types import StructType
 
-    text_options = {str(k).lower(): str(v) for k, v in options.items()}
+    text_options = resolved({str(k).lower(): str(v) for k, v in options.items()})
     if "path" in text_options:
         raise InvalidOption("tarn.spark.read takes the table path as its argument, not option 'path'")
-    path = table_path if "://" in table_path else os.path.abspath(table_path)
+    path = table_location(table_path, text_options)
 
     def tarn_source():
         from tarn.spark.session import register

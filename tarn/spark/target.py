@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pyspark.sql.types import StringType, StructField, StructType
 
 import tarn
-from tarn.spark.ref import open_table
+from tarn.spark.ref import CATALOG, CATALOG_PREFIX, for_tasks, open_table
 from tarn.store.branches import split_object_name
 from tarn.table import split_branch_path
 from tarn.scan.scan import scan_fields
@@ -28,7 +28,8 @@ from tarn.spark.types import spark_schema, spark_schema_of
 FORMAT = "tarn"
 # Storage options (docs/object-stores.md) ride along with the data source options to every
 # executor, which opens the table with them; they are never table options.
-STORAGE_OPTIONS = frozenset(s3.OPTIONS)
+# The catalog of a `db.table` path (`catalog`, `catalog.<key>`: tarn/spark/ref.py) rides along too.
+STORAGE_OPTIONS = frozenset(s3.OPTIONS) | {CATALOG}
 ROW_KIND_COLUMN = "rowkind"  # the column `read.changelog` adds (as Paimon's Spark connector)
 
 # Options of the connector itself (lower-case, as Spark passes them).
@@ -52,7 +53,7 @@ def plain_options(options) -> dict[str, str]:
 
 def check_options(options: dict[str, str], connector: set[str], what: str) -> dict[str, str]:
     """The Paimon table options among `options`, validated; unknown keys fail."""
-    table_options = {k: v for k, v in options.items() if k not in connector}
+    table_options = {k: v for k, v in options.items() if k not in connector and not k.startswith(CATALOG_PREFIX)}
     try:
         validate_options(table_options, what)
     except InvalidOption as exc:
@@ -70,7 +71,8 @@ def table_path(options: dict[str, str]) -> str:
     """The table path; option `branch` (Paimon's) makes it that branch's (`<path>$branch_<name>`)."""
     path = options.get("path")
     if not path:
-        raise TarnError("format 'tarn' needs a table path: .load(path) / .save(path) or option('path', ...)")
+        raise TarnError("format 'tarn' needs a table path: .load(path) / .save(path) or option('path', ...), "
+                        "or a db.table identifier with option('catalog', NAME)")
     branch = options.get("branch")
     if branch and branch != "main":
         base, system = split_system_table(path)
@@ -98,9 +100,10 @@ def split_system_table(path: str) -> tuple[str, str | None]:
 
 
 def storage_of(options: dict[str, str]) -> dict[str, str] | None:
-    """The storage options (`s3.endpoint`, ...) among data source options, if any; a
-    misspelt `s3.` key fails."""
-    return s3.options_among(options)
+    """The storage options (`s3.endpoint`, ...) and the catalog options (as tasks receive them:
+    tarn/spark/ref.py) among data source options, if any; a misspelt `s3.` key fails."""
+    among = {k: v for k, v in options.items() if k.startswith(("s3.", CATALOG_PREFIX)) or k == CATALOG}
+    return for_tasks(among)
 
 
 def load(path: str, storage: dict[str, str] | None = None) -> tarn.Table:
