@@ -1,0 +1,125 @@
+"""Commits a REST client sends: the client wrote the data files, manifests and manifest lists
+into the table's directory; the server makes its snapshot the table's latest through the
+table's commit point, one commit per table at a time.
+
+The snapshot id pins the base: a snapshot must be the one after the latest (id taken, or a
+base that a rollback or expiry removed: a lost race, `success=false`, and the client rebuilds
+on the new latest, as Paimon's committer does), built on the latest snapshot's uuid when the
+latest has one, under a schema the table has, over manifest lists that are on storage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import uuid
+from collections import OrderedDict
+
+from tarn.catalog.rest_wire import CommitRequest
+from tarn.errors import InvalidArgument, TableNotFound
+from tarn.meta.manifest import ADD
+from tarn.store.commit_point import Publication
+
+log = logging.getLogger(__name__)
+
+
+class TableLocks:
+    """One lock per table (its directory), created on first use; branches share the table's.
+    Commits, schema changes, drops, renames, tags and branches of one table take it."""
+
+    def __init__(self):
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def of(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+
+def table_id(table) -> str:
+    """A stable id of a table (GetTableResponse `id`, sent back with each commit): derived from
+    its directory and the creation time of its first schema, so a table dropped and created
+    again under the same name has another id."""
+    context = table.core
+    first = context.schema_by_id(context.schema_store.list_ids()[0])
+    digest = hashlib.sha256(f"{context.root}\n{first.time_millis}".encode()).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+def commit(catalog, identifier: str, table, request: CommitRequest) -> bool:
+    """Make `request.snapshot` the latest snapshot of `table` (the caller holds the table's
+    lock). True when it landed; False on a lost race; InvalidArgument (400) for a snapshot that
+    cannot be the table's (unknown schema, missing manifest lists); TableNotFound (404) when
+    the request names another table (a stale `tableId`)."""
+    if request.table_id is not None and request.table_id != table_id(table):
+        raise TableNotFound(f"table {identifier}: the commit is for table id {request.table_id}, which is not this "
+                            "table's (dropped and created again?); load the table again")
+    context = table.core
+    snapshot, latest = request.snapshot, context.latest_snapshot()
+    expected = latest.id + 1 if latest is not None else 1
+    if snapshot.id != expected:
+        log.info("table %s: commit of snapshot %d refused, the next id is %d", identifier, snapshot.id, expected)
+        return False
+    if latest is not None and latest.uuid is not None and request.base_snapshot_uuid != latest.uuid:
+        return False
+    if latest is None and request.base_snapshot_uuid is not None:
+        return False  # built on a snapshot that is gone
+    schema = _schema_of(context, identifier, snapshot.schema_id)
+    manifests = context.manifests(schema)
+    _check_files(context, manifests, identifier, snapshot)
+    added, removed = _delta_names(manifests, snapshot)
+    publication = Publication(snapshot=snapshot, base=latest, added=added, removed=removed, manifests=manifests)
+    return catalog.commit_point(table).publish(publication)
+
+
+def _schema_of(context, identifier: str, schema_id):
+    if not isinstance(schema_id, int) or schema_id not in context.schema_store.list_ids():
+        raise InvalidArgument(f"table {identifier}: the snapshot names schema {schema_id!r}, which the table "
+                              f"does not have (schemas {context.schema_store.list_ids()})")
+    latest_schema = context.schema().id
+    if schema_id != latest_schema:
+        log.info("table %s: snapshot written with schema %s, the latest is %s", identifier, schema_id, latest_schema)
+    return context.schema_by_id(schema_id)
+
+
+def _check_files(context, manifests, identifier: str, snapshot) -> None:
+    lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
+    wanted = [manifests.path(name) for name in lists if name]
+    if snapshot.index_manifest:
+        wanted.append(manifests.path(snapshot.index_manifest))
+    missing = [path for path in wanted if not context.file_io.exists(path)]
+    if missing:
+        raise InvalidArgument(f"table {identifier}: snapshot {snapshot.id} references {missing[:3]}, which are not "
+                              "in the table's directory; write the files before committing")
+
+
+def _delta_names(manifests, snapshot) -> tuple[set[str], set[str]]:
+    """The data files the snapshot adds and removes (its delta manifests)."""
+    added, removed = set(), set()
+    for meta in manifests.read_manifest_list(snapshot.delta_manifest_list):
+        for entry in manifests.read_manifest(meta.file_name):
+            (added if entry.kind == ADD else removed).add(entry.file.file_name)
+    return added, removed
+
+
+class SnapshotTotals:
+    """Record, file and byte totals of snapshots, computed once per (table, snapshot): GET
+    .../snapshot is asked before every scan and commit."""
+
+    def __init__(self, size: int = 256):
+        self._size = size
+        self._cache: OrderedDict = OrderedDict()
+        self._guard = threading.Lock()
+
+    def get(self, key, compute):
+        with self._guard:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        value = compute()
+        with self._guard:
+            self._cache[key] = value
+            while len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        return value
