@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from tarn.errors import InvalidArgument, SchemaMismatch, TableAlreadyExists
 from tarn.fs import FileIO, file_io_for, join
-from tarn.meta.schema import new_schema
+from tarn.meta.schema import TableSchema, new_schema
 from tarn.ops.validate import validate_table
 from tarn.scan.arguments import location_argument, names_argument
 from tarn.store.schemas import SchemaStore
@@ -40,6 +40,16 @@ def create_table_at(file_io: FileIO, path: str, name: str, schema: pa.Schema | l
         raise TableAlreadyExists(f"table {name}: {path} holds {' and '.join(leftovers)} files but no "
                                  "schema file; refusing to create a table over existing data "
                                  "(restore the schema files or drop the table)")
+    table_schema = new_table_schema(name, schema, primary_key, partition_keys, options, comment)
+    file_io.mkdirs(path)
+    SchemaStore(file_io, path).create(table_schema)
+    return Table(file_io, path, name)
+
+
+def new_table_schema(name: str, schema, primary_key=None, partition_keys=None, options: dict | None = None,
+                     comment: str | None = None) -> TableSchema:
+    """The first schema of a new table named `name`, from `create_table`'s arguments, validated
+    (nothing is written): what a catalog checks before it creates anything."""
     if options is not None and not isinstance(options, dict):
         raise InvalidArgument(f"table {name}: options must be a dict of option -> value, got {options!r}")
     if comment is not None and not isinstance(comment, str):
@@ -52,9 +62,7 @@ def create_table_at(file_io: FileIO, path: str, name: str, schema: pa.Schema | l
     if not table_schema.fields:
         raise SchemaMismatch(f"table {name}: a table needs at least one column")
     validate_table(table_schema, name)
-    file_io.mkdirs(path)
-    SchemaStore(file_io, path).create(table_schema)
-    return Table(file_io, path, name)
+    return table_schema
 
 
 def schema_argument(schema, name: str) -> pa.Schema | list[DataField]:

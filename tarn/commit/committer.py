@@ -227,7 +227,7 @@ class Committer:
         that cannot be told, any other error only when nothing landed."""
         publication = Publication(
             snapshot, base, _added_names(messages), _removed_names(messages, delta), self.manifests,
-            missing_files=lambda: self._missing_files(messages))
+            missing_files=lambda: self._missing_files(messages), delta=tuple(delta))
         try:
             return self.context.snapshot_commit.publish(publication)
         finally:

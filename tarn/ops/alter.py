@@ -9,11 +9,13 @@ from tarn.lsm.policy import num_levels
 from tarn.meta.schema import TableSchema, apply_changes
 from tarn.ops.validate import validate_change
 from tarn.scan import fallback
+from tarn.store.commit_point import check_writes_metadata
 from tarn.store.context import TableContext
 
 
 def alter(context: TableContext, changes) -> TableSchema:
     """Apply `changes` (AddColumn, RenameColumn, SetOption, ...) as one new schema."""
+    check_writes_metadata(context, "a schema change (alter)")
     before = context.schema()
     after = apply_changes(before, changes)
     validate_change(before, after, context.name)  # immutable options among its checks

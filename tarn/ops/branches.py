@@ -36,6 +36,7 @@ from tarn.errors import FileMissing, InvalidArgument, SnapshotNotFound, TableNot
 from tarn.fs import join
 from tarn.meta.snapshot import Snapshot
 from tarn.store.branches import BRANCH_DIR, MAIN_BRANCH, branch_names
+from tarn.store.commit_point import check_writes_metadata
 from tarn.store.schemas import SchemaStore, branch_root
 from tarn.store.snapshots import SnapshotStore
 from tarn.store.tags import TagStore
@@ -92,6 +93,7 @@ def create_branch(table: "TableContext", name: str, from_tag: str | None = None,
     """Create branch `name` from the table's branch: empty (its schemas) or from tag `from_tag`
     (the tagged snapshot and the schemas up to its own). False when it existed and
     `ignore_if_exists`."""
+    check_writes_metadata(table, "create_branch")
     if ignore_if_exists and isinstance(name, str) and name in branch_names(table.file_io, table.root):
         return False
     check_branch_name(name, table.name)
@@ -123,6 +125,7 @@ def _copy_schemas(table: "TableContext", target: SchemaStore, last_id: int, firs
 def delete_branch(table: "TableContext", name: str) -> None:
     """Delete branch `name`'s directory (its snapshots, schemas, tags); its data files stay
     until orphan removal."""
+    check_writes_metadata(table, "delete_branch")
     if name == MAIN_BRANCH or name == table.branch:
         raise InvalidArgument(f"table {table.name}: cannot delete the branch '{name}' the table is on")
     for key in BRANCH_OPTIONS:
@@ -165,6 +168,7 @@ def _local_millis(info: pafs.FileInfo) -> dt.datetime | None:
 def fast_forward(table: "TableContext", name: str) -> FastForward:
     """Make the table's branch (usually main) hold branch `name`'s history from the branch's
     earliest snapshot on (Paimon's fast-forward)."""
+    check_writes_metadata(table, "fast_forward")
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument(f"table {table.name}: branch name {name!r} is blank")
     if name == MAIN_BRANCH:

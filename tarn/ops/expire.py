@@ -40,6 +40,7 @@ from tarn.ops.references import (FileKey, TableFiles, branch_references, branche
                                          delete_empty_dirs, delete_paths)
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options, as_options
+from tarn.store.commit_point import check_writes_metadata
 
 if TYPE_CHECKING:
     from tarn.store.context import TableContext
@@ -122,6 +123,7 @@ def plan_expire(table: "TableContext", retain_min: int | None = None, retain_max
                 older_than_ms: int | None = None, max_deletes: int | None = None,
                 now_ms: int | None = None) -> ExpirePlan:
     """Decide which snapshots expire and which files go with them; changes nothing."""
+    check_writes_metadata(table, "snapshot expiry")
     options = table.options
     defaults = ExpireConfig.from_options(options)
     # the arguments given win over the table's options: a retain_max below the table's

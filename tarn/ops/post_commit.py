@@ -31,8 +31,8 @@ def after_commit(table: "TableCore") -> list[Exception]:
         options = table.options
     except Exception as exc:
         return _failed("reading the table options", table, exc)
-    if options.bool("write-only"):
-        return []
+    if options.bool("write-only") or getattr(table.snapshot_commit, "owner", None):
+        return []  # a table whose metadata a catalog owns (REST) is maintained by its owner
     steps = [("automatic tag creation", lambda: auto_create_tags(table))]
     if options.bool("tag.time-expire-enabled"):
         steps.append(("tag expiry", lambda: expire_tags(table, dt.datetime.now())))

@@ -31,6 +31,7 @@ from tarn.ops.references import FileKey, TableFiles, branch_references, branched
 from tarn.ops.tags import kept_error
 from tarn.meta.manifest import ManifestEntry
 from tarn.meta.snapshot import Snapshot
+from tarn.store.commit_point import check_writes_metadata
 from tarn.store.tags import Tag, TagStore, create_settled, delete_settled, retried
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ def rollback_to(table: "TableCore", target: int | str) -> Snapshot:
 
 def plan_rollback(table: "TableCore", target: int | str) -> RollbackPlan:
     """The plan of `rollback_to`; changes nothing (raises when the target does not exist)."""
+    check_writes_metadata(table, "rollback_to")
     store = table.tag_store
     if isinstance(target, bool) or not isinstance(target, (int, str)):
         raise InvalidArgument(f"table {table.name}: rollback target must be a snapshot id or a tag "

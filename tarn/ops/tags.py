@@ -24,6 +24,7 @@ from tarn.ops.references import (TableFiles, branch_references, branched_since, 
                                          delete_paths)
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options, parse_duration_ms
+from tarn.store.commit_point import check_writes_metadata
 from tarn.store.tags import Tag, TagStore, retried
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ def create_tag(table: "TableCore", name: str, snapshot_id: int | None = None, ti
     Returns once the tag landed. A create whose request failed is settled by reading the
     tag file back; OutcomeUnknown when neither that nor the check that its snapshot did not
     expire meanwhile can be done; any other error means no tag was created."""
+    check_writes_metadata(table, "create_tag")
     check_tag_name(name, table.name)
     retained = as_duration(time_retained, table.name)
     if retained is None:
@@ -168,6 +170,7 @@ def replace_tag(table: "TableCore", name: str, snapshot_id: int | None = None, t
     """Point an existing tag at another snapshot (the old snapshot's files are not freed).
     A write whose request failed is settled by reading the tag file back (our bytes: it
     landed); OutcomeUnknown when it cannot be read; any other error: the tag is unchanged."""
+    check_writes_metadata(table, "replace_tag")
     check_tag_name(name, table.name)
     store = tag_store(table)
     store.get(name)
@@ -181,6 +184,7 @@ def replace_tag(table: "TableCore", name: str, snapshot_id: int | None = None, t
 def rename_tag(table: "TableCore", name: str, new_name: str) -> None:
     """The rename lands with the creation of the new name (settled as `create_tag`'s); a
     failure to delete the old name after that is kept in `last_maintenance_errors`."""
+    check_writes_metadata(table, "rename_tag")
     check_tag_name(name, table.name, "original tag name")
     check_tag_name(new_name, table.name, "new tag name")
     table.last_maintenance_errors = []
@@ -222,6 +226,7 @@ def delete_tag(table: "TableCore", name: str) -> None:
 
 
 def plan_delete_tag(table: "TableCore", name: str) -> TagDeletePlan:
+    check_writes_metadata(table, "delete_tag")
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument(f"table {table.name}: tag name must not be blank (got {name!r})")
     store = tag_store(table)
@@ -331,6 +336,7 @@ def expire_tags(table: "TableCore", now: dt.datetime | None = None,
     """Delete tags past their retention (`create time + time retained < now`, local clock) and,
     when `older_than` is given, tags created before it (tags without a create time use their
     file's modification time). Returns the deleted names."""
+    check_writes_metadata(table, "tag expiry")
     now = now or dt.datetime.now()
     store = tag_store(table)
     expired = []

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tarn import paths
-from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound
+from tarn.errors import CommitConflict, FileMissing, OutcomeUnknown, SnapshotNotFound, TarnError
 from tarn.meta.snapshot import Snapshot
 from tarn.store.manifests import ManifestStore
 from tarn.store.snapshots import SnapshotStore
@@ -47,6 +47,9 @@ class Publication:
     manifests: ManifestStore
     missing_files: Callable[[], list[str]] = field(default=lambda: [])
     uncertain: bool = False
+    # the manifest entries the snapshot adds and removes (a catalog that owns commits sends
+    # their per-partition statistics along)
+    delta: tuple = ()
 
 
 @dataclass
@@ -157,6 +160,18 @@ class FileSystemCommit:
             return bool(publication.removed & _live_names(publication.manifests, later))
         except (FileMissing, SnapshotNotFound):
             return True  # the successor is being expired: it is older than ours
+
+
+def check_writes_metadata(context, what: str) -> None:
+    """Refuse `what`, an operation that writes a table's metadata files itself (schemas, tags,
+    branches, snapshot expiry, rollback), when the table's commit point says another party
+    owns that metadata (its `owner`, e.g. a REST catalog server): such a table's metadata
+    changes go through its catalog. Nothing has been written when this raises."""
+    owner = getattr(context.snapshot_commit, "owner", None)
+    if owner:
+        raise TarnError(f"table {context.name}: {what} is refused: the table's metadata is owned by {owner}, "
+                        "which does not let writers change it behind its back (docs/guide-catalogs.md "
+                        "lists what a catalog-owned table refuses and where to do it instead)")
 
 
 def _referenced_names(manifests: ManifestStore, snapshot: Snapshot) -> set[str]:

@@ -1,0 +1,151 @@
+"""The HTTP side of the REST catalog client: one keep-alive httpx client per catalog, bearer
+auth and extra headers, timeouts and retries as Paimon's HttpClient has them, and every
+failure turned into a TarnError that names the catalog (its uri) and what was asked for.
+
+httpx is imported when the first request is made, never by `import tarn`. A session pickles
+without its connection pool (Spark ships tables to executors): the pool is made again there.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from tarn.catalog.rest_wire import ErrorBody, exception_for
+from tarn.errors import OutcomeUnknown, TarnError
+
+log = logging.getLogger(__name__)
+
+CONNECT_SECONDS = 10.0
+RESPONSE_SECONDS = 180.0  # Paimon's HttpClient waits 3 minutes for a response
+RETRIES = 4  # of a request that never reached the server, or a 429 / 503 answer (Paimon retries 5 times)
+RETRY_STATUSES = (429, 503)
+_MAKING = threading.Lock()  # one connection pool per session, however many threads ask at once
+
+
+class Unanswered(TarnError):
+    """A request the server may have received but did not answer (a timeout, a dropped
+    connection, a 5xx answer to a request that changes something)."""
+
+
+@dataclass
+class Answer:
+    """A response: its status and its JSON body (None when empty)."""
+
+    status: int
+    body: dict | None
+
+
+@dataclass
+class RestSession:
+    """Requests to one REST catalog server at `uri`, with `headers` on every request (the
+    Authorization header among them). `catalog` names the catalog in messages."""
+
+    catalog: str
+    uri: str
+    headers: dict[str, str] = field(default_factory=dict)
+    _client: object = field(default=None, repr=False, compare=False)
+    _pid: int = field(default=0, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_client"] = None  # a connection pool stays with its process
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    def close(self) -> None:
+        """Close the connection pool (a later request opens a new one)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    @property
+    def client(self):
+        """The keep-alive httpx client, made on first use in each process (a forked child
+        does not share its parent's connections)."""
+        if self._client is None or self._pid != os.getpid():
+            with _MAKING:
+                if self._client is None or self._pid != os.getpid():
+                    import httpx
+
+                    timeout = httpx.Timeout(RESPONSE_SECONDS, connect=CONNECT_SECONDS)
+                    self._client = httpx.Client(base_url=self.uri.rstrip("/"), headers=self.headers,
+                                                timeout=timeout, follow_redirects=False)
+                    self._pid = os.getpid()
+        return self._client
+
+    def send(self, method: str, path: str, about: str, *, params: dict | None = None,
+             body: dict | None = None, retry_unanswered: bool = False) -> Answer:
+        """Send a request and return the answer, whatever its status (`failure` turns an error
+        answer into an exception). A request that never reached the server, or that was answered
+        429 or 503, is sent again (with backoff); one the server may have received but did not
+        answer raises Unanswered, or is sent again when `retry_unanswered` (reads)."""
+        import httpx
+
+        content = None if body is None else json.dumps(body).encode()
+        request_headers = {"Content-Type": "application/json"} if content is not None else None
+        for attempt in range(RETRIES + 1):
+            last = attempt == RETRIES
+            try:
+                response = self.client.request(method, path, params=params, content=content,
+                                               headers=request_headers)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                if last:
+                    raise TarnError(f"catalog {self.catalog}: cannot reach the REST server at {self.uri} "
+                                    f"({about}): {_reason(exc)}") from exc
+            except httpx.TransportError as exc:  # sent, perhaps received, not answered
+                if last or not retry_unanswered:
+                    raise Unanswered(f"catalog {self.catalog}: the REST server at {self.uri} did not answer "
+                                     f"({about}): {_reason(exc)}") from exc
+            else:
+                if response.status_code not in RETRY_STATUSES or last:
+                    return Answer(response.status_code, _json_body(response))
+            log.info("catalog %s: %s %s: trying again (attempt %d)", self.catalog, method, path, attempt + 2)
+            time.sleep(min(0.05 * 2 ** attempt, 2.0))
+        raise AssertionError("unreachable")
+
+    def call(self, method: str, path: str, about: str, *, params: dict | None = None,
+             body: dict | None = None, failure=None) -> dict:
+        """Send a request and return its JSON body ({} when empty); an error answer raises what
+        `failure(answer, about)` returns (default: `error_of`). Reads are retried when
+        unanswered; a change the server may have applied raises Unanswered."""
+        answer = self.send(method, path, about, params=params, body=body, retry_unanswered=method == "GET")
+        if answer.status >= 400:
+            raise (failure or self.error_of)(answer, about)
+        return answer.body or {}
+
+    def error_of(self, answer: Answer, about: str) -> TarnError:
+        """The TarnError for an error answer: the class the wire format gives its ErrorResponse,
+        the message naming the catalog, its server and what was asked for."""
+        error = ErrorBody.of(answer.body, answer.status)
+        exc = exception_for(error, f"{self.catalog} ({self.uri})")
+        if error.code in (401, 403):
+            return type(exc)(f"catalog {self.catalog} ({self.uri}): {about}: the server refused the credentials "
+                             f"(HTTP {error.code}: {error.message}); check the catalog's token (option 'token', "
+                             "with token.provider=bear): it may be wrong or expired")
+        return type(exc)(f"{exc} [{about}]")
+
+
+def unknown_outcome(exc: Unanswered, about: str) -> OutcomeUnknown:
+    """A commit the server may have applied: its outcome is unknown."""
+    return OutcomeUnknown(f"{exc}; {about} may or may not have landed")
+
+
+def _json_body(response) -> dict | None:
+    if not response.content:
+        return None
+    try:
+        body = response.json()
+    except ValueError:
+        return {"message": response.text[:500]}
+    return body if isinstance(body, dict) else {"value": body}
+
+
+def _reason(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
