@@ -46,3 +46,37 @@ def test_commands_take_a_catalog_and_an_identifier(config, tmp_path):
 def test_an_unknown_catalog_is_a_clear_error(config):
     out = run("-c", "nope", "ls", status=1)
     assert "catalog 'nope' is not in" in out and "lake" in out
+
+
+def test_tarn_serve_serves_a_named_catalog(config, tmp_path):
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    tarn.load_catalog("lake").create_table("shop.orders", pa.schema([("id", pa.int64())]))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tarn_command = os.path.join(os.path.dirname(sys.executable), "tarn")
+    server = subprocess.Popen([tarn_command, "-c", "lake", "serve", "--port", str(port), "--token", "s3cret"],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                if httpx.get(f"{base}/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        assert httpx.get(f"{base}/v1/tarn/databases").status_code == 401
+        listed = httpx.get(f"{base}/v1/tarn/databases/shop/tables", headers={"Authorization": "Bearer s3cret"})
+        assert listed.status_code == 200 and listed.json()["tables"] == ["orders"]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=20)
+    assert "catalog" in server.stderr.read()

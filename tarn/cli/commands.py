@@ -1060,6 +1060,19 @@ def drop(table: TableArg,
     output().print(f"dropped {t.name} ({t.root})")
 
 
+@app.command("serve", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                                        "help_option_names": []}, add_help_option=False)
+def serve(ctx: typer.Context) -> None:
+    """Serve a catalog as a Paimon REST catalog: tarn serve (--warehouse WH | -c NAME) --token-file F
+    [--host H] [--port P] ... (tarn serve --help lists every option; docs/guide-catalogs.md)."""
+    from tarn.server.__main__ import main as serve_main
+
+    argv = list(ctx.args)
+    if _chosen["catalog"] and "-c" not in argv and "--catalog" not in argv and "--warehouse" not in argv:
+        argv = ["-c", _chosen["catalog"], *argv]
+    raise typer.Exit(serve_main(argv))
+
+
 @command("ls")
 def list_tables(database: Annotated[Optional[str], typer.Argument(help="one database (default: all)")] = None,
                 warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
