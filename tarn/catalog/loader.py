@@ -113,7 +113,8 @@ def catalog_options(name: str | None, given: dict) -> tuple[dict[str, str], str]
             raise TarnError(f"no catalog given: pass options (tarn.load_catalog(warehouse=...)) or a name of "
                             f"{path or DEFAULT_CONFIG} (or set {CATALOG_ENV})")
     if name is None:
-        return explicit, explicit.get("uri") or explicit.get("warehouse") or "(unnamed)"
+        metastore = explicit.get("metastore", "filesystem")
+        return explicit, explicit.get("warehouse", "(unnamed)") if metastore == "filesystem" else metastore
     if not isinstance(name, str) or not name:
         raise InvalidOption(f"catalog name must be a non-empty string, got {name!r}")
     entry = entries.get(name)

@@ -96,9 +96,12 @@ def create_table(location: str, storage_options: dict | None, schema, primary_ke
     """Create the table `location` names (a path or URI, or an identifier of the catalog the
     options name) and open it."""
     catalog = catalog_options(storage_options)
-    if catalog is not None:
-        return tarn.load_catalog(**catalog).create_table(location, schema, primary_key, partition_keys, options,
-                                                         comment)
+    if catalog is not None:  # as the directory catalog does, a missing database is created too
+        opened = tarn.load_catalog(**catalog)
+        identifier = identifier_of(location)
+        opened.create_database(identifier.split("$")[0].rsplit(".", 1)[0] if "." in identifier else "default",
+                               ignore_if_exists=True)
+        return opened.create_table(identifier, schema, primary_key, partition_keys, options, comment)
     from tarn.catalog import create_table_at
     from tarn.fs import file_io_for
 

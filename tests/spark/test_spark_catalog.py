@@ -42,3 +42,20 @@ def test_format_with_explicit_catalog_options_and_what_tasks_receive(spark, lake
     jdbc = {"catalog.metastore": "jdbc", "catalog.uri": "jdbc:sqlite:/x.db", "catalog.warehouse": "/wh",
             "catalog.jdbc.password": "secret"}
     assert for_tasks(jdbc) == {"catalog.warehouse": "/wh"}  # tasks open the directory, never get the password
+
+
+def test_a_rest_table_commits_through_the_server_from_spark(spark, tmp_path):
+    from tarn.server.run import ServerThread
+    from tests.test_rest_client import TOKEN, CountingCatalog
+
+    served = CountingCatalog(str(tmp_path / "served"))
+    with ServerThread(served, [TOKEN]) as server:
+        options = {"catalog.metastore": "rest", "catalog.uri": server.url, "catalog.warehouse": "wh",
+                   "catalog.token.provider": "bear", "catalog.token": TOKEN}
+        df = spark.createDataFrame([(i, f"v{i}") for i in range(6)], "id long, v string")
+        tarn.spark.write(df, "db.t", **options, **{"primary-key": "id", "bucket": "2"})
+        tarn.spark.delete(spark, "db.t", "id >= 4", storage_options=options)
+        read = spark.read.format("tarn").options(**options).load("db.t")
+        assert sorted(r.id for r in read.collect()) == [0, 1, 2, 3]
+        on_disk = [s.id for s in served.inner.load_table("db.t").snapshots()]
+        assert on_disk == served.published and len(on_disk) == 2  # every snapshot by the server
