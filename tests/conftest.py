@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 import tarn
+from tests.postgres import postgres_url  # noqa
 
 TESTS = Path(__file__).resolve().parent
 # Test groups by place: `-m "not spark and not interop and not stress and not s3"` is the fast
