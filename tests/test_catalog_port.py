@@ -8,7 +8,7 @@ import pytest
 
 import tarn
 from tarn.catalog import FileSystemCatalog, TableCatalog
-from tarn.errors import InvalidArgument, TableAlreadyExists, TableNotFound
+from tarn.errors import InvalidArgument, TableAlreadyExists, TableNotFound, TarnError
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
 
@@ -45,3 +45,18 @@ def test_rename_and_alter_refuse_clearly(catalog):
     schema = catalog.alter_table("db.a", tarn.SetOption("snapshot.num-retained.min", "3"))
     assert schema.options["snapshot.num-retained.min"] == "3"
     assert catalog.load_table("db.a").schema().id == schema.id
+
+
+def test_drop_database_of_the_directory_catalog(tmp_path):
+
+
+    catalog = FileSystemCatalog(str(tmp_path))
+    catalog.create_table("shop.orders", pa.schema([("id", pa.int64())]))
+    with pytest.raises(TarnError, match=r"database shop is not empty: it holds table\(s\) \['orders'\]"):
+        catalog.drop_database("shop")
+    assert catalog.table_exists("shop.orders")
+    catalog.drop_database("shop", cascade=True)
+    assert catalog.list_databases() == [] and not (tmp_path / "shop.db").exists()
+    with pytest.raises(TarnError, match="database shop does not exist"):
+        catalog.drop_database("shop")
+    catalog.drop_database("shop", ignore_if_missing=True)

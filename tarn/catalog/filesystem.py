@@ -79,6 +79,22 @@ class FileSystemCatalog:
             raise TarnError(f"database {database} already exists")
         self.file_io.mkdirs(path)
 
+    def drop_database(self, database: str, ignore_if_missing: bool = False, cascade: bool = False) -> None:
+        """Delete a database directory; one holding tables only with `cascade` (which drops
+        them, files and all), else TarnError naming them."""
+        path = self.database_path(database)
+        if not self.file_io.exists(path):
+            if ignore_if_missing:
+                return
+            raise TarnError(f"database {database} does not exist (looked in {path})")
+        tables = self.list_tables(database)
+        if tables and not cascade:
+            raise TarnError(f"database {database} is not empty: it holds table(s) {sorted(tables)[:5]}; drop them "
+                            "first or pass cascade=True")
+        for name in tables:
+            self.drop_table(f"{database}.{name}", ignore_if_missing=True)
+        self.file_io.delete_dir(path)
+
     def list_databases(self) -> list[str]:
         """Names of the databases in the warehouse."""
         return [n[: -len(DB_SUFFIX)] for n in self.file_io.list_dir(self.warehouse) if n.endswith(DB_SUFFIX)]
