@@ -48,8 +48,6 @@ def test_rename_and_alter_refuse_clearly(catalog):
 
 
 def test_drop_database_of_the_directory_catalog(tmp_path):
-
-
     catalog = FileSystemCatalog(str(tmp_path))
     catalog.create_table("shop.orders", pa.schema([("id", pa.int64())]))
     with pytest.raises(TarnError, match=r"database shop is not empty: it holds table\(s\) \['orders'\]"):
