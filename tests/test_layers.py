@@ -21,6 +21,7 @@ LAYERS = [
     {"scan", "write"},
     {"commit"},
     {"core"},  # the kernel: TableCore (a TableContext plus planner, writer, committer, commit)
+    {"iceberg"},  # Iceberg metadata beside a table, written after each commit (a commit callback)
     {"ops"},  # one module per operation, on a TableCore or TableContext
     {"table"},  # the facade
     {"catalog", "__init__"},
