@@ -44,7 +44,7 @@ from tarn import progress
 from tarn.data.reader import FileReader
 from tarn.errors import SchemaMismatch
 from tarn.meta.schema import TableSchema
-from tarn.meta.snapshot import ANALYZE, Snapshot
+from tarn.meta.snapshot import Snapshot
 from tarn.meta.statistics import (BINARY_ROOTS, TEXT_ROOTS, TIMESTAMP_ROOTS, ColStats,
                                   Statistics, has_text_form)
 from tarn.scan.counts import count_splits, default_size, read_statistics

@@ -25,8 +25,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import pyarrow as pa
-
 from tarn import partition as partitions
 from tarn.data.reader import FileReader
 from tarn.errors import TarnError
