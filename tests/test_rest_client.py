@@ -427,3 +427,20 @@ def test_data_token_carries_the_store_credentials(s3_server):
         assert table.scan().count() == 3
         assert inner.load_table("db.t").scan().count() == 3
         assert any("/snapshot/snapshot-1" in key for key in s3_server.keys(warehouse))
+
+
+def test_requests_take_the_proxy_the_environment_names(monkeypatch):
+    from tarn.catalog.rest_http import environment_proxy
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy",
+                 "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert environment_proxy("https://catalog.example.com") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
+    assert environment_proxy("https://catalog.example.com") == "http://proxy:3128"
+    assert environment_proxy("http://catalog.example.com") is None  # no proxy for plain http
+    monkeypatch.setenv("ALL_PROXY", "http://all:8080")
+    assert environment_proxy("http://catalog.example.com") == "http://all:8080"
+    monkeypatch.setenv("NO_PROXY", "example.com,localhost")
+    assert environment_proxy("https://catalog.example.com") is None
+    assert environment_proxy("https://other.org") == "http://proxy:3128"

@@ -334,6 +334,55 @@ def test_commit_conflict_rules(table):
     assert ids_of(catalog) == [1, 2]
 
 
+def test_a_table_dropped_and_created_again_has_another_id(table):
+    catalog, client, table_id = table
+    first = built_snapshot(catalog, "db.t", [1])
+    assert commit(client, first, table_id).json()["success"]
+    # through the server: the table it had loaded is forgotten with the drop
+    assert client.delete(P.table("db", "t")).status_code == 200
+    assert create_table(client).status_code == 200
+    second_id = client.get(P.table("db", "t")).json()["id"]
+    assert second_id != table_id
+    again = built_snapshot(catalog, "db.t", [2])
+    error_of(commit(client, again, table_id), 404, "TABLE", "db.t")
+    assert commit(client, again, second_id).json()["success"]
+    # behind the server's back (the same warehouse through the directory catalog): seen too
+    catalog.drop_table("db.t")
+    error_of(client.get(P.table("db", "t")), 404, "TABLE", "db.t")
+    time.sleep(0.002)  # another creation time
+    catalog.create_table("db.t", SCHEMA, primary_key="id", options={"bucket": "1"})
+    third_id = client.get(P.table("db", "t")).json()["id"]
+    assert third_id not in (table_id, second_id)
+    last = built_snapshot(catalog, "db.t", [3])
+    error_of(commit(client, last, second_id), 404, "TABLE", "db.t")
+    assert commit(client, last, third_id).json()["success"]
+    assert ids_of(catalog) == [3]
+    # a schema added behind its back is known at the next commit
+    catalog.load_table("db.t").alter(tarn.SetOption("snapshot.num-retained.max", "70"))
+    evolved = built_snapshot(catalog, "db.t", [4])
+    assert evolved.schema_id == 1
+    assert commit(client, evolved, third_id, last.uuid).json()["success"]
+    assert ids_of(catalog) == [3, 4]
+
+
+def test_delta_files_are_read_only_when_asked_for(table):
+    from tarn.meta.manifest import ADD, DELETE
+    from tarn.server.commits import DeltaFiles
+
+    catalog, client, table_id = table
+    snapshot = built_snapshot(catalog, "db.t", [1, 2])
+    context = catalog.load_table("db.t").core
+    delta = DeltaFiles(context.manifests(), snapshot.delta_manifest_list)
+    added, removed = delta.names(ADD), delta.names(DELETE)
+    written = {e.file.file_name for e in context.manifests().live_entries(snapshot)}
+    assert len(written) == 1 and set(added) == written and not removed and len(removed) == 0
+    assert added & written == written and (added & {"other"}) == set() and next(iter(written)) in added
+    # a delta manifest list that is not there is read (and fails) only when asked for
+    gone = DeltaFiles(context.manifests(), "manifest-list-missing").names(ADD)
+    with pytest.raises(Exception):
+        bool(gone)
+
+
 def test_concurrent_commits_to_one_table_are_serialised(table):
     catalog, _, table_id = table
     url = str(_.base_url)
@@ -445,7 +494,9 @@ def test_branches_and_rollback(table):
     error_of(client.post(P.branches("db", "t"), json={"branch": "x", "fromTag": "nope"}), 404, "TAG", "nope")
     assert client.get(P.branches("db", "t")).json() == {"branches": ["dev"]}
     # a branch is a table `t$branch_dev`: committed to through the same endpoint
-    branch_id = client.get(P.table("db", "t$branch_dev")).json()["id"]
+    branch = client.get(P.table("db", "t$branch_dev")).json()
+    branch_id = branch["id"]
+    assert branch["path"] == t.location  # the table's directory, as Java answers for a branch
     snapshot = built_snapshot(catalog, "db.t$branch_dev", [2])
     # its base (the tagged snapshot) has a uuid the request does not name: lost
     assert commit(client, snapshot, branch_id, None, table="t$branch_dev").json() == {"success": False}

@@ -168,7 +168,7 @@ class RestCatalog:
         meta = table_from(self.session.call("GET", self.paths.table(database, table), f"loading table {identifier}"))
         object_name = table if branch == MAIN_BRANCH else f"{table}$branch_{branch}"
         name = f"{database}.{object_name}"
-        location = meta.path.removesuffix(f"$branch_{branch}")  # a branch lives in its table's directory
+        location = meta.path  # the table's directory, a branch's too
         file_io, root = self._file_io(location, database, object_name)
         try:
             loaded = RestTable(file_io, root, name, branch=branch)

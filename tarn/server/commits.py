@@ -10,15 +10,14 @@ latest has one, under a schema the table has, over manifest lists that are on st
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
-import uuid
 from collections import OrderedDict
+from collections.abc import Set as AbstractSet
 
 from tarn.catalog.rest_wire import CommitRequest
 from tarn.errors import InvalidArgument, TableNotFound
-from tarn.meta.manifest import ADD
+from tarn.meta.manifest import ADD, DELETE
 from tarn.store.commit_point import Publication
 
 log = logging.getLogger(__name__)
@@ -37,24 +36,17 @@ class TableLocks:
             return self._locks.setdefault(key, threading.Lock())
 
 
-def table_id(table) -> str:
-    """A stable id of a table (GetTableResponse `id`, sent back with each commit): derived from
-    its directory and the creation time of its first schema, so a table dropped and created
-    again under the same name has another id."""
-    context = table.core
-    first = context.schema_by_id(context.schema_store.list_ids()[0])
-    digest = hashlib.sha256(f"{context.root}\n{first.time_millis}".encode()).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=4))
-
-
-def commit(catalog, identifier: str, table, request: CommitRequest) -> bool:
-    """Make `request.snapshot` the latest snapshot of `table` (the caller holds the table's
-    lock). True when it landed; False on a lost race; InvalidArgument (400) for a snapshot that
-    cannot be the table's (unknown schema, missing manifest lists); TableNotFound (404) when
-    the request names another table (a stale `tableId`)."""
-    if request.table_id is not None and request.table_id != table_id(table):
+def commit(catalog, identifier: str, loaded, request: CommitRequest) -> bool:
+    """Make `request.snapshot` the latest snapshot of `loaded` (a LoadedTable,
+    tarn/server/tables.py; the caller holds the table's lock). True when it landed; False on a
+    lost race; InvalidArgument (400) for a snapshot that cannot be the table's (unknown
+    schema, missing manifest lists); TableNotFound (404) when the request names another table
+    (a stale `tableId`). No manifest is read unless the commit point needs the snapshot's
+    files (its base vanished meanwhile)."""
+    if request.table_id is not None and request.table_id != loaded.table_id:
         raise TableNotFound(f"table {identifier}: the commit is for table id {request.table_id}, which is not this "
                             "table's (dropped and created again?); load the table again")
+    table = loaded.table
     context = table.core
     snapshot, latest = request.snapshot, context.latest_snapshot()
     expected = latest.id + 1 if latest is not None else 1
@@ -65,21 +57,21 @@ def commit(catalog, identifier: str, table, request: CommitRequest) -> bool:
         return False
     if latest is None and request.base_snapshot_uuid is not None:
         return False  # built on a snapshot that is gone
-    schema = _schema_of(context, identifier, snapshot.schema_id)
+    schema = _schema_of(context, identifier, snapshot.schema_id, loaded.schema_ids)
     manifests = context.manifests(schema)
     _check_files(context, manifests, identifier, snapshot)
-    added, removed = _delta_names(manifests, snapshot)
-    publication = Publication(snapshot=snapshot, base=latest, added=added, removed=removed, manifests=manifests)
+    delta = DeltaFiles(manifests, snapshot.delta_manifest_list)
+    publication = Publication(snapshot=snapshot, base=latest, added=delta.names(ADD), removed=delta.names(DELETE),
+                              manifests=manifests)
     return catalog.commit_point(table).publish(publication)
 
 
-def _schema_of(context, identifier: str, schema_id):
-    if not isinstance(schema_id, int) or schema_id not in context.schema_store.list_ids():
+def _schema_of(context, identifier: str, schema_id, schema_ids: list[int]):
+    if not isinstance(schema_id, int) or schema_id not in schema_ids:
         raise InvalidArgument(f"table {identifier}: the snapshot names schema {schema_id!r}, which the table "
-                              f"does not have (schemas {context.schema_store.list_ids()})")
-    latest_schema = context.schema().id
-    if schema_id != latest_schema:
-        log.info("table %s: snapshot written with schema %s, the latest is %s", identifier, schema_id, latest_schema)
+                              f"does not have (schemas {schema_ids})")
+    if schema_id != schema_ids[-1]:
+        log.info("table %s: snapshot written with schema %s, the latest is %s", identifier, schema_id, schema_ids[-1])
     return context.schema_by_id(schema_id)
 
 
@@ -94,13 +86,48 @@ def _check_files(context, manifests, identifier: str, snapshot) -> None:
                               "in the table's directory; write the files before committing")
 
 
-def _delta_names(manifests, snapshot) -> tuple[set[str], set[str]]:
-    """The data files the snapshot adds and removes (its delta manifests)."""
-    added, removed = set(), set()
-    for meta in manifests.read_manifest_list(snapshot.delta_manifest_list):
-        for entry in manifests.read_manifest(meta.file_name):
-            (added if entry.kind == ADD else removed).add(entry.file.file_name)
-    return added, removed
+class DeltaFiles:
+    """The data files a snapshot's delta manifests add and remove, read on first use: the
+    commit point asks for them only to tell whether a snapshot whose base vanished after it
+    was created landed behind the latest (tarn/store/commit_point.py), so a commit that lands
+    on its base reads no manifest."""
+
+    def __init__(self, manifests, delta_manifest_list: str):
+        self._manifests = manifests
+        self._list = delta_manifest_list
+        self._by_kind: dict[int, set[str]] | None = None
+
+    def names(self, kind: int) -> "FileNames":
+        return FileNames(self, kind)
+
+    def of_kind(self, kind: int) -> set[str]:
+        if self._by_kind is None:
+            by_kind = {ADD: set(), DELETE: set()}
+            for meta in self._manifests.read_manifest_list(self._list):
+                for entry in self._manifests.read_manifest(meta.file_name):
+                    by_kind[ADD if entry.kind == ADD else DELETE].add(entry.file.file_name)
+            self._by_kind = by_kind
+        return self._by_kind[kind]
+
+
+class FileNames(AbstractSet):
+    """A set of file names `DeltaFiles` reads when first asked (for `bool`, `&`, `in`, ...)."""
+
+    def __init__(self, delta: DeltaFiles, kind: int):
+        self._delta, self._kind = delta, kind
+
+    @classmethod
+    def _from_iterable(cls, names):
+        return set(names)
+
+    def __contains__(self, name) -> bool:
+        return name in self._delta.of_kind(self._kind)
+
+    def __iter__(self):
+        return iter(self._delta.of_kind(self._kind))
+
+    def __len__(self) -> int:
+        return len(self._delta.of_kind(self._kind))
 
 
 class SnapshotTotals:

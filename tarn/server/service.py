@@ -14,7 +14,8 @@ from tarn import paths
 from tarn.catalog import rest_wire as wire
 from tarn.errors import InvalidArgument, SchemaMismatch, SnapshotNotFound, TableNotFound
 from tarn.partition import from_bytes
-from tarn.server.commits import SnapshotTotals, TableLocks, commit, table_id
+from tarn.server.commits import SnapshotTotals, TableLocks, commit
+from tarn.server.tables import LoadedTables
 from tarn.server.settings import ServerSettings
 from tarn.types import UNKNOWN_TRAITS, first_root_where
 
@@ -33,13 +34,15 @@ def not_found(kind: str, name: str, message: str) -> HttpError:
 
 class CatalogService:
     """The endpoints of one catalog; the handlers run in worker threads, so every state here
-    is thread-safe (per-table locks, the snapshot totals cache)."""
+    is thread-safe (per-table locks, the loaded tables, the snapshot totals cache). Every
+    endpoint that changes a table's metadata forgets its loaded table afterwards."""
 
     def __init__(self, catalog, settings: ServerSettings):
         self.catalog = catalog
         self.settings = settings
         self.locks = TableLocks()
         self.totals = SnapshotTotals()
+        self.tables = LoadedTables(catalog)
 
     # ------------------------------------------------------------------ helpers
 
@@ -50,11 +53,20 @@ class CatalogService:
 
     def _table(self, database: str, table: str):
         """The Table `database.table` (`t$branch_b` for a branch); 404 TABLE when absent."""
+        identifier, loaded = self._loaded(database, table)
+        return identifier, loaded.table
+
+    def _loaded(self, database: str, table: str):
+        """(identifier, LoadedTable) of `database.table`; 404 TABLE when absent."""
         identifier = f"{database}.{table}"
         try:
-            return identifier, self.catalog.load_table(identifier)
+            return identifier, self.tables.get(identifier)
         except TableNotFound as exc:
             raise not_found(wire.TABLE, identifier, str(exc)) from None
+
+    def _changed(self, identifier: str) -> None:
+        """Forget the loaded table `identifier` and its branches (its metadata changed)."""
+        self.tables.forget(identifier.split("$", 1)[0])
 
     def _lock(self, table):
         return self.locks.of(table.core.root)
@@ -67,12 +79,15 @@ class CatalogService:
                                       self.settings.max_page_size)
         return wire.page_of(names, size, query.get(wire.PAGE_TOKEN))
 
-    def _metadata(self, database: str, name: str, table) -> dict:
+    def _metadata(self, database: str, name: str, loaded) -> dict:
+        """GetTableResponse; its path is the table's directory, a branch's too (a branch keeps
+        its metadata under it)."""
+        table = loaded.table
         schema = table.schema()
         rest_schema = wire.RestSchema(list(schema.fields), list(schema.partition_keys), list(schema.primary_keys),
                                       dict(schema.options), schema.comment)
-        return wire.table_body(wire.TableMetadata(table_id(table), database, name, table.location, schema.id,
-                                                  rest_schema))
+        path = table.core.file_io.uri(table.core.root)
+        return wire.table_body(wire.TableMetadata(loaded.table_id, database, name, path, schema.id, rest_schema))
 
     # ------------------------------------------------------------------ config
 
@@ -99,6 +114,12 @@ class CatalogService:
 
     def drop_database(self, database: str, query: dict, body) -> None:
         self._database(database)
+        try:
+            self._drop_database(database)
+        finally:
+            self.tables.forget_database(database)
+
+    def _drop_database(self, database: str) -> None:
         drop = getattr(self.catalog, "drop_database", None)
         if drop is not None:
             drop(database, ignore_if_missing=False, cascade=True)
@@ -124,7 +145,7 @@ class CatalogService:
         details = []
         for name in page.items:
             try:
-                details.append(self._metadata(database, name, self.catalog.load_table(f"{database}.{name}")))
+                details.append(self._metadata(database, name, self.tables.get(f"{database}.{name}")))
             except TableNotFound:
                 continue  # dropped meanwhile
         return {"tableDetails": details, "nextPageToken": page.next_page_token}
@@ -143,11 +164,14 @@ class CatalogService:
                                      "not a Paimon type")
         if self.catalog.table_exists(identifier):
             raise HttpError(409, f"table {identifier} already exists", wire.TABLE, identifier)
-        self.catalog.create_table(identifier, schema.fields, schema.primary_keys or None,
-                                  schema.partition_keys or None, schema.options, schema.comment)
+        try:
+            self.catalog.create_table(identifier, schema.fields, schema.primary_keys or None,
+                                      schema.partition_keys or None, schema.options, schema.comment)
+        finally:
+            self._changed(identifier)
 
     def get_table(self, database: str, table: str, query: dict, body) -> dict:
-        _, loaded = self._table(database, table)
+        _, loaded = self._loaded(database, table)
         return self._metadata(database, table, loaded)
 
     def alter_table(self, database: str, table: str, query: dict, body) -> None:
@@ -157,12 +181,18 @@ class CatalogService:
         if not parsed:
             raise InvalidArgument(f"table {identifier}: alter without changes")
         with self._lock(loaded):
-            self.catalog.alter_table(identifier, *parsed)
+            try:
+                self.catalog.alter_table(identifier, *parsed)
+            finally:
+                self._changed(identifier)
 
     def drop_table(self, database: str, table: str, query: dict, body) -> None:
         identifier, loaded = self._table(database, table)
         with self._lock(loaded):
-            self.catalog.drop_table(identifier)
+            try:
+                self.catalog.drop_table(identifier)
+            finally:
+                self._changed(identifier)
 
     def rename_table(self, query: dict, body) -> None:
         source = wire.identifier_from(_field(body, "source", dict))
@@ -173,14 +203,18 @@ class CatalogService:
         if self.catalog.table_exists(destination):
             raise HttpError(409, f"table {destination} already exists", wire.TABLE, destination)
         with self._lock(loaded):
-            self.catalog.rename_table(identifier, destination)
+            try:
+                self.catalog.rename_table(identifier, destination)
+            finally:
+                self._changed(identifier)
+                self._changed(destination)
 
     # ------------------------------------------------------------------ commits and snapshots
 
     def commit(self, database: str, table: str, query: dict, body) -> dict:
         request = wire.commit_from(body)
-        identifier, loaded = self._table(database, table)
-        with self._lock(loaded):
+        identifier, loaded = self._loaded(database, table)
+        with self._lock(loaded.table):
             try:
                 return wire.commit_result_body(commit(self.catalog, identifier, loaded, request))
             except TableNotFound as exc:  # the request's table id is not this table's
@@ -219,6 +253,8 @@ class CatalogService:
                 loaded.rollback_to(target)
             except SnapshotNotFound as exc:
                 raise not_found(resource, str(target), str(exc)) from None
+            finally:
+                self._changed(identifier)
 
     def token(self, database: str, table: str, query: dict, body) -> dict:
         self._table(database, table)
@@ -245,19 +281,28 @@ class CatalogService:
                 raise HttpError(409, f"table {identifier}: branch {name} already exists", wire.BRANCH, name)
             if from_tag is not None and not loaded.core.tag_store.exists(from_tag):
                 raise not_found(wire.TAG, from_tag, f"table {identifier}: tag {from_tag} does not exist")
-            loaded.create_branch(name, from_tag)
+            try:
+                loaded.create_branch(name, from_tag)
+            finally:
+                self._changed(identifier)
 
     def drop_branch(self, database: str, table: str, branch: str, query: dict, body) -> None:
         identifier, loaded = self._table(database, table)
         with self._lock(loaded):
             self._branch(identifier, loaded, branch)
-            loaded.delete_branch(branch)
+            try:
+                loaded.delete_branch(branch)
+            finally:
+                self._changed(identifier)
 
     def forward_branch(self, database: str, table: str, branch: str, query: dict, body) -> None:
         identifier, loaded = self._table(database, table)
         with self._lock(loaded):
             self._branch(identifier, loaded, branch)
-            loaded.fast_forward(branch)
+            try:
+                loaded.fast_forward(branch)
+            finally:
+                self._changed(identifier)
 
     @staticmethod
     def _branch(identifier: str, table, branch: str) -> None:
