@@ -11,6 +11,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+import tarn.iceberg  # noqa: F401 - registers Iceberg metadata first: it runs before expiry, as in Java
 from tarn.commit.callbacks import CommitCallback, register
 from tarn.ops.expire import expire_snapshots
 from tarn.ops.tags import auto_create_tags, expire_tags

@@ -11,6 +11,7 @@ from tarn.bucket import check_bucket_function
 from tarn.codec.data_file import FORMATS, shredding_shapes
 from tarn.codec.file_index import check_index_types
 from tarn.errors import InvalidOption, TarnError
+from tarn.iceberg import check_iceberg
 from tarn.lsm.aggregate import validate_aggregation
 from tarn.lsm.first_row import validate_first_row
 from tarn.lsm.partial_update import validate_partial_update
@@ -72,6 +73,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: _check_streaming_overwrite(schema, options, identifier),
         lambda: _check_row_tracking(schema, options, identifier),
         lambda: _check_type_formats(schema, options, identifier),
+        lambda: check_iceberg(schema, identifier),
     ]
     problems = []
     for check in checks:

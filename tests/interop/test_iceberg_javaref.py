@@ -112,7 +112,9 @@ def run_both(javaref, catalog, tmp_path, schema_json, arrow_schema, steps, prima
     return java, tarn_metadata
 
 
-def assert_same_trees(java: dict, tarn_metadata: dict) -> None:
+def assert_same_trees(java: dict, tarn_metadata: dict, stale=lambda snapshot_id: collections.Counter()) -> None:
+    """`stale(snapshot_id)`: files Java 1.0 still lists although Paimon removed them (see
+    test_primary_key_table_trees_match)."""
     assert tarn_metadata["format-version"] == java["format-version"] == 2
     assert schema_fields(tarn_metadata) == schema_fields(java)
     assert partition_specs(tarn_metadata) == partition_specs(java)
@@ -121,6 +123,7 @@ def assert_same_trees(java: dict, tarn_metadata: dict) -> None:
     assert [s["snapshot-id"] for s in tarn_metadata["snapshots"]] == java_ids
     for snapshot_id in java_ids:
         tarn_files, java_files = live_files(tarn_metadata, snapshot_id), live_files(java, snapshot_id)
+        java_files = java_files - stale(snapshot_id)
         assert tarn_files == java_files, f"snapshot {snapshot_id}:\n tarn only: {sorted(tarn_files - java_files)}" \
                                          f"\n java only: {sorted(java_files - tarn_files)}"
 
@@ -151,9 +154,14 @@ def test_primary_key_table_trees_match(javaref, catalog, tmp_path):
              ("write", orders(range(0, 3), base=500.0))]
     java, tarn_metadata = run_both(javaref, catalog, tmp_path, ORDERS_JSON, ORDERS, steps,
                                    primary_keys=["dt", "id"], partition_keys=["dt"], options={"bucket": "2"})
-    assert_same_trees(java, tarn_metadata)
-    assert live_files(java, 2) == live_files(java, 1)
-    assert live_files(java, 4) == live_files(java, 3) != live_files(java, 1)
+    # Java 1.0 drops a removed file from Iceberg only if it was at the top level, so the first
+    # commit's level-0 files stay listed after full compaction removed them (rows twice); Java
+    # 2.0 (IcebergCommitCallback.collectFileChanges) removes every DELETE entry, as tarn does
+    first = live_files(java, 1)
+    assert_same_trees(java, tarn_metadata, stale=lambda snapshot_id: first if snapshot_id >= 3 else collections.Counter())
+    assert live_files(java, 2) == first
+    assert live_files(tarn_metadata, 4) == live_files(tarn_metadata, 3)
+    assert not set(live_files(tarn_metadata, 3)) & set(first)
 
 
 def test_types_trees_match(javaref, catalog, tmp_path):

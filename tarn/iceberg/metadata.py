@@ -1,0 +1,95 @@
+"""The Iceberg table metadata file `v<N>.metadata.json` and `version-hint.text`, as Java's
+IcebergMetadata writes them (keys in its order), kept as the JSON dict it is.
+
+Keys: `format-version`, `table-uuid`, `location`, `last-sequence-number` (the Paimon snapshot
+id), `last-updated-ms`, `last-column-id`, `schemas` (one per Paimon schema id), `current-schema-id`,
+`partition-specs` (one spec, id 0, identity fields 1000, 1001, ...), `default-spec-id`,
+`last-partition-id` (999 when unpartitioned), `sort-orders` (one empty order, id 0),
+`default-sort-order-id`, `snapshots`, `current-snapshot-id`, `properties` ({}), `refs` (Paimon
+tags on retained snapshots, as Iceberg tags). An Iceberg snapshot's id and sequence number are
+the Paimon snapshot id; its parent is the previous id.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from tarn.errors import CorruptFile
+from tarn.fs import FileIO, join
+
+VERSION_HINT = "version-hint.text"
+_VERSION_FILE = re.compile(r"v(\d+)\.metadata\.json")
+_MAX_LONG = 2**63 - 1
+
+
+def version_path(directory: str, version: int) -> str:
+    return join(directory, f"v{version}.metadata.json")
+
+
+def versions(file_io: FileIO, directory: str) -> list[int]:
+    """The versions of the metadata files in `directory`, ascending."""
+    found = (_VERSION_FILE.fullmatch(name) for name in file_io.list_dir(directory))
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def read_metadata(file_io: FileIO, path: str) -> dict:
+    try:
+        return json.loads(file_io.read_bytes(path))
+    except ValueError as exc:
+        raise CorruptFile(f"Iceberg metadata {path} is not JSON: {exc}") from None
+
+
+def read_hint(file_io: FileIO, directory: str) -> int | None:
+    """The version `version-hint.text` names (None: no hint, or not a number)."""
+    path = join(directory, VERSION_HINT)
+    if not file_io.exists(path):
+        return None
+    try:
+        return int(file_io.read_bytes(path).decode().strip())
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def partition_spec(fields: list[dict]) -> dict:
+    """Spec 0 of identity fields over the partition columns (Iceberg schema fields)."""
+    return {"spec-id": 0, "fields": [{"name": f["name"], "transform": "identity", "source-id": f["id"],
+                                      "field-id": 1000 + i} for i, f in enumerate(fields)]}
+
+
+def snapshot_json(snapshot_id: int, summary: dict, manifest_list: str, schema_id: int) -> dict:
+    out = {"sequence-number": snapshot_id, "snapshot-id": snapshot_id}
+    if snapshot_id > 1:
+        out["parent-snapshot-id"] = snapshot_id - 1
+    out.update({"timestamp-ms": int(time.time() * 1000), "summary": summary, "manifest-list": manifest_list,
+                "schema-id": schema_id})
+    return out
+
+
+def table_metadata(format_version: int, table_uuid: str, location: str, snapshot_id: int, last_column_id: int,
+                   schemas: list[dict], schema_id: int, specs: list[dict], last_partition_id: int,
+                   snapshots: list[dict], refs: dict) -> dict:
+    return {"format-version": format_version, "table-uuid": table_uuid, "location": location,
+            "last-sequence-number": snapshot_id, "last-updated-ms": int(time.time() * 1000),
+            "last-column-id": last_column_id, "schemas": schemas, "current-schema-id": schema_id,
+            "partition-specs": specs, "default-spec-id": 0, "last-partition-id": last_partition_id,
+            "sort-orders": [{"order-id": 0, "fields": []}], "default-sort-order-id": 0,
+            "snapshots": snapshots, "current-snapshot-id": snapshot_id, "properties": {}, "refs": refs}
+
+
+def tag_ref(snapshot_id: int) -> dict:
+    """An Iceberg tag ref (Paimon expires tags itself: no age limit)."""
+    return {"snapshot-id": snapshot_id, "type": "tag", "max-ref-age-ms": _MAX_LONG}
+
+
+def current_snapshot(metadata: dict) -> dict:
+    wanted = metadata.get("current-snapshot-id")
+    for snapshot in metadata.get("snapshots") or ():
+        if snapshot["snapshot-id"] == wanted:
+            return snapshot
+    raise CorruptFile(f"Iceberg metadata has no snapshot {wanted} (its current-snapshot-id)")
+
+
+def to_json(metadata: dict) -> bytes:
+    return json.dumps(metadata, separators=(",", ":")).encode()
