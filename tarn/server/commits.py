@@ -48,10 +48,16 @@ def commit(catalog, identifier: str, loaded, request: CommitRequest) -> bool:
                             "table's (dropped and created again?); load the table again")
     table = loaded.table
     context = table.core
-    snapshot, latest = request.snapshot, context.latest_snapshot()
-    expected = latest.id + 1 if latest is not None else 1
-    if snapshot.id != expected:
-        log.info("table %s: commit of snapshot %d refused, the next id is %d", identifier, snapshot.id, expected)
+    snapshot = request.snapshot
+    if not isinstance(snapshot.id, int) or snapshot.id < 1:
+        raise InvalidArgument(f"table {identifier}: snapshot id {snapshot.id!r} is not a positive number")
+    # the base is the snapshot before it (read directly: the commit point creates `snapshot-<id>`
+    # only if absent, so an id another commit took is a lost race there; a base that is gone or
+    # another one than the client built on is a lost race here)
+    latest = context.snapshot_store.find(snapshot.id - 1) if snapshot.id > 1 else None
+    if snapshot.id > 1 and latest is None:
+        log.info("table %s: commit of snapshot %d refused, its base %d is not there", identifier, snapshot.id,
+                 snapshot.id - 1)
         return False
     if latest is not None and latest.uuid is not None and request.base_snapshot_uuid != latest.uuid:
         return False
