@@ -444,3 +444,15 @@ def test_requests_take_the_proxy_the_environment_names(monkeypatch):
     monkeypatch.setenv("NO_PROXY", "example.com,localhost")
     assert environment_proxy("https://catalog.example.com") is None
     assert environment_proxy("https://other.org") == "http://proxy:3128"
+
+
+def test_latest_snapshot_and_partitions_as_the_server_states_them(served, client):
+    client.create_database("db")
+    table = client.create_table("db.p", pa.schema([("k", pa.int64()), ("day", pa.string())]),
+                                partition_keys="day")
+    assert client.latest_snapshot("db.p") is None
+    table.write(pa.table({"k": [1, 2, 3], "day": ["a", "a", "b"]}))
+    snapshot, totals = client.latest_snapshot("db.p")
+    assert snapshot.id == 1 and totals.record_count == 3 and totals.file_count == 2
+    partitions = sorted((spec["day"], t.record_count) for spec, t in client.list_partitions("db.p"))
+    assert partitions == [("a", 2), ("b", 1)]

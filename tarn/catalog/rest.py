@@ -21,8 +21,9 @@ from tarn.catalog.filesystem import DEFAULT_DATABASE, FileSystemCatalog
 from tarn.catalog.rest_commit import RestCommit
 from tarn.catalog.rest_http import RestSession, Unanswered
 from tarn.catalog.rest_token import DataToken, TokenFileIO, storage_options
-from tarn.catalog.rest_wire import (BEARER, PREFIX, WAREHOUSE, RestPaths, alter_body, create_table_body,
-                                    merged_options, page_from, page_params, rename_body, table_from)
+from tarn.catalog.rest_wire import (BEARER, PREFIX, SNAPSHOT, WAREHOUSE, FileTotals, RestPaths, alter_body,
+                                    create_table_body, merged_options, page_from, page_params, partition_from,
+                                    rename_body, table_from, table_snapshot_from)
 from tarn.errors import InvalidArgument, TableNotFound, TarnError
 from tarn.fs import file_io_for
 from tarn.meta.schema import TableSchema
@@ -113,7 +114,25 @@ class RestCatalog:
         _check_name("database", database)
         return self._all_pages(self.paths.tables(database), "tables", f"listing the tables of database {database}")
 
-    def _all_pages(self, path: str, key: str, about: str) -> list[str]:
+    def latest_snapshot(self, identifier: str) -> tuple[Snapshot, FileTotals] | None:
+        """The table's latest snapshot as the server states it, with its record, file and byte
+        totals (GET .../snapshot); None for a table without snapshots."""
+        database, table, _ = _parts(identifier)
+        answer = self.session.send("GET", self.paths.snapshot(database, table), f"table {identifier}",
+                                   retry_unanswered=True)
+        if answer.status == 404 and (answer.body or {}).get("resourceType") == SNAPSHOT:
+            return None
+        if answer.status >= 400:
+            raise self.session.error_of(answer, f"reading the latest snapshot of table {identifier}")
+        return table_snapshot_from(answer.body or {})
+
+    def list_partitions(self, identifier: str) -> list[tuple[dict[str, str], FileTotals]]:
+        """The table's partitions with their totals (GET .../partitions, every page)."""
+        database, table, _ = _parts(identifier)
+        path = self.paths.partitions(database, table)
+        return [partition_from(p) for p in self._all_pages(path, "partitions", f"listing the partitions of {identifier}")]
+
+    def _all_pages(self, path: str, key: str, about: str) -> list:
         items, token, seen = [], None, set()
         while True:
             page = page_from(self.session.call("GET", path, about, params=page_params(page_token=token)), key)

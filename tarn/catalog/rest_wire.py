@@ -535,6 +535,13 @@ def partition_body(spec: dict[str, str], totals: FileTotals, total_buckets: int 
     return out
 
 
+def partition_from(obj) -> tuple[dict[str, str], FileTotals]:
+    """The spec and totals of one Partition of a ListPartitionsResponse."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
+        raise InvalidArgument(f"a partition must hold a spec mapping, got {_short(obj)}")
+    return {str(k): ("" if v is None else str(v)) for k, v in obj["spec"].items()}, FileTotals.of(obj)
+
+
 def token_body(token: dict[str, str], expires_at_millis: int) -> dict:
     """GetTableDataTokenResponse: the file-io options a client reads the table's files with."""
     return {"token": dict(token), "expiresAt": int(expires_at_millis)}
