@@ -434,3 +434,17 @@ def test_a_lost_race_for_the_metadata_file_leaves_no_files_behind(catalog):
     assert table.core.last_maintenance_errors == []
     assert json.load(open(os.path.join(directory, "v2.metadata.json")))["table-uuid"] == "theirs"
     assert set(os.listdir(directory)) - before == {"v2.metadata.json"}  # our manifest and list were removed
+
+
+def test_metadata_json_is_plain_compact_json_with_kept_snapshot_texts():
+    import json
+
+    from tarn.iceberg import metadata as md
+
+    schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "snapshots", "required": False,
+                                                             "type": "string"}]}
+    snapshots = [md.snapshot_json(i, {"operation": "append"}, f"/t/metadata/snap-{i}.avro", 0) for i in (1, 2, 3)]
+    metadata = md.table_metadata(2, "uuid", '/t/"snapshots":[]', 3, 1, [schema], 0, [md.partition_spec([])], 999,
+                                 snapshots, {})
+    for _ in range(2):  # the second time from kept texts
+        assert md.to_json(metadata) == json.dumps(metadata, separators=(",", ":")).encode()

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
+from collections import OrderedDict
 
 from tarn.errors import CorruptFile
 from tarn.fs import FileIO, join
@@ -34,11 +36,38 @@ def versions(file_io: FileIO, directory: str) -> list[int]:
     return sorted(int(m.group(1)) for m in found if m)
 
 
+# A metadata file lists every retained snapshot, so it grows with the table's recent history:
+# the last files this process read or wrote are kept parsed (returned again only for the very
+# same bytes; callers never change what they get), and each snapshot's JSON text is kept, so a
+# commit neither parses nor encodes the whole list again.
+_PARSED: OrderedDict[str, tuple[bytes, dict]] = OrderedDict()
+_SNAPSHOT_TEXT: OrderedDict[tuple, str] = OrderedDict()
+_PARSED_KEPT, _TEXTS_KEPT = 16, 8192
+_cache_guard = threading.Lock()
+
+
 def read_metadata(file_io: FileIO, path: str) -> dict:
+    """The metadata file at `path`, parsed (not to be changed by the caller)."""
+    data = file_io.read_bytes(path)
+    with _cache_guard:
+        kept = _PARSED.get(path)
+    if kept is not None and kept[0] == data:
+        return kept[1]
     try:
-        return json.loads(file_io.read_bytes(path))
+        metadata = json.loads(data)
     except ValueError as exc:
         raise CorruptFile(f"Iceberg metadata {path} is not JSON: {exc}") from None
+    remember(path, data, metadata)
+    return metadata
+
+
+def remember(path: str, data: bytes, metadata: dict) -> None:
+    """Keep a metadata file's bytes with what they parse to."""
+    with _cache_guard:
+        _PARSED[path] = (data, metadata)
+        _PARSED.move_to_end(path)
+        while len(_PARSED) > _PARSED_KEPT:
+            _PARSED.popitem(last=False)
 
 
 def read_hint(file_io: FileIO, directory: str) -> int | None:
@@ -92,4 +121,22 @@ def current_snapshot(metadata: dict) -> dict:
 
 
 def to_json(metadata: dict) -> bytes:
-    return json.dumps(metadata, separators=(",", ":")).encode()
+    """The metadata as compact JSON, keys in their order; the snapshots' texts are reused."""
+    head = dict(metadata, snapshots=[])
+    text = json.dumps(head, separators=(",", ":"))
+    listed = ",".join(_snapshot_text(s) for s in metadata["snapshots"])
+    # quotes inside JSON strings are escaped, so the key appears once, as the key itself
+    return text.replace('"snapshots":[]', '"snapshots":[' + listed + "]", 1).encode()
+
+
+def _snapshot_text(snapshot: dict) -> str:
+    key = (snapshot["snapshot-id"], snapshot["manifest-list"], snapshot["timestamp-ms"])
+    with _cache_guard:
+        text = _SNAPSHOT_TEXT.get(key)
+    if text is None:
+        text = json.dumps(snapshot, separators=(",", ":"))
+        with _cache_guard:
+            _SNAPSHOT_TEXT[key] = text
+            while len(_SNAPSHOT_TEXT) > _TEXTS_KEPT:
+                _SNAPSHOT_TEXT.popitem(last=False)
+    return text

@@ -147,12 +147,13 @@ class _Publication:
                 self._discard_written()
                 return False
             self.io.write_bytes(path, data)
+        md.remember(path, data, metadata)
         hint = md.read_hint(self.io, self.directory)
         if hint is None or hint <= n or self._latest_id() < hint:
             self.io.write_bytes(join(self.directory, md.VERSION_HINT), str(n).encode())
         if afresh:
             self._expire_all_before(n)
-        self._delete_old_versions(n)
+        self._delete_old_versions(n, afresh)
         return True
 
     def _stale(self, path: str, n: int) -> bool:
@@ -431,9 +432,16 @@ class _Publication:
                     self.io.delete(self.files.local(meta.manifest_path))
             self.io.delete(self.files.local(old))
 
-    def _delete_old_versions(self, n: int) -> None:
+    def _delete_old_versions(self, n: int, afresh: bool) -> None:
+        """Keep `previous-versions-max` versions before `n`. Each commit drops the one version
+        that fell out (no listing: its cost must not grow with the table's history); a
+        publication afresh sweeps every older one (earlier sweeps may have failed)."""
         if self.config.delete_after_commit:
-            self._delete_versions_before(n - self.config.previous_versions_max)
+            oldest_kept = n - self.config.previous_versions_max
+            if afresh:
+                self._delete_versions_before(oldest_kept)
+            elif oldest_kept > 1:
+                self.io.delete(md.version_path(self.directory, oldest_kept - 1))
         self.expire_lists()
 
     def _delete_versions_before(self, version: int) -> None:
