@@ -15,6 +15,8 @@
     tarn.spark.delete(spark, path, "amount < 0")      # DELETE (Spark SQL's cannot reach a Python source)
     tarn.spark.update(spark, path, {"status": "'paid'"}, "id = 1")          # UPDATE
     tarn.spark.merge_into(spark, path, updates_df, when_matched_update="*")   # MERGE INTO
+    tarn.spark.attach(spark, catalog)                 # every table of a catalog as views `db.t`
+    tarn.spark.sql(spark, "MERGE INTO db.t ...")      # Paimon's Spark SQL over the attached catalog
     df.writeStream.format("tarn").option("like", src_path)...   # a new table with src's keys and options
 
 Errors tarn raises inside Spark reach the caller with tarn's message first (tarn.spark.errors).
@@ -29,6 +31,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("tarn.spark needs pyspark 4: pip install 'tarn-lake[spark]'") from exc
 
+from tarn.spark.attach import attach
 from tarn.spark.batch_write import create_table_like
 from tarn.spark.dataframe import by_bucket, rescale, write
 from tarn.spark.dml import delete, merge_into, update
@@ -36,10 +39,12 @@ from tarn.spark.maintenance import (compact, create_tag, delete_on_executors, de
                                     list_tags, remove_orphan_files, rollback_to)
 from tarn.spark.native_read import read
 from tarn.spark.session import pushdown_is_safe, register, session
+from tarn.spark.statements import sql
 from tarn.spark.statistics import analyze, count, statistics
 from tarn.spark.source import TarnDataSource
 from tarn.spark.target import FORMAT
 
 __all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "read", "write", "by_bucket", "rescale", "compact", "expire_snapshots",
            "create_tag", "delete_tag", "list_tags", "rollback_to", "remove_orphan_files", "delete_on_executors",
-           "analyze", "statistics", "count", "delete", "update", "merge_into", "create_table_like"]
+           "analyze", "statistics", "count", "delete", "update", "merge_into", "create_table_like",
+           "attach", "sql"]

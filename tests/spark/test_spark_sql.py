@@ -1,0 +1,63 @@
+"""tarn.spark.sql: each statement kind against a dict model of the table."""
+
+from __future__ import annotations
+
+import tarn
+import tarn.spark
+
+
+def rows(spark, statement="SELECT id, dt, v, n FROM db.orders"):
+    return {(r["id"], r["dt"]): (r["v"], r["n"]) for r in tarn.spark.sql(spark, statement).collect()}
+
+
+def test_statements_against_a_model(spark, tmp_path):
+    catalog = tarn.Catalog(str(tmp_path / "wh"))
+    tarn.spark.attach(spark, catalog)
+    run = lambda statement: tarn.spark.sql(spark, statement)  # noqa: E731
+
+    run("CREATE TABLE db.orders (id BIGINT NOT NULL, dt STRING NOT NULL, v STRING, n INT) USING paimon "
+        "PARTITIONED BY (dt) TBLPROPERTIES ('primary-key' = 'id,dt', 'bucket' = '1')")
+    table = catalog.load_table("db.orders")
+    assert (table.primary_keys, table.partition_keys, table.options.bucket) == (("id", "dt"), ("dt",), 1)
+
+    run("INSERT INTO db.orders VALUES (1, 'a', 'x', 1), (2, 'a', 'y', 2), (3, 'b', 'z', 3)")
+    model = {(1, "a"): ("x", 1), (2, "a"): ("y", 2), (3, "b"): ("z", 3)}
+    assert rows(spark) == model
+
+    run("UPDATE db.orders SET n = n + 10, v = 'u' WHERE id = 1")
+    model[(1, "a")] = ("u", 11)
+    run("DELETE FROM db.orders WHERE id = 2")
+    del model[(2, "a")]
+    assert rows(spark) == model
+
+    run("MERGE INTO db.orders t USING (SELECT * FROM VALUES (1, 'a', 'm', 0), (3, 'b', NULL, 0), (4, 'b', 'w', 4) "
+        "AS s(id, dt, v, n)) s ON t.id = s.id AND t.dt = s.dt "
+        "WHEN MATCHED AND s.v IS NULL THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v "
+        "WHEN NOT MATCHED THEN INSERT *")
+    model[(1, "a")] = ("m", 11)
+    del model[(3, "b")]
+    model[(4, "b")] = ("w", 4)
+    assert rows(spark) == model
+
+    run("CALL sys.create_tag(table => 'db.orders', tag => 'before_overwrite')")
+    run("INSERT OVERWRITE db.orders PARTITION (dt = 'b') SELECT 9, 'nine', 9")
+    tagged = dict(model)
+    model = {k: v for k, v in model.items() if k[1] != "b"} | {(9, "b"): ("nine", 9)}
+    assert rows(spark) == model
+    assert rows(spark, "SELECT * FROM db.orders VERSION AS OF 'before_overwrite'") == tagged
+
+    assert run("CALL sys.compact(table => 'db.orders')") is not None
+    assert rows(spark) == model
+    run("CALL sys.rollback(table => 'db.orders', version => 'before_overwrite')")
+    assert rows(spark) == tagged
+
+    run("ALTER TABLE db.orders ADD COLUMNS (note STRING)")
+    run("ALTER TABLE db.orders RENAME COLUMN v TO label")
+    run("ALTER TABLE db.orders SET TBLPROPERTIES ('snapshot.num-retained.min' = '5')")
+    run("ALTER TABLE db.orders UNSET TBLPROPERTIES ('snapshot.num-retained.min')")
+    schema = catalog.load_table("db.orders").schema()
+    assert schema.field_names == ["id", "dt", "label", "n", "note"]
+    assert "snapshot.num-retained.min" not in schema.options
+    assert rows(spark, "SELECT id, dt, label AS v, n FROM db.orders WHERE note IS NULL") == tagged
+
+    assert [r[0] for r in run("SHOW DATABASES").collect()] == ["default"]  # Spark's own, unchanged
