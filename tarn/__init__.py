@@ -5,8 +5,8 @@ Entry points:
 - `Catalog(warehouse)` opens a filesystem (or `s3://`) warehouse: `create_table`, `load_table`,
   `list_tables`, `drop_table`; `load_catalog(name, **options)` opens any catalog (directory,
   JDBC, REST) by Paimon's catalog options or by its name in `~/.tarn.yaml`.
-- `load_table(path)` opens one table directory without a catalog; `create_table(path, schema,
-  ...)` creates one.
+- `load_table(path)` opens one table directory without a catalog (`load_table("db.t",
+  catalog="prod")`: a table of a configured catalog); `create_table(path, schema, ...)` creates one.
 - `Table.write(data)` / `Table.delete(...)` / `Table.update(set={...}, filter=...)` commit rows;
   `Table.scan(filter=col("x") > 1, columns=[...])`
   returns a `Scan` (`to_arrow`, `to_pandas`, `to_polars`, `to_duckdb`, `to_arrow_batch_reader`);
@@ -33,7 +33,7 @@ from tarn.errors import (
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports these on use
     from tarn.catalog import Catalog, create_table
-    from tarn.catalog.loader import load_catalog
+    from tarn.catalog.loader import load_catalog, load_table
     from tarn.commit.result import CommitResult
     from tarn.progress import show_progress
     from tarn.commit.committer import Overwrite
@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` 
         UpdateColumnNullability, UpdateColumnType, UpdateComment,
     )
     from tarn.scan.predicate import col
-    from tarn.table import Scan, Table, load_table
+    from tarn.table import Scan, Table
 
 __version__ = "0.1.0"  # the one source of the version: pyproject.toml reads it from here
 
@@ -51,7 +51,7 @@ _LAZY = {
     "Catalog": "tarn.catalog", "create_table": "tarn.catalog", "load_catalog": "tarn.catalog.loader",
     "CommitResult": "tarn.commit.result",
     "show_progress": "tarn.progress",
-    "Table": "tarn.table", "Scan": "tarn.table", "load_table": "tarn.table",
+    "Table": "tarn.table", "Scan": "tarn.table", "load_table": "tarn.catalog.loader",
     "col": "tarn.scan.predicate",
     "Overwrite": "tarn.commit.committer",
     **dict.fromkeys(

@@ -102,3 +102,12 @@ def test_missing_names_and_files_are_clear(tmp_path, monkeypatch):
 def test_storage_options_reach_the_warehouse(tmp_path):
     with pytest.raises(tarn.InvalidOption, match="unknown storage option.*s3.endpont"):
         tarn.load_catalog(warehouse="s3://bucket/wh", **{"s3.endpont": "http://127.0.0.1:1"})
+
+
+def test_load_table_by_catalog_name(tmp_path, monkeypatch):
+    write_config(tmp_path, monkeypatch, f"catalog:\n  lake:\n    warehouse: {tmp_path}/wh\n")
+    tarn.load_catalog("lake").create_table("db.t", SCHEMA).write({"id": [7], "v": ["x"]})
+    assert tarn.load_table("db.t", catalog="lake").scan().to_arrow().to_pylist() == [{"id": 7, "v": "x"}]
+    assert tarn.load_table(str(tmp_path / "wh" / "db.db" / "t")).name.endswith("t")  # paths as before
+    with pytest.raises(tarn.InvalidOption, match="belong in the catalog's config entry"):
+        tarn.load_table("db.t", {"s3.region": "x"}, catalog="lake")

@@ -88,6 +88,20 @@ def load_catalog(name: str | None = None, **options):
     return module.__dict__[_CLASS_NAMES[metastore]](merged, label)
 
 
+def load_table(path: str, storage_options: dict | None = None, *, catalog: str | None = None, **options):
+    """`tarn.load_table`: the table stored at `path` (tarn/table.py `load_table`: a local path,
+    an s3:// or other URI, `filesystem=`, `lock=`, `branch=`), or, with `catalog` (a name of the
+    config file), the table `path` names there (`"db.t"`, `"db.t$branch_dev"`)."""
+    if catalog is None:
+        from tarn.table import load_table as load_stored
+
+        return load_stored(path, storage_options, **options)
+    if storage_options is not None or options:
+        raise InvalidOption(f"table {path} of catalog {catalog}: storage and other options belong in the "
+                            f"catalog's config entry, not in load_table")
+    return load_catalog(catalog).load_table(path)
+
+
 _CLASS_NAMES = {"jdbc": "JdbcCatalog", "rest": "RestCatalog"}
 
 
