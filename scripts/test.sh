@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest tests "$@"
+# two workers (tests/conftest.py keeps Spark and the stress harness on one of them)
+exec .venv/bin/python -m pytest -n 2 --dist loadgroup tests "$@"

@@ -12,6 +12,13 @@ GROUP_OF_DIRECTORY = {"interop": "interop", "spark": "spark", "stress": "stress"
 MODEL_TESTS = {"test_model.py", "test_lsm_model.py", "test_maintenance_model.py"}
 
 
+# With pytest-xdist (scripts/test.sh runs `-n 2 --dist loadgroup`): Spark's and the stress
+# harness's tests run one after another on one worker — each starts JVMs or many processes, and
+# two of them at once on 2 cores starve Spark's Python workers past their fixed 10 s to connect
+# back — while the other worker takes the rest, a test file at a time.
+HEAVY_DIRECTORIES = {"spark", "stress"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path = Path(str(item.fspath)).resolve()
@@ -20,6 +27,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(GROUP_OF_DIRECTORY[relative[0]])
         if path.name in MODEL_TESTS:
             item.add_marker("model")
+        heavy = len(relative) > 1 and relative[0] in HEAVY_DIRECTORIES
+        item.add_marker(pytest.mark.xdist_group("heavy" if heavy else "/".join(relative)))
 
 
 @pytest.fixture
