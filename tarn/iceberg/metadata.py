@@ -114,7 +114,7 @@ def tag_ref(snapshot_id: int) -> dict:
 
 def current_snapshot(metadata: dict) -> dict:
     wanted = metadata.get("current-snapshot-id")
-    for snapshot in metadata.get("snapshots") or ():
+    for snapshot in reversed(metadata.get("snapshots") or ()):  # the current one is the last, as written
         if snapshot["snapshot-id"] == wanted:
             return snapshot
     raise CorruptFile(f"Iceberg metadata has no snapshot {wanted} (its current-snapshot-id)")
@@ -124,19 +124,22 @@ def to_json(metadata: dict) -> bytes:
     """The metadata as compact JSON, keys in their order; the snapshots' texts are reused."""
     head = dict(metadata, snapshots=[])
     text = json.dumps(head, separators=(",", ":"))
-    listed = ",".join(_snapshot_text(s) for s in metadata["snapshots"])
+    listed = ",".join(_snapshot_texts(metadata["snapshots"]))
     # quotes inside JSON strings are escaped, so the key appears once, as the key itself
     return text.replace('"snapshots":[]', '"snapshots":[' + listed + "]", 1).encode()
 
 
-def _snapshot_text(snapshot: dict) -> str:
-    key = (snapshot["snapshot-id"], snapshot["manifest-list"], snapshot["timestamp-ms"])
+def _snapshot_texts(snapshots: list[dict]) -> list[str]:
+    """Each snapshot's JSON text, from the kept texts where there is one."""
     with _cache_guard:
-        text = _SNAPSHOT_TEXT.get(key)
-    if text is None:
-        text = json.dumps(snapshot, separators=(",", ":"))
-        with _cache_guard:
-            _SNAPSHOT_TEXT[key] = text
-            while len(_SNAPSHOT_TEXT) > _TEXTS_KEPT:
-                _SNAPSHOT_TEXT.popitem(last=False)
-    return text
+        kept = [_SNAPSHOT_TEXT.get((s["snapshot-id"], s["manifest-list"], s["timestamp-ms"])) for s in snapshots]
+    texts = []
+    for snapshot, text in zip(snapshots, kept):
+        if text is None:
+            text = json.dumps(snapshot, separators=(",", ":"))
+            with _cache_guard:
+                _SNAPSHOT_TEXT[(snapshot["snapshot-id"], snapshot["manifest-list"], snapshot["timestamp-ms"])] = text
+                while len(_SNAPSHOT_TEXT) > _TEXTS_KEPT:
+                    _SNAPSHOT_TEXT.popitem(last=False)
+        texts.append(text)
+    return texts
