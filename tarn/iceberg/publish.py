@@ -48,6 +48,7 @@ from tarn.lsm.policy import num_levels
 from tarn.meta.manifest import ADD, DELETION_VECTORS_INDEX, DataFileMeta, ManifestEntry
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import COMPACT, Snapshot
+from tarn.scan.planner import pack_in_order
 from tarn.stats import decode_stats
 from tarn.store.deletion_vectors import DeletionVectorFiles, live_index_entries
 from tarn.types import BYTES, DataField, with_nullable
@@ -486,7 +487,7 @@ class _Publication:
         target = options.memory_bytes("source.split.target-size")
         open_cost = options.memory_bytes("source.split.open-file-cost")
         raw = []
-        for split in _packed_in_order(sections, lambda s: max(sum(f.file_size for f in s), open_cost), target):
+        for split in pack_in_order(sections, lambda s: max(sum(f.file_size for f in s), open_cost), target):
             if len(split) == 1 and len(split[0]) == 1 and clean(split[0][0]):
                 raw.append(by_name[split[0][0].file_name])
         return raw
@@ -571,22 +572,6 @@ class _Publication:
             layout = [(f.id, f.type, index[f.name]) for f in schema.fields if f.name in index]
             self._layouts[key] = (layout, [DataField(f.id, f.name, with_nullable(f.type, True)) for f in stats_fields])
         return self._layouts[key]
-
-
-def _packed_in_order(items: list, weight, target: int) -> list[list]:
-    """Java's BinPacking.packForOrdered: items in order into bins of about `target` weight (a
-    bin closes before the item that would overflow it, unless the bin is empty)."""
-    bins, current, load = [], [], 0
-    for item in items:
-        w = weight(item)
-        if current and load + w > target:
-            bins.append(current)
-            current, load = [], 0
-        current.append(item)
-        load += w
-    if current:
-        bins.append(current)
-    return bins
 
 
 def _removed_or_kept(entry: Entry, removed: dict, n: int) -> Entry:

@@ -104,6 +104,22 @@ class Split:
                                                          if k == f.file_name}) for f in self.files]
 
 
+def pack_in_order(items: list, weight, target: int) -> list[list]:
+    """Java's BinPacking.packForOrdered: `items` in order into bins of about `target` total
+    `weight(item)` (a bin closes before the item that would overflow it, unless it is empty)."""
+    bins, current, load = [], [], 0
+    for item in items:
+        cost = weight(item)
+        if current and load + cost > target:
+            bins.append(current)
+            current, load = [], 0
+        current.append(item)
+        load += cost
+    if current:
+        bins.append(current)
+    return bins
+
+
 def planner_for(context, schema: TableSchema | None = None) -> "Planner":
     """The planner of a table context (tarn.store.context.TableContext), for `schema`."""
     schema = schema or context.schema()

@@ -42,7 +42,7 @@ from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
 from tarn.scan import changes
 from tarn.scan.changes import KIND_NAMES, AddedFile, full_scan_levels, keep_levels
-from tarn.scan.planner import Split, planner_for
+from tarn.scan.planner import Split, pack_in_order, planner_for
 from tarn.spark.batch_read import pack_splits
 from tarn.spark.target import READ_OPTIONS, ROW_KIND_COLUMN, check_options, load, storage_of, table_path
 from tarn.spark.stream_limits import Cost, StreamLimits, applies
@@ -115,17 +115,7 @@ def stream_files(table: tarn.Table, snapshot: Snapshot, options: Options) -> lis
 
 
 def pack_files(files: list[AddedFile], target_size: int, open_cost: int) -> list[list[AddedFile]]:
-    groups, current, weight = [], [], 0
-    for f in files:
-        cost = max(f.meta.file_size, open_cost)
-        if current and weight + cost > target_size:
-            groups.append(current)
-            current, weight = [], 0
-        current.append(f)
-        weight += cost
-    if current:
-        groups.append(current)
-    return groups
+    return pack_in_order(files, lambda f: max(f.meta.file_size, open_cost), target_size)
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
