@@ -85,7 +85,7 @@ def load_catalog(name: str | None = None, **options):
     check_options(merged, label, metastore, module)
     if metastore == "filesystem":
         return _filesystem_catalog(merged, label)
-    return module.__dict__[_CLASS_NAMES[metastore]](merged, label)
+    return (module.JdbcCatalog if metastore == "jdbc" else module.RestCatalog)(merged, label)
 
 
 def load_table(path: str, storage_options: dict | None = None, *, catalog: str | None = None, **options):
@@ -100,9 +100,6 @@ def load_table(path: str, storage_options: dict | None = None, *, catalog: str |
         raise InvalidOption(f"table {path} of catalog {catalog}: storage and other options belong in the "
                             f"catalog's config entry, not in load_table")
     return load_catalog(catalog).load_table(path)
-
-
-_CLASS_NAMES = {"jdbc": "JdbcCatalog", "rest": "RestCatalog"}
 
 
 def _metastore_module(metastore: str):
