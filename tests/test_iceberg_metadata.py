@@ -436,7 +436,7 @@ def test_a_lost_race_for_the_metadata_file_leaves_no_files_behind(catalog):
     assert set(os.listdir(directory)) - before == {"v2.metadata.json"}  # our manifest and list were removed
 
 
-def test_metadata_json_is_plain_compact_json_with_kept_snapshot_texts():
+def test_metadata_json_is_plain_compact_json_spliced_from_its_base():
     import json
 
     from tarn.iceberg import metadata as md
@@ -446,5 +446,18 @@ def test_metadata_json_is_plain_compact_json_with_kept_snapshot_texts():
     snapshots = [md.snapshot_json(i, {"operation": "append"}, f"/t/metadata/snap-{i}.avro", 0) for i in (1, 2, 3)]
     metadata = md.table_metadata(2, "uuid", '/t/"snapshots":[]', 3, 1, [schema], 0, [md.partition_spec([])], 999,
                                  snapshots, {})
-    for _ in range(2):  # the second time from kept texts
-        assert md.to_json(metadata) == json.dumps(metadata, separators=(",", ":")).encode()
+    def plain(m):
+        return json.dumps(m, separators=(",", ":")).encode()
+
+    assert md.to_json(metadata) == plain(metadata)
+    base = metadata  # each next version spliced from its base's text: some expired, one or two new
+    for kept_from, added in [(0, 1), (2, 1), (1, 2), (3, 1), (5, 0), (0, 1)]:
+        new = [md.snapshot_json(len(base["snapshots"]) + 10 + i, {"operation": "append"}, f"/t/s{i}.avro", 0)
+               for i in range(added)]
+        following = dict(base, snapshots=base["snapshots"][kept_from:] + new)
+        assert md.to_json(following, base) == plain(following)
+        base = following
+    stranger = dict(metadata, snapshots=[dict(s) for s in metadata["snapshots"]])  # equal, not the same dicts
+    assert md.to_json(dict(stranger, snapshots=stranger["snapshots"][1:]), stranger) == \
+        plain(dict(stranger, snapshots=stranger["snapshots"][1:]))
+    assert md.to_json(dict(metadata, snapshots=[]), metadata) == plain(dict(metadata, snapshots=[]))

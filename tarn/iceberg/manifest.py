@@ -14,7 +14,9 @@ list holds `manifest_file` records with `partitions` (record `r508`) summaries.
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from tarn.codec.avro import read_avro, write_avro, write_avro_rolling
@@ -27,6 +29,12 @@ DATA_MANIFEST, DELETE_MANIFEST = 0, 1  # manifest_file.content
 FIRST_PARTITION_FIELD_ID = 1000
 SPEC_ID = 0
 UNASSIGNED_SEQ = -1
+
+# The manifest lists this process wrote last, by path: the next publication starts from the one
+# it wrote before (list names hold a uuid and are never rewritten, so the entries stay true).
+_WRITTEN_LISTS: OrderedDict[str, tuple] = OrderedDict()
+_WRITTEN_LISTS_KEPT = 16
+_lists_guard = threading.Lock()
 
 
 def _nullable(avro_type) -> list:
@@ -289,6 +297,10 @@ class ManifestFiles:
         path = join(self.directory, f"snap-{self.lists}-{self.uuid}.avro")
         data = write_avro([m.to_avro(self.legacy) for m in metas], self.list_schema, self.codec, self.level)
         self._write(path, data)
+        with _lists_guard:
+            _WRITTEN_LISTS[self.file_io.uri(path)] = tuple(metas)
+            while len(_WRITTEN_LISTS) > _WRITTEN_LISTS_KEPT:
+                _WRITTEN_LISTS.popitem(last=False)
         return path
 
     def _write(self, path: str, data: bytes) -> None:
@@ -303,6 +315,11 @@ class ManifestFiles:
         return [_entry(r, meta) for r in records]
 
     def read_list(self, path: str) -> list[ManifestMeta]:
+        """The manifests a manifest list names (`path` as the metadata names it)."""
+        with _lists_guard:
+            written = _WRITTEN_LISTS.get(path)
+        if written is not None:
+            return list(written)
         return [ManifestMeta.from_avro(r) for r in read_avro(self.file_io.read_bytes(self.local(path)), path,
                                                              logical_types=False)]
 

@@ -38,11 +38,12 @@ def versions(file_io: FileIO, directory: str) -> list[int]:
 
 # A metadata file lists every retained snapshot, so it grows with the table's recent history:
 # the last files this process read or wrote are kept parsed (returned again only for the very
-# same bytes; callers never change what they get), and each snapshot's JSON text is kept, so a
-# commit neither parses nor encodes the whole list again.
+# same bytes; callers never change what they get), and the JSON text of the last snapshot lists
+# it wrote, so the next version splices its list out of its base's text instead of encoding
+# every snapshot again.
 _PARSED: OrderedDict[str, tuple[bytes, dict]] = OrderedDict()
-_SNAPSHOT_TEXT: OrderedDict[tuple, str] = OrderedDict()
-_PARSED_KEPT, _TEXTS_KEPT = 16, 8192
+_LISTINGS: OrderedDict[int, tuple[list, bytes, list[int]]] = OrderedDict()  # id(list): (list, text, starts)
+_PARSED_KEPT, _LISTINGS_KEPT = 16, 16
 _cache_guard = threading.Lock()
 
 
@@ -120,26 +121,57 @@ def current_snapshot(metadata: dict) -> dict:
     raise CorruptFile(f"Iceberg metadata has no snapshot {wanted} (its current-snapshot-id)")
 
 
-def to_json(metadata: dict) -> bytes:
-    """The metadata as compact JSON, keys in their order; the snapshots' texts are reused."""
-    head = dict(metadata, snapshots=[])
-    text = json.dumps(head, separators=(",", ":"))
-    listed = ",".join(_snapshot_texts(metadata["snapshots"]))
-    # quotes inside JSON strings are escaped, so the key appears once, as the key itself
-    return text.replace('"snapshots":[]', '"snapshots":[' + listed + "]", 1).encode()
-
-
-def _snapshot_texts(snapshots: list[dict]) -> list[str]:
-    """Each snapshot's JSON text, from the kept texts where there is one."""
+def to_json(metadata: dict, base: dict | None = None) -> bytes:
+    """The metadata as compact JSON, keys in their order. When its snapshots are the tail of
+    `base`'s (the version it follows) plus new ones, the text of the kept ones is reused."""
+    snapshots = metadata["snapshots"]
+    listing = _spliced(snapshots, base) or _listed(snapshots)
     with _cache_guard:
-        kept = [_SNAPSHOT_TEXT.get((s["snapshot-id"], s["manifest-list"], s["timestamp-ms"])) for s in snapshots]
-    texts = []
-    for snapshot, text in zip(snapshots, kept):
-        if text is None:
-            text = json.dumps(snapshot, separators=(",", ":"))
-            with _cache_guard:
-                _SNAPSHOT_TEXT[(snapshot["snapshot-id"], snapshot["manifest-list"], snapshot["timestamp-ms"])] = text
-                while len(_SNAPSHOT_TEXT) > _TEXTS_KEPT:
-                    _SNAPSHOT_TEXT.popitem(last=False)
-        texts.append(text)
-    return texts
+        _LISTINGS[id(snapshots)] = (snapshots, *listing)
+        while len(_LISTINGS) > _LISTINGS_KEPT:
+            _LISTINGS.popitem(last=False)
+    head = json.dumps(dict(metadata, snapshots=[]), separators=(",", ":")).encode()
+    # quotes inside JSON strings are escaped, so the key appears once, as the key itself
+    before, after = head.split(b'"snapshots":[]', 1)
+    return b"".join((before, b'"snapshots":[', listing[0], b"]", after))
+
+
+def _listed(snapshots: list[dict]) -> tuple[bytes, list[int]]:
+    """The snapshots' JSON texts joined by commas, and where each one starts."""
+    texts = [_text(s) for s in snapshots]
+    starts, at = [], 0
+    for text in texts:
+        starts.append(at)
+        at += len(text) + 1
+    return b",".join(texts), starts
+
+
+def _spliced(snapshots: list[dict], base: dict | None) -> tuple[bytes, list[int]] | None:
+    """The listing of `snapshots` cut from the kept listing of `base`'s snapshots, when they
+    are a tail of those (the very same dicts) followed by new ones; else None."""
+    if base is None:
+        return None
+    with _cache_guard:
+        kept = _LISTINGS.get(id(base["snapshots"]))
+    if kept is None or kept[0] is not base["snapshots"]:
+        return None
+    old, text, starts = kept
+    # the kept ones end with base's last snapshot: look for it from the end
+    tail = next((i + 1 for i in range(len(snapshots) - 1, -1, -1) if old and snapshots[i] is old[-1]), 0)
+    first = len(old) - tail
+    if first < 0 or not all(a is b for a, b in zip(snapshots[:tail], old[first:])):
+        return None
+    offset = starts[first] if first < len(old) else len(text)
+    pieces, new_starts, at = [text[offset:]], [s - offset for s in starts[first:]], len(text) - offset
+    for snapshot in snapshots[tail:]:
+        if at:
+            pieces.append(b",")
+            at += 1
+        new_starts.append(at)
+        pieces.append(_text(snapshot))
+        at += len(pieces[-1])
+    return b"".join(pieces), new_starts
+
+
+def _text(snapshot: dict) -> bytes:
+    return json.dumps(snapshot, separators=(",", ":")).encode()

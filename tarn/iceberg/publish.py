@@ -124,7 +124,7 @@ class _Publication:
                     f"newer than 'metadata.iceberg.format-version' = {self.config.format_version}")
             base = None  # the format version changed: made afresh
         metadata = self._with_base(snapshot, base, delta, index_changed) if base else self._afresh(snapshot)
-        return self._commit(n, metadata, base is None)
+        return self._commit(n, metadata, base)
 
     def _published(self, n: int, snapshot: Snapshot) -> bool:
         """Is version `n` (or a newer one, for this table's history) already published?"""
@@ -139,10 +139,10 @@ class _Publication:
         latest = self.table.latest_snapshot()
         return latest.id if latest else 0
 
-    def _commit(self, n: int, metadata: dict, afresh: bool) -> bool:
-        """Create `v<n>.metadata.json`, move the hint, expire. A version another publisher
-        created first stands: this one's new files are deleted."""
-        path, data = md.version_path(self.directory, n), md.to_json(metadata)
+    def _commit(self, n: int, metadata: dict, base: dict | None) -> bool:
+        """Create `v<n>.metadata.json` (following `base`, or afresh), move the hint, expire. A
+        version another publisher created first stands: this one's new files are deleted."""
+        path, data, afresh = md.version_path(self.directory, n), md.to_json(metadata, base), base is None
         if not self.io.write_if_absent(path, data):
             if not self._stale(path, n):
                 self._discard_written()
