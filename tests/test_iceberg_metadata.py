@@ -343,6 +343,31 @@ def test_tags_on_retained_snapshots_become_iceberg_tags(catalog):
     assert metadata(table)["refs"] == {"first": {"snapshot-id": 1, "type": "tag", "max-ref-age-ms": 2**63 - 1}}
 
 
+def test_tags_made_and_dropped_between_commits_update_the_latest_version(catalog):
+    from pyiceberg.table import StaticTable
+
+    table = catalog.create_table("db.t", SCHEMA, options=ICEBERG)
+    table.write(rows([1]))
+    table.write(rows([2]))
+    latest = os.path.join(meta_dir(table), "v2.metadata.json")
+    before = os.listdir(meta_dir(table))
+    table.create_tag("first", 1)
+    table.create_tag("second", 2)
+    ref = {"type": "tag", "max-ref-age-ms": 2**63 - 1}
+    assert metadata(table)["refs"] == {"first": {"snapshot-id": 1, **ref}, "second": {"snapshot-id": 2, **ref}}
+    assert sorted(os.listdir(meta_dir(table))) == sorted(before)  # v2 rewritten in place
+    iceberg = StaticTable.from_metadata(latest)
+    assert iceberg.scan(snapshot_id=iceberg.metadata.refs["first"].snapshot_id).to_arrow().num_rows == 1
+    table.replace_tag("first", 2)
+    assert metadata(table)["refs"]["first"]["snapshot-id"] == 2
+    table.rename_tag("second", "renamed")
+    assert set(metadata(table)["refs"]) == {"first", "renamed"}
+    table.delete_tag("first")
+    assert set(metadata(table)["refs"]) == {"renamed"}
+    table.write(rows([3]))  # a commit recomputes the refs: the same ones
+    assert metadata(table)["refs"] == {"renamed": {"snapshot-id": 2, **ref}}
+
+
 # ------------------------------------------------------------------ refusals
 
 

@@ -20,6 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from tarn.errors import CorruptFile, InvalidArgument, InvalidOption, OutcomeUnknown, SnapshotNotFound
+from tarn.iceberg import refs as iceberg_refs
 from tarn.ops.references import (TableFiles, branch_references, branched_since, delete_empty_dirs,
                                          delete_paths)
 from tarn.meta.snapshot import Snapshot
@@ -38,6 +39,18 @@ LONG_MIN = -(1 << 63)
 
 def tag_store(table: "TableCore") -> TagStore:
     return table.tag_store
+
+
+def _iceberg_tag(table: "TableCore", name: str, snapshot_id: int | None) -> None:
+    """Tell the table's Iceberg metadata that tag `name` now points at `snapshot_id` (None:
+    is gone). The tag change landed: a failure is kept, never raised."""
+    try:
+        if snapshot_id is None:
+            iceberg_refs.tag_deleted(table, name)
+        else:
+            iceberg_refs.tag_created(table, name, snapshot_id)
+    except Exception as exc:  # noqa: BLE001 - the next commit rewrites every ref
+        kept_error(table, f"tag '{name}' changed, but updating its Iceberg ref failed (the next commit does)", exc)
 
 
 def kept_error(table: "TableCore", what: str, exc: Exception) -> None:
@@ -122,6 +135,7 @@ def create_tag(table: "TableCore", name: str, snapshot_id: int | None = None, ti
     tag = store.write(name, snapshot, dt.datetime.now() if retained else None, retained, create=True)
     if tag is not None:
         _check_still_there(table, tag)
+        _iceberg_tag(table, name, tag.snapshot.id)
         return tag
     if ignore_if_exists:
         return store.get(name)
@@ -178,7 +192,9 @@ def replace_tag(table: "TableCore", name: str, snapshot_id: int | None = None, t
     snapshot = table.latest_snapshot() if snapshot_id is None else find_snapshot(table, int(snapshot_id))
     if snapshot is None:
         raise SnapshotNotFound(f"table {table.name}: cannot replace tag '{name}': no snapshot")
-    return store.write(name, snapshot, dt.datetime.now() if retained else None, retained)
+    tag = store.write(name, snapshot, dt.datetime.now() if retained else None, retained)
+    _iceberg_tag(table, name, snapshot.id)
+    return tag
 
 
 def rename_tag(table: "TableCore", name: str, new_name: str) -> None:
@@ -193,11 +209,14 @@ def rename_tag(table: "TableCore", name: str, new_name: str) -> None:
         raise SnapshotNotFound(f"table {table.name}: tag '{name}' does not exist (tags: {store.names()})")
     if not store.copy(name, new_name):  # create-if-absent: one winner
         raise InvalidArgument(f"table {table.name}: tag '{new_name}' already exists")
+    _iceberg_tag(table, new_name, store.get(new_name).snapshot.id)
     try:
         store.delete(name)
     except Exception as exc:  # noqa: BLE001 - the rename landed
         kept_error(table, f"tag '{name}' was renamed to '{new_name}', but deleting the old name failed "
                    f"(delete_tag('{name}') removes it)", exc)
+        return
+    _iceberg_tag(table, name, None)
 
 
 def list_tags(table: "TableCore") -> list[Tag]:
@@ -288,6 +307,8 @@ def execute_delete_tags(table: "TableCore", plan: TagDeletePlan, delete: Callabl
             raise
         raise OutcomeUnknown(f"table {table.name}: tags {deleted} were deleted, but deleting tag "
                              f"'{plan.tag_names[len(deleted)]}' failed ({exc}); delete it again") from exc
+    for name in deleted:
+        _iceberg_tag(table, name, None)
     try:
         if (plan.data_paths or plan.metadata_paths) and branched_since(table, plan.branches):
             return  # a branch created from the tag meanwhile uses them: orphan removal frees them later
