@@ -31,20 +31,45 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("tarn.spark needs pyspark 4: pip install 'tarn-lake[spark]'") from exc
 
-from tarn.spark.attach import attach
-from tarn.spark.batch_write import create_table_like
-from tarn.spark.dataframe import by_bucket, rescale, write
-from tarn.spark.dml import delete, merge_into, update
-from tarn.spark.maintenance import (compact, create_tag, delete_on_executors, delete_tag, expire_snapshots,
-                                    list_tags, remove_orphan_files, rollback_to)
-from tarn.spark.native_read import read
-from tarn.spark.session import pushdown_is_safe, register, session
-from tarn.spark.statements import sql
-from tarn.spark.statistics import analyze, count, statistics
-from tarn.spark.source import TarnDataSource
-from tarn.spark.target import FORMAT
+import importlib
 
-__all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "read", "write", "by_bucket", "rescale", "compact", "expire_snapshots",
-           "create_tag", "delete_tag", "list_tags", "rollback_to", "remove_orphan_files", "delete_on_executors",
-           "analyze", "statistics", "count", "delete", "update", "merge_into", "create_table_like",
-           "attach", "sql"]
+# name -> the module that defines it, imported on first use (PEP 562): a Spark Python worker
+# imports `pyspark_tarn` -> `tarn.spark.source`, and should load just what its task runs, not
+# every helper here (Spark gives a new worker a fixed 10 s to connect back; tarn/spark/errors.py)
+_LAZY = {
+    "attach": "tarn.spark.attach", "create_table_like": "tarn.spark.batch_write",
+    "by_bucket": "tarn.spark.dataframe", "rescale": "tarn.spark.dataframe", "write": "tarn.spark.dataframe",
+    "delete": "tarn.spark.dml", "merge_into": "tarn.spark.dml", "update": "tarn.spark.dml",
+    "compact": "tarn.spark.maintenance", "create_tag": "tarn.spark.maintenance",
+    "delete_on_executors": "tarn.spark.maintenance", "delete_tag": "tarn.spark.maintenance",
+    "expire_snapshots": "tarn.spark.maintenance", "list_tags": "tarn.spark.maintenance",
+    "remove_orphan_files": "tarn.spark.maintenance", "rollback_to": "tarn.spark.maintenance",
+    "read": "tarn.spark.native_read", "pushdown_is_safe": "tarn.spark.session", "register": "tarn.spark.session",
+    "session": "tarn.spark.session", "sql": "tarn.spark.statements", "analyze": "tarn.spark.statistics",
+    "count": "tarn.spark.statistics", "statistics": "tarn.spark.statistics", "TarnDataSource": "tarn.spark.source",
+    "FORMAT": "tarn.spark.target",
+}
+
+__all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "read", "write", "by_bucket",
+           "rescale", "compact", "expire_snapshots", "create_tag", "delete_tag", "list_tags", "rollback_to",
+           "remove_orphan_files", "delete_on_executors", "analyze", "statistics", "count", "delete", "update",
+           "merge_into", "create_table_like", "attach", "sql"]
+
+
+def __getattr__(name: str):
+    """A public helper, or a submodule, imported when first asked for."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'tarn.spark' has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

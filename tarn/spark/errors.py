@@ -17,6 +17,18 @@ import re
 
 from tarn.errors import TarnError
 
+class PythonWorkerTimeout(TarnError):
+    """Spark gave up on a Python worker that did not connect back in time."""
+
+
+# Spark's words when a new Python worker did not connect back within its fixed 10 s
+_CONNECT_BACK = re.compile(r"Python worker failed to connect back|waiting for the Python worker to connect back")
+WORKER_TIMEOUT_MESSAGE = (
+    "Spark's Python worker did not connect back in time: Spark gives a new Python worker a fixed 10 s to start, "
+    "and on a busy machine starting Python and importing pyarrow and tarn can take longer. Fix: run fewer Spark "
+    "jobs or streaming queries at once (or give them more cores: local[N]), keep spark.python.worker.reuse and "
+    "spark.python.use.daemon at their default true so workers start once and are reused, and retry the query.")
+
 # The last line of a Python traceback: `tarn.errors.InvalidOption: <message>`.
 _TARN_LINE = re.compile(r"^(tarn(?:\.\w+)*)\.(\w+): ", re.MULTILINE)
 _CONTEXT_CHARS = 240
@@ -47,6 +59,8 @@ def readable(error: BaseException) -> BaseException:
     except Exception:  # noqa: BLE001 - a JVM that is gone: keep Spark's exception
         return error
     found = tarn_error_in(text)
+    if found is None and _CONNECT_BACK.search(text):
+        found = PythonWorkerTimeout, WORKER_TIMEOUT_MESSAGE
     if found is None:
         return error
     cls, message = found
@@ -111,5 +125,7 @@ def _combined_class(tarn_class: type, spark_class: type) -> type:
 def _text(self) -> str:
     """tarn's message, then one line saying where Spark met it."""
     context = getattr(self, "spark_context", "")
+    if isinstance(self, PythonWorkerTimeout):
+        return f"{self.tarn_message}\n[Spark: {context}]" if context else self.tarn_message
     where = f" ({context})" if context else ""
     return f"{self.tarn_message}\n[raised by tarn in a Spark Python worker{where}]"

@@ -58,7 +58,8 @@ from tarn.types import first_root_where
 from tarn.errors import InvalidOption
 from tarn.fs import join
 from tarn.scan.planner import Split
-from tarn.spark.ref import resolved, table_location
+from tarn.spark.partition_scans import file_scan
+from tarn.spark.ref import CATALOG, CATALOG_PREFIX, resolved, table_location
 from tarn.spark.target import READ_OPTIONS, ReadTarget
 from tarn.store.deletion_vectors import DeletionVectorFiles
 from tarn.store.cache import ByteCache
@@ -86,6 +87,7 @@ class NativeFile:
     rows: int
     size: int
     deleted: np.ndarray | None = None
+    partition: tuple = ()  # the values of the table's partition keys
 
 
 def native_files(target: ReadTarget) -> list[NativeFile] | None:
@@ -95,7 +97,8 @@ def native_files(target: ReadTarget) -> list[NativeFile] | None:
         return None
     if any(target.options.get(k, "false").lower() == "true" for k in PYTHON_ONLY):
         return None
-    if any(k not in READ_OPTIONS and not k.startswith("scan.") for k in target.options):
+    if any(k not in READ_OPTIONS and not k.startswith(("scan.", CATALOG_PREFIX)) and k != CATALOG
+           for k in target.options):
         return None  # Paimon read options (e.g. merge overrides) are honoured by the tarn source
     table = target.open()
     if not table.file_io.is_local:
@@ -120,12 +123,14 @@ def native_files(target: ReadTarget) -> list[NativeFile] | None:
                 # the tarn source ignores positions outside the file; so does the mask
                 deleted = deleted[(deleted >= 0) & (deleted < meta.row_count)]
             if deleted is None or not len(deleted):
-                files.append(NativeFile(path, meta.file_name, meta.row_count, meta.file_size))
+                files.append(NativeFile(path, meta.file_name, meta.row_count, meta.file_size,
+                                        partition=split.partition_values))
                 continue
             masked_rows += meta.row_count
             if masked_rows > MAX_MASK_ROWS:
                 return None
-            files.append(NativeFile(path, meta.file_name, meta.row_count, table.file_io.size(path), deleted))
+            files.append(NativeFile(path, meta.file_name, meta.row_count, table.file_io.size(path), deleted,
+                                    split.partition_values))
     if any(f.deleted is not None for f in files):  # any file may join a masked scan: sizes as Spark sees them
         files = [f if f.deleted is not None else replace(f, size=table.file_io.size(f.path)) for f in files]
     return files or None
@@ -380,9 +385,13 @@ def _scalar_subquery(spark, values):
 ROW_BITS = 29  # a slot's packed long: (where its mask starts) << ROW_BITS | its row count (<= MAX_MASK_ROWS)
 
 
-def _without_deleted(spark, schema, files: list[NativeFile], table: DeletionTable):
-    """The rows of `files` (all with deleted rows, of distinct sizes) that `table` does not mark
-    deleted. A row of a file the table does not hold, or past its file's row count, fails the
+def _scan(spark, files: list[NativeFile], schema, partition_keys):
+    return file_scan(spark, [f.path for f in files], schema, [f.partition for f in files], list(partition_keys))
+
+
+def _without_deleted(spark, frame, files: list[NativeFile], table: DeletionTable):
+    """The rows of `frame`, the scan of `files` (all with deleted rows, of distinct sizes), that
+    `table` does not mark deleted. A row of a file the table does not hold, or past its file's row count, fails the
     query: a mask that does not fit the files is never applied. The slots are two small SQL
     literal arrays (sizes; mask start and row count packed in one long) in one parsed
     expression giving the row's mask word; the words, used once, one array value."""
@@ -392,7 +401,6 @@ def _without_deleted(spark, schema, files: list[NativeFile], table: DeletionTabl
         return f"array({', '.join(map(str, values.tolist()))})"
 
     packed = np.where(table.starts >= 0, (table.starts << ROW_BITS) | table.rows, -1)
-    frame = spark.read.schema(schema).parquet(*[f.path for f in files])
     slot = f"CAST({METADATA}.file_size % {table.modulus} AS INT)"
     info = f"get({listed(packed)}, {slot})"
     word = F.expr(f"CASE WHEN get({listed(table.sizes)}, {slot}) = {METADATA}.file_size "
@@ -439,7 +447,8 @@ def read(spark, table_path: str, **options):
         return tarn_source()  # a column named _metadata hides Spark's
     # Spark reads just these columns, in this order: no projection needed
     by_name = {f.name: f for f in native.fields}
-    frame = native_frame(spark, files, StructType([by_name[f.name] for f in declared.fields]))
+    frame = native_frame(spark, files, StructType([by_name[f.name] for f in declared.fields]),
+                         target.table_schema(target.open()).partition_keys)
     if frame is None:
         return tarn_source()
     keep_frame(spark, key, frame, sum(f.rows for f in files if f.deleted is not None))
@@ -518,9 +527,10 @@ def masked_together(files: list[NativeFile]) -> list[NativeFile]:
     return together if groups is not None and apart is not None and len(groups) <= len(apart) else files
 
 
-def native_frame(spark, files: list[NativeFile], schema):
-    """Spark's scans of `files` as columns `schema`, without their deleted rows; None when the
-    deleted rows cannot be told apart (too many files of one size)."""
+def native_frame(spark, files: list[NativeFile], schema, partition_keys: list[str] = ()):
+    """Spark's scans of `files` as columns `schema`, without their deleted rows, partitions by
+    `partition_keys` known to Spark (tarn/spark/partition_scans.py); None when the deleted rows
+    cannot be told apart (too many files of one size)."""
     settings = scan_settings(spark) if len(files) > 1 else None
     files = masked_together(files)
     masked = []
@@ -533,7 +543,8 @@ def native_frame(spark, files: list[NativeFile], schema):
             if table is None:
                 return None
             masked.append((group, table))
-    frames = [spark.read.schema(schema).parquet(*[f.path for f in scan])
+    frames = [_scan(spark, scan, schema, partition_keys)
               for scan in scan_groups([f for f in files if f.deleted is None], settings) if scan]
-    frames += [_without_deleted(spark, schema, group, table) for group, table in masked]
+    frames += [_without_deleted(spark, _scan(spark, group, schema, partition_keys), group, table)
+               for group, table in masked]
     return reduce(lambda a, b: a.union(b), frames)

@@ -1,15 +1,15 @@
 """The Spark data source "tarn": `spark.read.format("tarn")`, `df.write.format("tarn")` and
-their streaming counterparts, each handing the work to its reader or writer module."""
+their streaming counterparts, each handing the work to its reader or writer module.
+
+Every Spark Python worker imports this module (through `pyspark_tarn`) before it is told what
+to run, so it imports only the target; each method imports its reader or writer when called.
+"""
 
 from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from tarn.spark.batch_read import BatchReader, FilteringBatchReader
-from tarn.spark.batch_write import BatchWriter
-from tarn.spark.stream_read import StreamReader
-from tarn.spark.stream_write import StreamWriter
 from tarn.spark.target import FORMAT, ReadTarget, plain_options
 
 
@@ -32,16 +32,24 @@ class TarnDataSource(DataSource):
     def reader(self, schema: StructType):
         # Spark plans the read when a DataFrame is first used and keeps the plan of its
         # unfiltered scan: a new DataFrame, or REFRESH TABLE for a view, sees later commits.
+        from tarn.spark.batch_read import BatchReader, FilteringBatchReader
+
         reader = FilteringBatchReader if self.filter_pushdown else BatchReader
         return reader(ReadTarget.of(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool):
+        from tarn.spark.batch_write import BatchWriter
+
         return BatchWriter.prepare(plain_options(self.options), schema, overwrite)
 
     def streamReader(self, schema: StructType):
+        from tarn.spark.stream_read import StreamReader
+
         return StreamReader.prepare(plain_options(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool):
+        from tarn.spark.stream_write import StreamWriter
+
         return StreamWriter.prepare(plain_options(self.options), schema, overwrite)
 
 

@@ -307,10 +307,14 @@ def equal_size_files(tmp_path, count: int) -> list[str]:
     return paths
 
 
+def scan_of(spark, schema, files):
+    return spark.read.schema(schema).parquet(*[f.path for f in files])
+
+
 def masked_read(spark, schema, files):
     """What `read` scans for files with deleted rows (a filtered scan per group), with the file
     name of each row."""
-    frames = [native_read._without_deleted(spark, schema, group, native_read.deletion_table(group))
+    frames = [native_read._without_deleted(spark, scan_of(spark, schema, group), group, native_read.deletion_table(group))
               .select("*", "_metadata.file_name") for group in native_read.mask_groups(files)]
     return reduce(lambda a, b: a.union(b), frames)
 
@@ -353,11 +357,13 @@ def test_a_mask_that_does_not_fit_the_files_fails_the_query(spark, tmp_path):
     # a row count below the file's: its rows past it have no place in the mask
     short = [NativeFile(path, "data-0.parquet", 8, size, np.array([1], np.int64))]
     with pytest.raises(Exception, match="outside the planned files"):
-        native_read._without_deleted(spark, schema, short, native_read.deletion_table(short)).collect()
+        native_read._without_deleted(spark, scan_of(spark, schema, short), short,
+                                     native_read.deletion_table(short)).collect()
     # a file whose size the table does not hold
     other = [NativeFile(path, "data-0.parquet", 10, size + 1, np.array([1], np.int64))]
     with pytest.raises(Exception, match="outside the planned files"):
-        native_read._without_deleted(spark, schema, short, native_read.deletion_table(other)).collect()
+        native_read._without_deleted(spark, scan_of(spark, schema, short), short,
+                                     native_read.deletion_table(other)).collect()
 
 
 def test_deletion_table_layout():
