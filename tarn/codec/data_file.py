@@ -30,6 +30,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 import tarn.codec.avro as avro_container
+from tarn.arrays import without_hidden_nulls
 from tarn.codec import variant
 from tarn.errors import CorruptFile, FileMissing, InvalidOption, SchemaMismatch, StorageError, TarnError
 from tarn.fs import GONE
@@ -160,7 +161,7 @@ def _conform(data: pa.Table, fields: list[DataField], schema: pa.Schema) -> pa.T
         if not f.type.nullable and column.null_count:
             raise SchemaMismatch(f"column {f.name!r} is NOT NULL but holds {column.null_count} nulls")
         column = _cast_column(column, _millis_time_type(f.type), f.name, lossy=_has_time(f.type))
-        columns.append(_cast_column(column, schema.field(i).type, f.name))
+        columns.append(without_hidden_nulls(_cast_column(column, schema.field(i).type, f.name)))
     return pa.Table.from_arrays(columns, schema=schema)
 
 

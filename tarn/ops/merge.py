@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tarn.arrays import repeat
+from tarn.arrays import repeat, without_hidden_nulls
 from tarn import features
 from tarn.data.reader import FileReader
 from tarn.errors import InvalidArgument, SchemaMismatch
@@ -172,12 +172,26 @@ def _target_rows(table: "TableCore", schema: TableSchema, rows: pa.Table, keys: 
 
 
 def _join(target: pa.Table, source: pa.Table, keys: list[str], schema: TableSchema) -> pa.Table:
-    left = target.rename_columns([TARGET + n for n in target.column_names])
-    left = left.append_column(_IN_TARGET, pa.array(np.ones(left.num_rows, dtype=bool)))
-    right = source.rename_columns([SOURCE + n for n in source.column_names])
-    right = right.append_column(_IN_SOURCE, pa.array(np.ones(right.num_rows, dtype=bool)))
-    return left.join(right, [TARGET + k for k in keys], [SOURCE + k for k in keys], join_type="full outer",
-                     coalesce_keys=False)
+    """Target and source rows side by side (full outer join on `keys`): target columns as
+    `target.<name>` and `_IN_TARGET`, then source columns as `source.<name>` and `_IN_SOURCE`
+    (True, or null where the side has no row). Arrow joins only the keys and row numbers; the
+    columns are taken by those numbers (its join carries no nested non-key columns)."""
+    left_row, right_row = "__tarn_target_row", "__tarn_source_row"
+    left = target.select(keys).rename_columns([TARGET + k for k in keys])
+    left = left.append_column(left_row, pa.array(np.arange(target.num_rows, dtype=np.int64)))
+    right = source.select(keys).rename_columns([SOURCE + k for k in keys])
+    right = right.append_column(right_row, pa.array(np.arange(source.num_rows, dtype=np.int64)))
+    pairs = left.join(right, [TARGET + k for k in keys], [SOURCE + k for k in keys], join_type="full outer",
+                      coalesce_keys=False)
+    columns, names = [], []
+    for side, prefix, rows, flag in ((target, TARGET, pairs.column(left_row), _IN_TARGET),
+                                     (source, SOURCE, pairs.column(right_row), _IN_SOURCE)):
+        for name in side.column_names:
+            columns.append(side.column(name).take(rows))
+            names.append(prefix + name)
+        columns.append(pc.if_else(pc.is_valid(rows), True, pa.scalar(None, pa.bool_())))
+        names.append(flag)
+    return pa.table(columns, names=names)
 
 
 def _joined_fields(schema: TableSchema, source: pa.Table) -> list[DataField]:
@@ -228,14 +242,15 @@ def _assigned(joined: pa.Table, chosen: np.ndarray, action, schema: TableSchema,
         else:
             literal = literal_array(value, f, table_name)
             column = repeat(literal[0], rows.num_rows)
-        columns[f.name] = column.cast(arrow_field.type)
+        columns[f.name] = without_hidden_nulls(column).cast(arrow_field.type)
     return conform(pa.table(columns), list(schema.fields), table_name, schema.primary_keys)
 
 
 def _target_side(joined: pa.Table, chosen: np.ndarray, schema: TableSchema) -> pa.Table:
     rows = joined.filter(pa.array(chosen))
     shape = arrow_schema(list(schema.fields))
-    return pa.table({f.name: rows.column(TARGET + f.name).cast(f.type) for f in shape}, schema=shape)
+    return pa.table({f.name: without_hidden_nulls(rows.column(TARGET + f.name)).cast(f.type) for f in shape},
+                    schema=shape)
 
 
 # ---------------------------------------------------------------------------------------------

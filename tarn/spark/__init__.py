@@ -73,3 +73,9 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(__all__)
+
+
+# Two helpers share their module's name: importing the module would bind the package attribute
+# to the module, so these are bound now (both modules are light).
+from tarn.spark.session import pushdown_is_safe, register, session  # noqa: E402
+from tarn.spark.statistics import analyze, count, statistics  # noqa: E402

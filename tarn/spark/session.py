@@ -7,7 +7,6 @@ import os
 import sys
 
 from tarn.spark.errors import install as install_error_hook
-from tarn.spark.maintenance import register_compaction
 from tarn.spark.source import TarnDataSource, TarnDataSourceWithoutPushdown
 
 # What `session()` sets unless told otherwise: Arrow batches of 64k rows (Spark's 10k costs tarn's
@@ -62,6 +61,8 @@ def register(spark) -> None:
         return
     safe = pushdown_is_safe(spark)
     spark.dataSource.register(TarnDataSource if safe else TarnDataSourceWithoutPushdown)
+    from tarn.spark.maintenance import register_compaction  # not at import: Python workers import this package
+
     register_compaction(spark)
     if safe:
         spark.conf.set(PUSHDOWN_CONF, "true")

@@ -72,6 +72,7 @@ class CreateTable:
     comment: str | None
     if_not_exists: bool
     catalog: str | None = None  # the catalog's name, when the statement gives one (cat.db.t)
+    query: Passthrough | None = None  # CREATE TABLE ... AS SELECT: the columns and rows
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Insert:
     columns: tuple[str, ...] | None  # INSERT INTO t (a, b): the query's columns, in order
     static: dict  # PARTITION (k = v) values
     overwrite: bool
+    by_name: bool = False  # INSERT ... BY NAME: the query's columns matched to the table's by name
 
 
 @dataclass(frozen=True)
@@ -244,13 +246,16 @@ def _create(tree, resolve: Resolve):
     if provider_name not in PROVIDERS:
         return None
     schema = tree.this
-    if not isinstance(schema, exp.Schema):
-        raise InvalidArgument(f"tarn.spark.sql: CREATE TABLE {_sql(schema)} needs its columns ((name type, ...)); "
-                              "CREATE TABLE ... AS SELECT is not supported: create the table, then INSERT INTO")
+    query = None
     if tree.expression is not None:
-        raise InvalidArgument("tarn.spark.sql: CREATE TABLE ... AS SELECT is not supported: create the table, "
-                              "then INSERT INTO it")
-    parts = _parts(schema.this)
+        if isinstance(schema, exp.Schema):
+            raise InvalidArgument("tarn.spark.sql: CREATE TABLE ... AS SELECT takes its columns from the query; "
+                                  "drop the column list")
+        query = _passthrough(tree.expression, _sql(tree.expression), resolve)
+    elif not isinstance(schema, exp.Schema):
+        raise InvalidArgument(f"tarn.spark.sql: CREATE TABLE {_sql(schema)} needs its columns ((name type, ...)) "
+                              "or AS SELECT ...")
+    parts = _parts(schema.this if isinstance(schema, exp.Schema) else schema)
     catalog = parts[0] if len(parts) == 3 else None
     identifier = ".".join((["default"] + parts)[-2:])
     options, primary_key, partition_keys, comment = {}, (), (), None
@@ -267,9 +272,9 @@ def _create(tree, resolve: Resolve):
             options[_text(prop.this)] = _text(prop.args["value"])
     if "primary-key" in options:
         primary_key = tuple(k.strip() for k in options.pop("primary-key").split(",") if k.strip())
-    columns = tuple(_column(c, "CREATE TABLE") for c in schema.expressions)
+    columns = tuple(_column(c, "CREATE TABLE") for c in schema.expressions) if query is None else ()
     return CreateTable(identifier, columns, primary_key, partition_keys, options, comment,
-                       bool(tree.args.get("exists")), catalog)
+                       bool(tree.args.get("exists")), catalog, query)
 
 
 def _partition_column(node) -> str:
@@ -320,11 +325,9 @@ def _insert(tree, resolve: Resolve):
         if not isinstance(item, exp.EQ):  # PARTITION (dt): a dynamic partition, the value from the query
             continue
         static[item.this.name] = _literal(item.expression, "INSERT ... PARTITION")
-    if tree.args.get("by_name"):
-        raise InvalidArgument("tarn.spark.sql: INSERT ... BY NAME is not supported: list the columns")
     query = tree.expression
     return Insert(identifier, _passthrough(query, _sql(query), resolve), columns, static,
-                  bool(tree.args.get("overwrite")))
+                  bool(tree.args.get("overwrite")), bool(tree.args.get("by_name")))
 
 
 def _literal(node, clause: str):

@@ -14,10 +14,12 @@ source) go through views remade for the statement, so they see the latest commit
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 from tarn.errors import InvalidArgument
 from tarn.meta.schema import AddColumn, DropColumn, RemoveOption, RenameColumn, SetOption
 from tarn.spark.attach import Attached, attach, last_attached, quoted
+from tarn.types import from_arrow_field
 from tarn.spark.sql_plan import (AlterTable, Call, CreateTable, Delete, Insert, Merge, Passthrough, Update,
                                  merge_arguments, plan)
 
@@ -70,19 +72,29 @@ def _run_create(spark, attached: Attached, create: CreateTable):
     if create.catalog is not None and create.catalog.lower() != attached.name.lower():
         raise InvalidArgument(f"catalog {attached.name}: CREATE TABLE {create.catalog}.{create.identifier} names "
                               f"another catalog; attach it (tarn.spark.attach) or pass catalog=")
-    commented = [c.name for c in create.columns if c.comment is not None]
-    if commented:
-        raise InvalidArgument(f"catalog {attached.name}: CREATE TABLE {create.identifier}: column COMMENT is not "
-                              f"supported (on {commented}); add comments with ALTER TABLE ... ADD COLUMNS")
-    struct = StructType([StructField(c.name, StructType.fromDDL(f"x {c.type}")[0].dataType, c.nullable)
-                         for c in create.columns])
+    rows = _frame(spark, attached, create.query) if create.query is not None else None
+    if rows is not None:  # CREATE TABLE ... AS SELECT: the query's columns
+        fields = [from_arrow_field(f, -1) for f in arrow_target(rows.schema)]
+    else:
+        struct = StructType([StructField(c.name, StructType.fromDDL(f"x {c.type}")[0].dataType, c.nullable)
+                             for c in create.columns])
+        # column COMMENTs become the fields' descriptions, as Paimon's Spark DDL stores them
+        fields = [replace(from_arrow_field(f, -1), description=c.comment)
+                  for f, c in zip(arrow_target(struct), create.columns)]
     database = create.identifier.split(".")[0]
     attached.catalog.create_database(database, ignore_if_exists=True)
-    table = attached.catalog.create_table(create.identifier, arrow_target(struct), list(create.primary_key),
+    existed = create.if_not_exists and attached.catalog.table_exists(create.identifier)
+    table = attached.catalog.create_table(create.identifier, fields, list(create.primary_key),
                                           list(create.partition_keys), create.options, create.comment,
                                           ignore_if_exists=create.if_not_exists)
     attached.refresh([create.identifier])
-    return table
+    if rows is None or existed:  # CTAS IF NOT EXISTS over an existing table writes nothing, as Spark
+        return table
+    from tarn.spark.dataframe import write
+
+    result = write(rows, create.identifier, mode="append", **_options(attached))
+    attached.refresh([create.identifier])
+    return result
 
 
 def _run_insert(spark, attached: Attached, insert: Insert):
@@ -97,9 +109,12 @@ def _run_insert(spark, attached: Attached, insert: Insert):
     if unknown:
         raise InvalidArgument(f"table {table.name}: INSERT ... PARTITION names {unknown}, which are not partition "
                               f"keys {list(table.partition_keys)}")
-    names = list(insert.columns) if insert.columns is not None else [
-        f.name for f in fields if f.name not in insert.static]
     df = _frame(spark, attached, insert.query)
+    if insert.by_name:
+        names = _by_name(table, df.columns, fields)
+    else:
+        names = list(insert.columns) if insert.columns is not None else [
+            f.name for f in fields if f.name not in insert.static]
     if len(df.columns) != len(names):
         raise InvalidArgument(f"table {table.name}: INSERT gives {len(df.columns)} column(s) for {len(names)} "
                               f"({names})")
@@ -113,6 +128,17 @@ def _run_insert(spark, attached: Attached, insert: Insert):
         options["overwrite-partition"] = ",".join(f"{k}={v}" for k, v in insert.static.items())
     return write(df.select(*columns), insert.identifier, mode="overwrite" if insert.overwrite else "append",
                  **options)
+
+
+def _by_name(table, query_columns: list[str], fields) -> list[str]:
+    """The table columns the query's columns name (INSERT ... BY NAME, case-insensitive as
+    Spark); the others get NULL."""
+    by_lower = {f.name.lower(): f.name for f in fields}
+    unknown = [c for c in query_columns if c.lower() not in by_lower]
+    if unknown:
+        raise InvalidArgument(f"table {table.name}: INSERT ... BY NAME: the query's column(s) {unknown} are not "
+                              f"columns of the table ({[f.name for f in fields]})")
+    return [by_lower[c.lower()] for c in query_columns]
 
 
 def _run_update(spark, attached: Attached, update: Update):

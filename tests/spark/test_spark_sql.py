@@ -61,3 +61,33 @@ def test_statements_against_a_model(spark, tmp_path):
     assert rows(spark, "SELECT id, dt, label AS v, n FROM db.orders WHERE note IS NULL") == tagged
 
     assert [r[0] for r in run("SHOW DATABASES").collect()] == ["default"]  # Spark's own, unchanged
+
+
+def test_create_as_select_comments_and_insert_by_name(spark, tmp_path):
+    catalog = tarn.Catalog(str(tmp_path / "wh"))
+    tarn.spark.attach(spark, catalog)
+    run = lambda statement: tarn.spark.sql(spark, statement)  # noqa: E731
+
+    run("CREATE TABLE db.items (id BIGINT NOT NULL COMMENT 'the item', name STRING COMMENT 'shown to people', "
+        "price DOUBLE) USING paimon TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1')")
+    fields = {f.name: f.description for f in catalog.load_table("db.items").schema().fields}
+    assert fields == {"id": "the item", "name": "shown to people", "price": None}
+
+    run("INSERT INTO db.items BY NAME SELECT 2.5 AS price, 1 AS id")  # name left NULL
+    run("INSERT INTO db.items BY NAME SELECT 'pen' AS NAME, 2 AS id, 1.0 AS price")
+    assert sorted(tuple(r) for r in run("SELECT id, name, price FROM db.items").collect()) == \
+        [(1, None, 2.5), (2, "pen", 1.0)]
+    try:
+        run("INSERT INTO db.items BY NAME SELECT 3 AS id, 'x' AS colour")
+        raise AssertionError("an unknown column was accepted")
+    except tarn.errors.InvalidArgument as error:
+        assert "colour" in str(error) and "db.items" in str(error)
+
+    run("CREATE TABLE db.cheap USING paimon PARTITIONED BY (band) TBLPROPERTIES ('primary-key' = 'id,band') "
+        "AS SELECT id, name, CASE WHEN price < 2 THEN 'low' ELSE 'high' END AS band FROM db.items")
+    cheap = catalog.load_table("db.cheap")
+    assert (cheap.primary_keys, cheap.partition_keys) == (("id", "band"), ("band",))
+    assert sorted(tuple(r) for r in run("SELECT id, name, band FROM db.cheap").collect()) == \
+        [(1, None, "high"), (2, "pen", "low")]
+    run("CREATE TABLE IF NOT EXISTS db.cheap USING paimon AS SELECT id, name, 'x' AS band FROM db.items")
+    assert run("SELECT count(*) FROM db.cheap").first()[0] == 2  # left as it was
