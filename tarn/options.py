@@ -129,8 +129,10 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("chain-table.split.key-range-enabled", BOOL, "true",
         effect=CARRIED, since="2.0", note="chain tables only (chain-table.enabled is refused)"),
     Opt("file.format", ENUM, "parquet", choices=FILE_FORMATS,
-        effect=READS, since="0.4", honoured=("parquet", "orc", "avro"),
-        note="other formats (lance, vortex, csv, ...) are neither read nor written"),
+        effect=WRITES, since="0.4", honoured=("parquet", "orc", "avro"),
+        note="it decides the format of new files, and tarn writes only parquet, orc and avro; the table's "
+             "files are read by their own format, and a file of another (lance, vortex, csv, ...) is refused "
+             "when a read meets it, naming the file"),
     Opt("file.compression.per.level", MAP,
         effect=CARRIED, since="0.4", note="compression is tuning; tarn uses file.compression at every level"),
     Opt("file.format.per.level", MAP,

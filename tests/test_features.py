@@ -327,3 +327,22 @@ def test_schema_fields_tarn_does_not_know_are_kept_and_refuse_writes(catalog):
     assert "someFutureKey" in str(error)
     table.alter(tarn.SetOption("snapshot.num-retained.min", "3"))  # an ALTER keeps what it does not know
     assert json.load(open(os.path.join(table.root, "schema", "schema-1")))["someFutureKey"] == {"a": 1}
+
+
+def test_a_table_switched_to_another_format_reads_its_files_by_their_own(catalog):
+    """`file.format` decides new files only (issue 43 item 5): a table another engine switched to
+    lance still reads its parquet files; a lance file, once there, is refused naming it, and
+    writes are refused before anything is written."""
+    table = catalog.create_table("db.t", SCHEMA, options={})
+    table.write(rows([1, 2]))
+    path = os.path.join(table.root, "schema", "schema-0")
+    switched = json.loads(open(path).read())
+    switched["id"], switched["options"]["file.format"] = 1, "lance"
+    with open(os.path.join(table.root, "schema", "schema-1"), "w") as out:
+        out.write(json.dumps(switched))
+    table = catalog.load_table("db.t")
+    assert sorted(r["id"] for r in table.scan().to_arrow().to_pylist()) == [1, 2]
+    refused_write(table, lambda: table.write(rows([3])))
+    with pytest.raises(tarn.UnsupportedFeature, match="file.format"):
+        table.compact(full=True)
+    assert sorted(r["id"] for r in table.scan().to_arrow().to_pylist()) == [1, 2]
