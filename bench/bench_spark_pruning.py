@@ -5,19 +5,17 @@ files with the same filter.
 
     .venv/bin/python bench/bench_spark_pruning.py [--rows 3000000] [--partitions 30] [--repeat 5]
 
-Bytes are the input bytes of the query's stages, from the Spark UI's REST API.
+Bytes and files are Spark's own scan metrics ("size of files read", "number of files read").
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
-import json
 import statistics
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -30,27 +28,36 @@ import tarn  # noqa: E402
 import tarn.spark  # noqa: E402
 
 
-def input_bytes(spark, group: str) -> int:
-    """The input bytes of every stage of the jobs run in job group `group`."""
-    context = spark.sparkContext
-    tracker = context.statusTracker()
-    stages = [s for job in tracker.getJobIdsForGroup(group) for s in tracker.getJobInfo(job).stageIds]
-    total = 0
-    for stage in stages:
-        url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/stages/{stage}"
-        for attempt in json.load(urllib.request.urlopen(url)):
-            total += attempt.get("inputBytes", 0)
-    return total
+def files_read(frame) -> tuple[int, int]:
+    """(files, bytes) the scans of `frame`'s last run read: Spark's scan metrics "number of
+    files read" and "size of files read", summed over the scans of its final plan."""
+    files = size = 0
+    pending = [frame._jdf.queryExecution().executedPlan()]
+    while pending:
+        node = pending.pop()
+        name = node.nodeName()
+        if name.startswith("AdaptiveSparkPlan"):
+            pending.append(node.executedPlan())
+            continue
+        if "QueryStage" in name:
+            pending.append(node.plan())
+            continue
+        metrics = node.metrics()
+        if metrics.contains("filesSize"):
+            files += metrics.apply("numFiles").value()
+            size += metrics.apply("filesSize").value()
+        children = node.children()
+        pending.extend(children.apply(i) for i in range(children.length()))
+    return files, size
 
 
-def measured(spark, label: str, action) -> tuple[float, int]:
-    group = f"{label}-{time.monotonic_ns()}"
-    spark.sparkContext.setJobGroup(group, label)
+def measured(query) -> tuple[float, int, int]:
+    """(seconds, files, bytes) of collecting the DataFrame `query()` makes."""
+    frame = query()
     started = time.perf_counter()
-    action()
+    frame.collect()
     elapsed = time.perf_counter() - started
-    time.sleep(0.5)  # the UI's listener catches up
-    return elapsed, input_bytes(spark, group)
+    return (elapsed, *files_read(frame))
 
 
 def main() -> None:
@@ -59,8 +66,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    spark = tarn.spark.session("local[2]", "tarn-bench-pruning",
-                               {"spark.ui.enabled": "true", "spark.ui.showConsoleProgress": "false"})
+    spark = tarn.spark.session("local[2]", "tarn-bench-pruning", {"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
     catalog = tarn.Catalog(tempfile.mkdtemp(prefix="tarn-bench-pruning-"))
     table = catalog.create_table("db.t", pa.schema([("day", pa.string()), ("id", pa.int64()), ("v", pa.float64())]),
@@ -70,18 +76,18 @@ def main() -> None:
     df = tarn.spark.read(spark, table.root)
     parquet = spark.read.parquet(*glob.glob(f"{table.root}/day=*/bucket-*/*.parquet"))
     one = "day = '3'"
-    rows = {"tarn full": lambda: df.agg({"v": "sum"}).collect(),
-            "tarn one partition": lambda: df.filter(one).agg({"v": "sum"}).collect(),
-            "parquet one partition": lambda: parquet.filter(one).agg({"v": "sum"}).collect()}
+    queries = {"tarn full": lambda: df.agg({"v": "sum"}),
+               "tarn one partition": lambda: df.filter(one).agg({"v": "sum"}),
+               "parquet one partition": lambda: parquet.filter(one).agg({"v": "sum"})}
     results = {}
-    for label, action in rows.items():
-        action()  # warm
-        runs = [measured(spark, label, action) for _ in range(args.repeat)]
-        results[label] = (statistics.median(t for t, _ in runs), statistics.median(b for _, b in runs))
-    print(f"{'query':<24} {'ms':>8} {'MB read':>9}")
-    for label, (seconds, read) in results.items():
-        print(f"{label:<24} {seconds * 1000:>8.1f} {read / 2**20:>9.2f}")
-    share = results["tarn one partition"][1] / max(results["tarn full"][1], 1)
+    for label, query in queries.items():
+        measured(query)  # warm
+        runs = [measured(query) for _ in range(args.repeat)]
+        results[label] = tuple(statistics.median(r[k] for r in runs) for k in range(3))
+    print(f"{'query':<24} {'ms':>8} {'files':>6} {'MB read':>9}")
+    for label, (seconds, files, read) in results.items():
+        print(f"{label:<24} {seconds * 1000:>8.1f} {files:>6.0f} {read / 2**20:>9.2f}")
+    share = results["tarn one partition"][2] / max(results["tarn full"][2], 1)
     ratio = results["tarn one partition"][0] / results["parquet one partition"][0]
     print(f"one partition reads {share:.3f} of the table's bytes (target <= 0.05); "
           f"time vs spark.read.parquet with the same filter: {ratio:.2f}x")

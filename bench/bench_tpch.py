@@ -115,7 +115,8 @@ def generate(data: str, sf: float) -> None:
         return
     os.makedirs(data, exist_ok=True)
     started = time.perf_counter()
-    subprocess.run(["tpchgen-cli", "parquet", "-s", str(sf), "-o", data, "-T", ",".join(KEYS),
+    generator = shutil.which("tpchgen-cli", path=os.path.dirname(sys.executable)) or "tpchgen-cli"
+    subprocess.run([generator, "parquet", "-s", str(sf), "-o", data, "-T", ",".join(KEYS),
                     "--overwrite", "--no-progress"], check=True)
     print(f"generated TPC-H sf {sf} parquet in {data}: {time.perf_counter() - started:.1f} s")
 

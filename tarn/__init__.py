@@ -16,14 +16,15 @@ Entry points:
 
 Guides: docs/index.md (one guide per feature) and docs/architecture.md.
 
-`import tarn` loads only this module and `tarn.errors`; the classes and functions named in
+`import tarn` loads only this module, `tarn.errors` and `tarn.lazy`; the classes and functions named in
 `__all__` are imported on first use (so `python -c "import tarn"` costs little).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from tarn.lazy import lazy_getattr
 
 from tarn.errors import (
     CommitConflict, CorruptFile, FileMissing, InvalidArgument, InvalidFilter, InvalidOption, MissingDependency,
@@ -71,19 +72,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """Import a public name, or a submodule (`tarn.spark`, `tarn.types`, ...), when first asked for."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    else:
-        try:
-            value = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise  # the submodule exists but needs something missing
-            raise AttributeError(f"module 'tarn' has no attribute {name!r}") from None
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 # the submodules users import by name (the rest are tarn's own layers)

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tarn"
 
 # Lowest first. A name is a top-level module or package of tarn ("__init__" is the package).
 LAYERS = [
-    {"errors", "types", "options", "file_fields", "fs", "s3", "paths", "progress", "arrays"},
+    {"errors", "types", "options", "file_fields", "fs", "s3", "paths", "progress", "arrays", "lazy"},
     {"codec", "bucket", "variant"},  # variant: the public face of codec/variant.py
     {"meta", "partition", "stats", "features"},
     {"store", "lsm"},
@@ -224,7 +224,7 @@ def test_the_shape_rule_catches_a_stray_question():
 # The tarn modules the Spark connector may import, pinned (issue 39): it opens tables through
 # tarn/spark/ref.py and calls operations; a new reach into the kernel shows up here first.
 SPARK_MAY_IMPORT = {
-    "tarn", "tarn.bucket", "tarn.catalog", "tarn.catalog.loader", "tarn.commit.abort", "tarn.commit.committer", "tarn.commit.result",
+    "tarn", "tarn.bucket", "tarn.catalog", "tarn.catalog.loader", "tarn.lazy", "tarn.commit.abort", "tarn.commit.committer", "tarn.commit.result",
     "tarn.data.reader", "tarn.errors", "tarn.fs", "tarn.lsm.merge", "tarn.meta.manifest", "tarn.meta.row_ranges",
     "tarn.meta.schema", "tarn.meta.shape", "tarn.meta.snapshot", "tarn.ops.analyze", "tarn.ops.append_compaction",
     "tarn.ops.expire", "tarn.ops.orphans", "tarn.ops.postpone", "tarn.ops.references", "tarn.ops.rollback",

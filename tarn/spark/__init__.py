@@ -26,12 +26,13 @@ See docs/guide-spark.md.
 
 from __future__ import annotations
 
+from tarn.lazy import lazy_getattr
+
 try:
     import pyspark  # noqa: F401  (fail early, with the install hint)
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("tarn.spark needs pyspark 4: pip install 'tarn-lake[spark]'") from exc
 
-import importlib
 
 # name -> the module that defines it, imported on first use (PEP 562): a Spark Python worker
 # imports `pyspark_tarn` -> `tarn.spark.source`, and should load just what its task runs, not
@@ -56,19 +57,7 @@ __all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session"
            "merge_into", "create_table_like", "attach", "sql"]
 
 
-def __getattr__(name: str):
-    """A public helper, or a submodule, imported when first asked for."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    else:
-        try:
-            value = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module 'tarn.spark' has no attribute {name!r}") from None
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

@@ -447,8 +447,9 @@ def read(spark, table_path: str, **options):
         return tarn_source()  # a column named _metadata hides Spark's
     # Spark reads just these columns, in this order: no projection needed
     by_name = {f.name: f for f in native.fields}
-    frame = native_frame(spark, files, StructType([by_name[f.name] for f in declared.fields]),
-                         target.table_schema(target.open()).partition_keys)
+    # a read of one partition has nothing to prune: its scans stay plain (cheaper to build)
+    keys = target.table_schema(target.open()).partition_keys if len({f.partition for f in files}) > 1 else ()
+    frame = native_frame(spark, files, StructType([by_name[f.name] for f in declared.fields]), keys)
     if frame is None:
         return tarn_source()
     keep_frame(spark, key, frame, sum(f.rows for f in files if f.deleted is not None))

@@ -34,8 +34,8 @@ def file_scan(spark, paths: list[str], schema, partitions: list[tuple] | None, p
     values (in the order of `partition_keys`) of the partition of `paths[i]`, or is None."""
     by_name = {f.name: f for f in schema.fields}
     shown = [k for k in partition_keys if k in by_name] if partitions else []
-    if any(type(by_name[k].dataType).__name__ not in _LITERAL_TYPES for k in shown) or len(set(partitions)) < 2:
-        shown = []  # one partition: nothing to prune
+    if any(type(by_name[k].dataType).__name__ not in _LITERAL_TYPES for k in shown):
+        shown = []
     if shown and getattr(spark, "_jsparkSession", None) is not None:
         try:
             frame = _partitioned(spark, paths, schema, partitions, partition_keys, shown)
