@@ -17,6 +17,10 @@ MODEL_TESTS = {"test_model.py", "test_lsm_model.py", "test_maintenance_model.py"
 # two of them at once on 2 cores starve Spark's Python workers past their fixed 10 s to connect
 # back — while the other worker takes the rest, a test file at a time.
 HEAVY_DIRECTORIES = {"spark", "stress"}
+# Spark tests that read through Spark's own scans (few Python workers) run with tests/test_docs.py,
+# whose Spark guide starts a session on the other worker anyway: they share it, and the heavy
+# worker, the longest of the two, gets shorter.
+WITH_THE_DOCS = {"test_spark_tpch.py", "test_spark_pruning.py"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -28,7 +32,11 @@ def pytest_collection_modifyitems(config, items):
         if path.name in MODEL_TESTS:
             item.add_marker("model")
         heavy = len(relative) > 1 and relative[0] in HEAVY_DIRECTORIES
-        item.add_marker(pytest.mark.xdist_group("heavy" if heavy else "/".join(relative)))
+        if path.name in WITH_THE_DOCS:
+            group = "test_docs.py"
+        else:
+            group = "heavy" if heavy else "/".join(relative)
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture

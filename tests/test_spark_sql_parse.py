@@ -40,8 +40,14 @@ def test_create_table_as_paimon_spark_ddl():
     assert done == CreateTable("db.n", (Column("id", "BIGINT", False), Column("v", "STRING"), Column("dt", "STRING")),
                                ("id", "dt"), ("dt",), {"bucket": "2"}, "orders", True)
     assert plan("CREATE TABLE cat.db.n (a INT)", resolve).catalog == "cat"
-    with pytest.raises(InvalidArgument, match="AS SELECT"):
-        plan("CREATE TABLE db.n AS SELECT 1 AS a", resolve)
+    ctas = plan("CREATE TABLE db.n USING paimon PARTITIONED BY (a) AS SELECT 1 AS a, v FROM db.s", resolve)
+    assert (ctas.columns, ctas.partition_keys, ctas.query) == (
+        (), ("a",), Passthrough("SELECT 1 AS a, v FROM `db.s` AS s", (("db.s", "db.s", ()),)))
+    with pytest.raises(InvalidArgument, match="AS SELECT takes its columns from the query"):
+        plan("CREATE TABLE db.n (a INT) AS SELECT 1 AS a", resolve)
+    commented = plan("CREATE TABLE db.c (a INT COMMENT 'the a') USING paimon", resolve)
+    assert commented.columns == (Column("a", "INT", True, "the a"),)
+    assert plan("INSERT INTO db.t BY NAME SELECT 1 AS id", resolve).by_name
 
 
 def test_insert_update_delete():
