@@ -22,7 +22,7 @@ from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.meta.statistics import Statistics
 from tarn.ops import (alter, analyze, branches, compact, delete, expire, merge, orphans, rescale,
                       rollback, row_updates, system_tables, tags, time_travel, update, write)
-from tarn.scan import counts
+from tarn.scan import counts, startup
 from tarn.scan.arguments import location_argument, millis_argument
 from tarn.scan.scan import Scan
 from tarn.store.branches import branch_names, branch_of
@@ -297,10 +297,20 @@ class Table:
         timedelta (that long ago). `limit`: at most that many rows (after the filter); reading
         stops once they are found."""
         as_of_timestamp_ms = millis_argument(as_of_timestamp_ms, self.name, "as_of_timestamp_ms")
-        if snapshot_id is None and tag is None and as_of_timestamp_ms is None:
-            return self.core.scan_latest(filter, columns, limit)
-        snapshot = time_travel.resolve(self.core, snapshot_id, tag, as_of_timestamp_ms)
-        return self.core.scan_snapshot(snapshot, filter, columns, limit=limit)
+        travelled = not (snapshot_id is None and tag is None and as_of_timestamp_ms is None)
+        options = self.core.schema().shape.options
+        start = startup.batch_start(self.core, options, travelled) if startup.has_start(options) else None
+        if not travelled and (start is None or not start.pinned):
+            scan = self.core.scan_latest(filter, columns, limit)
+        else:
+            snapshot = start.snapshot if not travelled else time_travel.resolve(
+                self.core, snapshot_id, tag, as_of_timestamp_ms)
+            if snapshot is not None and not travelled:
+                time_travel.check_read_mode(self.core, snapshot)
+            scan = self.core.scan_snapshot(snapshot, filter, columns, limit=limit)
+        if start is not None:
+            scan.bucket, scan.files_from_ms = start.bucket, start.files_from_ms
+        return scan
 
     def changes(self, snapshot_id: int) -> pa.Table:
         """The rows snapshot `snapshot_id` added, with their row kind in a first column

@@ -231,7 +231,7 @@ SPARK_MAY_IMPORT = {
     "tarn.ops.rescale", "tarn.ops.row_updates", "tarn.ops.system_tables", "tarn.ops.tags", "tarn.ops.time_travel",
     "tarn.ops.update",
     "tarn.options", "tarn.partition", "tarn.s3", "tarn.scan.changes", "tarn.scan.planner", "tarn.scan.predicate",
-    "tarn.scan.scan", "tarn.scan.sql_filter", "tarn.store.branches", "tarn.store.cache",
+    "tarn.scan.scan", "tarn.scan.sql_filter", "tarn.scan.startup", "tarn.store.branches", "tarn.store.cache",
     "tarn.store.deletion_vectors", "tarn.table", "tarn.types", "tarn.write.assign", "tarn.write.conform",
     "tarn.write.cross_partition", "tarn.write.deletions", "tarn.write.message", "tarn.write.writer",
 }

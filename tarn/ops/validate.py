@@ -18,6 +18,7 @@ from tarn.lsm.partial_update import validate_partial_update
 from tarn.ops.expire import check_retention_options
 from tarn.ops.tags import check_tag_options
 from tarn.meta.schema import TableSchema
+from tarn.scan.startup import check_start_options
 from tarn.types import TYPE_TRAITS, first_root_where, type_traits
 from tarn.options import Options, as_options, is_immutable, validate_options
 from tarn.write.assign import check_dynamic_options
@@ -74,6 +75,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: _check_row_tracking(schema, options, identifier),
         lambda: _check_type_formats(schema, options, identifier),
         lambda: check_iceberg(schema, identifier),
+        lambda: check_start_options(options, identifier),
     ]
     problems = []
     for check in checks:

@@ -49,6 +49,7 @@ class AddedFile:
     bucket_path: str
     meta: DataFileMeta
     removed: bool = False
+    bucket: int = 0
 
 
 def stream_files(planner: Planner, root: str, schema: TableSchema, snapshot: Snapshot,
@@ -112,7 +113,7 @@ def _files_of(planner: Planner, root: str, schema: TableSchema, manifest_list: s
                 continue
             values = planner.partition_values(entry.partition)
             files.append(AddedFile(partition.bucket_path(root, schema, default_name, values, entry.bucket),
-                                   entry.file, entry.kind == DELETE))
+                                   entry.file, entry.kind == DELETE, entry.bucket))
     return files
 
 

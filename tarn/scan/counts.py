@@ -154,7 +154,7 @@ def count_from_metadata(scan) -> int | None:
         return 0
     if scan.filter is not None or getattr(scan, "row_filter", None) is not None:
         return None
-    if scan.schema.primary_keys:
+    if scan.schema.primary_keys and not getattr(scan, "narrowed", False):
         stats = fresh_statistics(scan.table, scan.snapshot)
         if stats is not None and stats.merged_record_count is not None:
             return stats.merged_record_count
@@ -182,7 +182,7 @@ def count(scan) -> int:
         return found
     table = scan.table
     total = None
-    if scan.filter is None and scan.schema.primary_keys:
+    if scan.filter is None and scan.schema.primary_keys and not getattr(scan, "narrowed", False):
         stats = fresh_statistics(table, scan.snapshot)
         if stats is not None and stats.merged_record_count is not None:
             total = stats.merged_record_count

@@ -9,6 +9,7 @@ checked; `Table.scan` adds time travel.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -67,6 +68,10 @@ class Scan:
     limit: int | None = None
     row_filter: pc.Expression | None = None
     row_filter_columns: tuple[str, ...] = ()  # the columns `row_filter` reads
+    # the table's `scan.bucket` and `scan.file-creation-time-millis` (tarn/scan/startup.py):
+    # only this bucket's files; only files created at or after this (local wall-clock millis)
+    bucket: int | None = None
+    files_from_ms: int | None = None
 
     def __repr__(self) -> str:
         parts = [f"table={self.table.name}", f"snapshot={self.snapshot.id if self.snapshot else None}"]
@@ -91,11 +96,32 @@ class Scan:
         """The table's latest options (a scan of the latest snapshot already holds them)."""
         return self.schema.options if self.follows_latest else self.table.schema().options
 
+    @property
+    def narrowed(self) -> bool:
+        """Reads only some buckets or files of the snapshot (table statistics do not apply)."""
+        return self.bucket is not None or self.files_from_ms is not None
+
     def _plan(self) -> list[Split]:
         splits = planner_for(self.table, self.schema).plan(self.snapshot, self.filter)
-        if fallback.second_branch(self._table_options(), self.table.branch) is None:
+        if fallback.second_branch(self._table_options(), self.table.branch) is not None:
+            splits = fallback.combine(self.table, self.schema, self.snapshot, self.filter, splits,
+                                      self.follows_latest)
+        return self._narrow(splits) if self.narrowed else splits
+
+    def _narrow(self, splits: list[Split]) -> list[Split]:
+        if self.bucket is not None:
+            splits = [s for s in splits if s.bucket == self.bucket]
+        if self.files_from_ms is None:
             return splits
-        return fallback.combine(self.table, self.schema, self.snapshot, self.filter, splits, self.follows_latest)
+        narrowed = []
+        for split in splits:
+            files = [f for f in split.files
+                     if f.creation_time is not None and f.creation_time >= self.files_from_ms]
+            if len(files) == len(split.files):
+                narrowed.append(split)
+            elif files:
+                narrowed.append(dataclasses.replace(split, files=files))
+        return narrowed
 
     def _retrying(self, read):
         """Run `read`; when a scan of the latest snapshot finds a file gone because expiry

@@ -43,6 +43,7 @@ from tarn.options import Options
 from tarn.scan import changes
 from tarn.scan.changes import KIND_NAMES, AddedFile, full_scan_levels, keep_levels
 from tarn.scan.planner import Split, pack_in_order, planner_for
+from tarn.scan.startup import START_KEYS
 from tarn.spark.batch_read import pack_splits
 from tarn.spark.target import READ_OPTIONS, ROW_KIND_COLUMN, check_options, load, storage_of, table_path
 from tarn.spark.stream_limits import Cost, StreamLimits, applies
@@ -76,13 +77,14 @@ def start_offset(table: tarn.Table, options: dict[str, str]) -> dict:
         progress = table.consumer_store.next_snapshot(consumer)
         if progress is not None:
             return offset(progress)
+    options = with_stored_start(table, options)
     mode = options.get("scan.mode", "default").lower()
     if mode not in STREAM_MODES:
         raise InvalidOption(f"table {table.name}: scan.mode '{mode}' is not supported by the tarn "
                             f"streaming source (use one of {list(STREAM_MODES)})")
     if mode == "default":
-        mode = ("from-snapshot" if options.get("scan.snapshot-id") else
-                "from-timestamp" if options.get("scan.timestamp-millis") else "latest-full")
+        mode = ("from-timestamp" if options.get("scan.timestamp-millis") else
+                "from-snapshot" if options.get("scan.snapshot-id") else "latest-full")
     if mode in ("latest-full", "full"):
         return offset(latest, full=True) if latest is not None else offset(first)
     if mode == "latest":
@@ -96,6 +98,15 @@ def start_offset(table: tarn.Table, options: dict[str, str]) -> dict:
     millis = _required_long(options, "scan.timestamp-millis", mode)
     before = store.at_or_before(millis)
     return offset(before.id + 1 if before is not None else first)
+
+
+def with_stored_start(table: tarn.Table, options: dict[str, str]) -> dict[str, str]:
+    """The read's options, with the table's stored start options (`scan.mode`,
+    `scan.snapshot-id`, ...) when the read gives none of its own."""
+    if any(k in options for k in START_KEYS):
+        return options
+    stored = {k: v for k, v in table.schema().options.items() if k in START_KEYS}
+    return {**stored, **options}
 
 
 def _required_long(options: dict, key: str, mode: str) -> int:
@@ -217,17 +228,21 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         options = self.table_options(table)
         target = options.memory_bytes("source.split.target-size")
         open_cost = options.memory_bytes("source.split.open-file-cost")
+        bucket = options.int("scan.bucket")
         parts: list[StreamPart] = []
         first = start["next"]
         if start["full"]:
             snapshot = self._snapshot(table, first)
             from tarn.ops.time_travel import scan_at
             splits = keep_levels(scan_at(table, snapshot).plan(), full_scan_levels(table.schema()))
+            splits = [s for s in splits if bucket is None or s.bucket == bucket]
             parts += [StreamPart(snapshot, group) for group in pack_splits(splits, target, open_cost)]
             first += 1
         files: list[AddedFile] = []
         for snapshot_id in range(first, end["next"]):
             files += stream_files(table, self._snapshot(table, snapshot_id), options)
+        if bucket is not None:  # `scan.bucket`: this bucket only
+            files = [f for f in files if f.bucket == bucket]
         parts += [StreamPart(files=group) for group in pack_files(files, target, open_cost)]
         return parts
 

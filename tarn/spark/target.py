@@ -170,6 +170,23 @@ def resolve_snapshot(table: tarn.Table, selector: tuple[str, object] | None) -> 
                                tag=value if kind == "tag" else None, timestamp_ms=value if kind == "time" else None)
 
 
+def stored_start(table: tarn.Table, options: dict[str, str], travelled: bool):
+    """Where a batch read starts by the table's `scan.*` options with the read's laid over
+    them (tarn/scan/startup.py); None when neither sets any."""
+    from tarn.scan import startup
+
+    given = {k: v for k, v in options.items() if k in startup.START_KEYS or k == "scan.bucket"}
+    merged = table.schema().shape.options.updated(given)
+    if not startup.has_start(merged):
+        return None
+    start = startup.batch_start(table, merged, travelled)
+    if start.snapshot is not None and start.pinned:
+        from tarn.ops import time_travel
+
+        time_travel.check_read_mode(table, start.snapshot)
+    return start
+
+
 # ---------------------------------------------------------------------------------------------
 # what a read is about
 
@@ -184,6 +201,8 @@ class ReadTarget:
     columns: tuple[str, ...] | None
     options: dict
     schema_id: int | None = None  # the snapshot's schema with time travel, else the table's current one
+    bucket: int | None = None  # `scan.bucket`
+    files_from_ms: int | None = None  # `scan.file-creation-time-millis` (tarn/scan/startup.py)
 
     @classmethod
     def of(cls, raw_options, for_stream: bool = False) -> "ReadTarget":
@@ -195,9 +214,17 @@ class ReadTarget:
         if options.get("columns"):
             columns = tuple(c.strip() for c in options["columns"].split(",") if c.strip())
         selector = travel_selector(options)
-        snapshot = None if (system or for_stream) else resolve_snapshot(table, selector)
-        schema_id = snapshot.schema_id if (snapshot is not None and selector is not None) else table.schema().id
-        target = cls(path, system, snapshot, columns, options, schema_id)
+        start = None if (system or for_stream) else stored_start(table, options, selector is not None)
+        pinned = selector is not None or (start is not None and start.pinned)
+        if system or for_stream:
+            snapshot = None
+        elif start is not None and start.pinned and selector is None:
+            snapshot = start.snapshot
+        else:
+            snapshot = resolve_snapshot(table, selector)
+        schema_id = snapshot.schema_id if (snapshot is not None and pinned) else table.schema().id
+        target = cls(path, system, snapshot, columns, options, schema_id,
+                     start.bucket if start else None, start.files_from_ms if start else None)
         target.check_columns(table)
         if options.get("filter"):  # a bad filter fails on the driver, before any task runs
             table.scan_snapshot(snapshot, target.filter_predicate(), None, target.table_schema(table))
@@ -223,7 +250,9 @@ class ReadTarget:
         given = self.filter_predicate()
         if given is not None:
             predicate = given if predicate is None else predicate & given
-        return table.scan_snapshot(self.snapshot, predicate, columns, schema)
+        scan = table.scan_snapshot(self.snapshot, predicate, columns, schema)
+        scan.bucket, scan.files_from_ms = self.bucket, self.files_from_ms
+        return scan
 
     def filter_predicate(self):
         """Option `filter`: tarn's SQL-like filter text, applied by tarn (partitions, buckets and

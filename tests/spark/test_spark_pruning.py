@@ -126,3 +126,22 @@ def test_selected_columns_are_all_the_scan_reads(spark, catalog):
     assert rows(df.filter("day = '2'").select("a")) == [(2,)]
     narrow = tarn.spark.read(spark, table.root, columns="day,a")
     assert narrow.columns == ["day", "a"] and rows(narrow.filter("day = '1'")) == [("1", 1)]
+
+
+def test_read_options_stored_in_the_table_pin_spark_reads(spark, catalog):
+    """`scan.snapshot-id` / `scan.bucket` stored in the table (issue 43 item 3): the Python source,
+    the native read and a stream start where Java's reads would; a read's own option wins."""
+    table = catalog.create_table("db.pinned", pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                                 primary_key="id", options={"bucket": "2"})
+    for i in range(3):
+        table.write(pa.table({"id": [i * 10 + j for j in range(10)], "v": ["x"] * 10}))
+    table.alter(tarn.SetOption("scan.snapshot-id", "2"))
+    expected = [(i,) for i in range(20)]
+    assert rows(spark.read.format("tarn").load(table.root).select("id")) == expected
+    assert rows(tarn.spark.read(spark, table.root).select("id")) == expected
+    assert len(rows(spark.read.format("tarn").option("versionAsOf", "3").load(table.root))) == 30
+    table.alter(tarn.RemoveOption("scan.snapshot-id"), tarn.SetOption("scan.bucket", "1"))
+    in_bucket = sorted(table.scan(columns=["id"]).to_arrow().column("id").to_pylist())
+    assert 0 < len(in_bucket) < 30
+    assert rows(tarn.spark.read(spark, table.root).select("id")) == [(i,) for i in in_bucket]
+    assert rows(spark.read.format("tarn").load(table.root).select("id")) == [(i,) for i in in_bucket]
