@@ -20,7 +20,7 @@ from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.meta.statistics import Statistics
-from tarn.ops import (alter, analyze, branches, compact, delete, expire, merge, orphans, rescale,
+from tarn.ops import (alter, analyze, branches, compact, delete, expire, merge, orphans, partition_expire, rescale,
                       rollback, row_updates, system_tables, tags, time_travel, update, write)
 from tarn.scan import counts, startup
 from tarn.scan.arguments import location_argument, millis_argument
@@ -351,6 +351,19 @@ class Table:
         `snapshot.time-retained` (1 h), `snapshot.expire.limit` (50); tagged snapshots' files
         and snapshots a consumer has not read stay. Runs after every commit unless `write-only`."""
         return expire.expire_snapshots(self.core, retain_min, retain_max, older_than_ms, max_deletes)
+
+    def expire_partitions(self, expiration_time=None, timestamp_formatter: str | None = None,
+                          timestamp_pattern: str | None = None, expire_strategy: str | None = None,
+                          max_expires: int | None = None, options: dict | str | None = None) -> list[str]:
+        """Drop the partitions older than `expiration_time` ('7 d' or a timedelta; default:
+        the table's `partition.expiration-time`) now, as Paimon's `expire_partitions`
+        procedure: by their values (`expire_strategy` 'values-time', read with
+        `timestamp_pattern` / `timestamp_formatter`) or their newest file ('update-time'), at
+        most `max_expires`. Returns the dropped partitions (`"dt=2026-01-01"`); each batch is
+        one OVERWRITE commit. Tables with `partition.expiration-time` also do this after
+        commits (tarn/ops/partition_expire.py)."""
+        return partition_expire.expire_partitions(self.core, expiration_time, timestamp_formatter,
+                                                  timestamp_pattern, expire_strategy, max_expires, options)
 
     def rollback_to(self, target: int | str) -> Snapshot:
         """Make the table hold exactly snapshot `target` (an id) or tag `target` (a name) again."""

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tarn"
 LAYERS = [
     {"errors", "types", "options", "file_fields", "fs", "s3", "paths", "progress", "arrays", "lazy"},
     {"codec", "bucket", "variant"},  # variant: the public face of codec/variant.py
-    {"meta", "partition", "stats", "features"},
+    {"meta", "partition", "partition_time", "stats", "features"},
     {"store", "lsm"},
     {"data"},
     {"scan", "write"},

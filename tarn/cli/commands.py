@@ -771,6 +771,37 @@ def compact(table: TableArg,
         output().print(f"compacted {t.name}: snapshot {snapshot.id}, {files_before:,} -> {files_after:,} data files")
 
 
+@command(name="expire-partitions")
+def expire_partitions(table: TableArg,
+                      expiration_time: Annotated[Optional[str], typer.Option(
+                          "--expiration-time", metavar="AGE",
+                          help="drop partitions older than this ('7 d'); default: the table's "
+                               "partition.expiration-time")] = None,
+                      timestamp_formatter: Annotated[Optional[str], typer.Option(
+                          "--timestamp-formatter", help="Java date pattern of the values ('yyyyMMdd')")] = None,
+                      timestamp_pattern: Annotated[Optional[str], typer.Option(
+                          "--timestamp-pattern", help="how values form a time ('$dt $hour:00:00')")] = None,
+                      expire_strategy: Annotated[Optional[str], typer.Option(
+                          "--expire-strategy", help="values-time (default) or update-time")] = None,
+                      max_expires: Annotated[Optional[int], typer.Option(
+                          "--max-expires", min=1, help="drop at most this many")] = None,
+                      warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+                      json_output: JsonOpt = False) -> None:
+    """Drop expired partitions now (Paimon's expire_partitions procedure)."""
+    t = open_table(table, warehouse, storage_option)
+    with working(f"expiring partitions of {t.name}"):
+        dropped = t.expire_partitions(expiration_time, timestamp_formatter, timestamp_pattern, expire_strategy,
+                                      max_expires)
+    if json_output:
+        return print_json({"table": t.name, "expired_partitions": dropped})
+    if not dropped:
+        output().print(f"no expired partitions in {t.name}")
+        return
+    output().print(f"dropped {len(dropped)} partition{'s' if len(dropped) != 1 else ''} of {t.name}:")
+    for spec in dropped:
+        output().print(f"  {spec}")
+
+
 @command()
 def expire(table: TableArg,
            retain_min: Annotated[Optional[int], typer.Option(

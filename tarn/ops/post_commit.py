@@ -1,6 +1,6 @@
 """Post-commit maintenance: `after_commit(table)` is what Paimon's committer runs after each
-commit unless the table is `write-only`: automatic tag creation, tag expiry, consumer expiry,
-then snapshot expiration. It is registered as a commit callback (tarn/commit/callbacks.py), so
+commit unless the table is `write-only`: automatic tag creation, tag expiry, partition expiry,
+consumer expiry, then snapshot expiration. It is registered as a commit callback (tarn/commit/callbacks.py), so
 the kernel runs it without importing it.
 """
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import tarn.iceberg  # noqa: F401 - registers Iceberg metadata first: it runs before expiry, as in Java
 from tarn.commit.callbacks import CommitCallback, register
+from tarn.ops import partition_expire
 from tarn.ops.expire import expire_snapshots
 from tarn.ops.tags import auto_create_tags, expire_tags
 
@@ -37,6 +38,8 @@ def after_commit(table: "TableCore") -> list[Exception]:
     steps = [("automatic tag creation", lambda: auto_create_tags(table))]
     if options.bool("tag.time-expire-enabled"):
         steps.append(("tag expiry", lambda: expire_tags(table, dt.datetime.now())))
+    if options.get("partition.expiration-time") is not None:
+        steps.append(("partition expiry", lambda: partition_expire.after_commit(table)))
     consumer_ttl = options.duration_ms("consumer.expiration-time")
     if consumer_ttl is not None:
         cutoff = int(time.time() * 1000) - consumer_ttl

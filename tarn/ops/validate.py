@@ -16,6 +16,7 @@ from tarn.lsm.aggregate import validate_aggregation
 from tarn.lsm.first_row import validate_first_row
 from tarn.lsm.partial_update import validate_partial_update
 from tarn.ops.expire import check_retention_options
+from tarn.ops.partition_expire import check_expiry_options
 from tarn.ops.tags import check_tag_options
 from tarn.meta.schema import TableSchema
 from tarn.scan.startup import check_start_options
@@ -76,6 +77,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: _check_type_formats(schema, options, identifier),
         lambda: check_iceberg(schema, identifier),
         lambda: check_start_options(options, identifier),
+        lambda: check_expiry_options(schema, options, identifier),
     ]
     problems = []
     for check in checks:

@@ -44,6 +44,7 @@ _LAZY = {
     "compact": "tarn.spark.maintenance", "create_tag": "tarn.spark.maintenance",
     "delete_on_executors": "tarn.spark.maintenance", "delete_tag": "tarn.spark.maintenance",
     "expire_snapshots": "tarn.spark.maintenance", "list_tags": "tarn.spark.maintenance",
+    "expire_partitions": "tarn.spark.maintenance",
     "remove_orphan_files": "tarn.spark.maintenance", "rollback_to": "tarn.spark.maintenance",
     "read": "tarn.spark.native_read", "pushdown_is_safe": "tarn.spark.session", "register": "tarn.spark.session",
     "session": "tarn.spark.session", "sql": "tarn.spark.statements", "analyze": "tarn.spark.statistics",
@@ -52,7 +53,7 @@ _LAZY = {
 }
 
 __all__ = ["FORMAT", "TarnDataSource", "pushdown_is_safe", "register", "session", "read", "write", "by_bucket",
-           "rescale", "compact", "expire_snapshots", "create_tag", "delete_tag", "list_tags", "rollback_to",
+           "rescale", "compact", "expire_snapshots", "expire_partitions", "create_tag", "delete_tag", "list_tags", "rollback_to",
            "remove_orphan_files", "delete_on_executors", "analyze", "statistics", "count", "delete", "update",
            "merge_into", "create_table_like", "attach", "sql"]
 

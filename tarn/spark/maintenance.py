@@ -370,6 +370,21 @@ def expire_snapshots(spark, table_path: str, retain_min: int | None = None, reta
     return expire.execute_expire(table, plan, delete=_deleter(spark, table, parallelism))
 
 
+def expire_partitions(spark, table_path: str, expiration_time=None, timestamp_formatter: str | None = None,
+                      timestamp_pattern: str | None = None, expire_strategy: str | None = None,
+                      max_expires: int | None = None, options: dict | str | None = None,
+                      storage_options: dict | None = None):
+    """Paimon's `expire_partitions` procedure (`Table.expire_partitions`) on the driver: the
+    drop is a metadata commit; the dropped files are freed by snapshot expiry later. Returns a
+    DataFrame with one column `expired_partitions`, as Paimon's procedure ("No expired
+    partitions." when none)."""
+    table = open_table(table_path, storage_options)
+    dropped = table.expire_partitions(expiration_time, timestamp_formatter, timestamp_pattern, expire_strategy,
+                                      max_expires, options)
+    rows = [(spec,) for spec in dropped] or [("No expired partitions.",)]
+    return spark.createDataFrame(rows, "expired_partitions string")
+
+
 def create_tag(spark, table_path: str, name: str, snapshot_id: int | None = None, time_retained=None,
                storage_options: dict | None = None):
     """`Table.create_tag` on the driver (a tag file only, nothing for executors to do):

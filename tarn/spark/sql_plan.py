@@ -32,6 +32,8 @@ PROCEDURES = {
     "create_branch": ("table", "branch", "tag", "ignoreIfExists"),
     "fast_forward": ("table", "branch"),
     "remove_orphan_files": ("table", "older_than", "dry_run", "parallelism", "mode"),
+    "expire_partitions": ("table", "expiration_time", "timestamp_formatter", "timestamp_pattern",
+                          "expire_strategy", "max_expires", "options"),
 }
 TAKEN = {
     "compact": {"table", "partitions", "compact_strategy"},
@@ -42,6 +44,8 @@ TAKEN = {
     "create_branch": {"table", "branch", "tag", "ignoreIfExists"},
     "fast_forward": {"table", "branch"},
     "remove_orphan_files": {"table", "older_than", "dry_run", "parallelism"},
+    "expire_partitions": {"table", "expiration_time", "timestamp_formatter", "timestamp_pattern",
+                          "expire_strategy", "max_expires", "options"},
 }
 
 

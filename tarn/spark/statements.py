@@ -5,7 +5,7 @@ Python data source (this module: `statements`, so that `tarn.spark.sql` is the f
 The statement is read by tarn/spark/sql_plan.py (sqlglot); here each record runs:
 CREATE TABLE -> the catalog's create_table; INSERT INTO/OVERWRITE -> tarn.spark.write (by
 position, as Spark inserts); UPDATE / DELETE FROM / MERGE INTO -> tarn.spark.update / delete /
-merge_into; CALL sys.<procedure> -> tarn.spark.compact, expire_snapshots, create_tag,
+merge_into; CALL sys.<procedure> -> tarn.spark.compact, expire_snapshots, expire_partitions, create_tag,
 delete_tag, rollback_to, remove_orphan_files, Table.create_branch / fast_forward; ALTER TABLE
 -> the catalog's alter_table. Reads of attached tables (a SELECT, an INSERT's query, a MERGE's
 source) go through views remade for the statement, so they see the latest commits.
@@ -225,6 +225,11 @@ def _run_call(spark, attached: Attached, call: Call):
         return maintenance.remove_orphan_files(spark, identifier, _millis(args.get("older_than"), identifier),
                                                dry_run=bool(args.get("dry_run", False)),
                                                parallelism=args.get("parallelism"), storage_options=options)
+    if procedure == "expire_partitions":
+        return maintenance.expire_partitions(spark, identifier, args.get("expiration_time"),
+                                             args.get("timestamp_formatter"), args.get("timestamp_pattern"),
+                                             args.get("expire_strategy"), args.get("max_expires"),
+                                             args.get("options"), storage_options=options)
     table = attached.table(identifier)
     if procedure == "create_branch":
         ignore = str(args.get("ignoreIfExists", "false")).lower() == "true"

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import features, partition, progress
+from tarn.partition_time import check_strict
 from tarn.bucket import MAX_DYNAMIC_BUCKETS, bucket_function, bucket_ids, check_bucket_function, row_hashes
 from tarn.data.layout import layout_of
 from tarn.data.reader import FileReader
@@ -386,6 +387,7 @@ class TableWriter:
         partition_bytes = partition.to_bytes(self.schema, partition_values)
         key = (partition_bytes, POSTPONE_BUCKET)
         if key not in self.states:
+            check_strict(self.name, self.options, list(self.schema.partition_keys), partition_values)
             path = partition.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
                                          partition_values, POSTPONE_BUCKET)
             self.states[key] = BucketState(partition_bytes, tuple(partition_values), POSTPONE_BUCKET, path, [], -1)
@@ -534,6 +536,7 @@ class TableWriter:
         state = self.states.get(key)
         if state is None:
             values = partition_values if partition_values is not None else partition.from_bytes(self.schema, partition_bytes)
+            check_strict(self.name, self.options, list(self.schema.partition_keys), values)
             self._check_bucket_count(partition_bytes, values)
             files = list(self._restored_files().get(key, []))
             next_sequence = max((f.max_sequence_number for f in files), default=-1) + 1
