@@ -91,3 +91,23 @@ def test_create_as_select_comments_and_insert_by_name(spark, tmp_path):
         [(1, None, "high"), (2, "pen", "low")]
     run("CREATE TABLE IF NOT EXISTS db.cheap USING paimon AS SELECT id, name, 'x' AS band FROM db.items")
     assert run("SELECT count(*) FROM db.cheap").first()[0] == 2  # left as it was
+
+
+def test_call_expire_partitions(spark, tmp_path):
+    """CALL sys.expire_partitions as Paimon's procedure: its arguments, one row per dropped
+    partition, "No expired partitions." when none."""
+    catalog = tarn.Catalog(str(tmp_path / "wh"))
+    tarn.spark.attach(spark, catalog)
+    run = lambda statement: tarn.spark.sql(spark, statement)  # noqa: E731
+    run("CREATE TABLE db.days (dt STRING, id BIGINT) USING paimon PARTITIONED BY (dt)")
+    run("INSERT INTO db.days VALUES ('20200101', 1), ('20200102', 2), ('29990101', 3)")
+    out = run("CALL sys.expire_partitions(table => 'db.days', expiration_time => '1 d', "
+              "timestamp_formatter => 'yyyyMMdd', max_expires => 1)")
+    assert [r.expired_partitions for r in out.collect()] == ["dt=20200101"]
+    out = run("CALL sys.expire_partitions(table => 'db.days', expiration_time => '1 d', "
+              "timestamp_formatter => 'yyyyMMdd')")
+    assert [r.expired_partitions for r in out.collect()] == ["dt=20200102"]
+    out = run("CALL sys.expire_partitions(table => 'db.days', expiration_time => '1 d', "
+              "timestamp_formatter => 'yyyyMMdd')")
+    assert [r.expired_partitions for r in out.collect()] == ["No expired partitions."]
+    assert [r.id for r in run("SELECT id FROM db.days").collect()] == [3]
