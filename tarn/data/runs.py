@@ -43,12 +43,13 @@ class LookupMerge:
 
 def merge_runs(reader: FileReader, bucket_path: str, runs: Sequence[SortedRun], fields: list[DataField],
                spec: MergeSpec, lookup: LookupMerge | None = None, drop_deletes: bool = True,
-               drop_keys: Sequence[pa.Table] = ()) -> Iterator[pa.Table]:
+               drop_keys: Sequence[pa.Table] = (), keep=None) -> Iterator[pa.Table]:
     """The runs' rows (columns `fields` plus system columns) merged into key-ordered tables.
 
     `drop_deletes`: rows whose merged kind is -U/-D are dropped; `drop_keys`: key tables (each
     sorted, unique) whose keys are dropped from the output (first-row compaction: keys already
-    held above the output level)."""
+    held above the output level); `keep`: rows -> mask of the rows read that take part in the
+    merge at all (record-level expiry, tarn/data/record_expire.py)."""
     with_level = lookup is not None
     streams = [reader.run_chunks(bucket_path, files, fields, with_level=True) for _, files in
                (lookup.above if lookup is not None else ())]
@@ -57,6 +58,8 @@ def merge_runs(reader: FileReader, bucket_path: str, runs: Sequence[SortedRun], 
     key_columns = list(spec.key_columns)
 
     def merge(rows: pa.Table) -> pa.Table:
+        if keep is not None:
+            rows = rows.filter(keep(rows))
         if lookup is None:
             merged = merge_table(rows, spec)
         else:

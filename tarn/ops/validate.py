@@ -10,6 +10,7 @@ from __future__ import annotations
 from tarn.bucket import check_bucket_function
 from tarn.codec.data_file import FORMATS, shredding_shapes
 from tarn.codec.file_index import check_index_types
+from tarn.data.record_expire import check_time_field
 from tarn.errors import InvalidOption, TarnError
 from tarn.iceberg import check_iceberg
 from tarn.lsm.aggregate import validate_aggregation
@@ -78,6 +79,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: check_iceberg(schema, identifier),
         lambda: check_start_options(options, identifier),
         lambda: check_expiry_options(schema, options, identifier),
+        lambda: _check_record_expire(schema, options, identifier),
     ]
     problems = []
     for check in checks:
@@ -86,6 +88,12 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         except TarnError as problem:
             problems.append(problem)
     return problems
+
+
+def _check_record_expire(schema: TableSchema, options: Options, identifier: str) -> None:
+    """`record-level.time-field` names an INT, BIGINT or TIMESTAMP column (Java's rule)."""
+    if options.get("record-level.expire-time") is not None or options.get("record-level.time-field") is not None:
+        check_time_field(schema, options, identifier)
 
 
 def _check_bucket(schema: TableSchema, options: Options, identifier: str) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from tarn.data.record_expire import RecordExpire
 from tarn.arrays import in_sorted
 from tarn.data.layout import FileLayout
 from tarn.data.lookup import KeyCodec, KeyLookup, sorted_unique
@@ -188,8 +189,12 @@ class BucketWriter:
         levels = Levels.from_files(state.files, levels_count, key_types)
         runs = levels.sorted_runs()
         vectors = state.vectors
+        record_expire = RecordExpire.of(self.schema, self.options, self.name)
         if full:
             with_vectors = [m.file_name for m in state.files if vectors is not None and vectors.of(m.file_name) is not None]
+            if record_expire is not None:
+                with_vectors += [m.file_name for m in state.files
+                                 if record_expire.expired_file(m, self.schemas(m.schema_id))]
             unit = full_compaction_unit(runs, levels_count, files_to_rewrite=with_vectors)
         else:
             unit, state.pick_state = pick(levels_count, runs, self.options, state.pick_state)
@@ -213,7 +218,7 @@ class BucketWriter:
                                         changelog=True) if producer else None,
             rewrite_files=frozenset(m.file_name for m in state.files if full and vectors is not None
                                     and vectors.of(m.file_name) is not None),
-            upgrade_lone_file=vectors is not None)
+            upgrade_lone_file=vectors is not None, record_expire=record_expire)
         try:
             result = compactor.run(unit, drop_deletes)
             if vectors is not None:

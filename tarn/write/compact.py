@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
+from tarn.data.record_expire import RecordExpire
 from tarn.data.reader import FileReader
 from tarn.data.runs import LookupMerge, merge_runs
 from tarn.data.writer import FileWriter
@@ -84,6 +85,9 @@ class BucketCompactor:
     # tarn does so for tables with deletion vectors (where every commit pushes its level-0 file
     # up), other tables keep rewriting it
     upgrade_lone_file: bool = False
+    # record-level.expire-time: rows it expires are dropped as they are read, and a file whose
+    # oldest row has expired is rewritten rather than moved up (tarn/data/record_expire.py)
+    record_expire: RecordExpire | None = None
 
     @property
     def first_row(self) -> bool:
@@ -142,6 +146,9 @@ class BucketCompactor:
         if meta.file_name in self.rewrite_files:
             self._rewrite([[SortedRun((meta,))]], level, True, result, force=True)
             return
+        if self.record_expire is not None and self.record_expire.expired_file(meta, self.reader.schemas(meta.schema_id)):
+            self._rewrite([[SortedRun((meta,))]], level, drop_deletes, result, force=True)
+            return
         if meta.level == level:
             return
         if drop_deletes and (meta.delete_row_count is None or meta.delete_row_count > 0):
@@ -174,7 +181,8 @@ class BucketCompactor:
                 return
         higher = self._higher_keys(level) if self.first_row else []
         chunks = merge_runs(self.reader, self.bucket_path, runs, self.fields, self.spec,
-                            self._lookup_merge(runs, level), drop_deletes=drop_deletes, drop_keys=higher)
+                            self._lookup_merge(runs, level), drop_deletes=drop_deletes, drop_keys=higher,
+                            keep=self.record_expire.keep if self.record_expire is not None else None)
         result.before.extend(f for run in runs for f in run.files)
         result.after.extend(self.writer.write_stream(chunks, level, COMPACT_SOURCE))
 
