@@ -221,7 +221,7 @@ OPTIONS: tuple[Opt, ...] = (
         effect=ACTED, since="0.8",
     ),
     Opt("ignore-update-before", BOOL, "false",
-        effect=WRITES, since="1.3", note="Java's writers drop -U rows; tarn writes them"),
+        effect=ACTED, since="1.3", note="writes drop -U rows (as ignore-delete also does)"),
     Opt("sort-engine", ENUM, "loser-tree", choices=("min-heap", "loser-tree"), effect=CARRIED, since="0.5"),
     Opt("sort-spill-threshold", INT, effect=CARRIED, since="0.5"),
     Opt("sort-spill-buffer-size", MEMORY, "64 mb", effect=CARRIED, since="0.5"),

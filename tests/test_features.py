@@ -346,3 +346,21 @@ def test_a_table_switched_to_another_format_reads_its_files_by_their_own(catalog
     with pytest.raises(tarn.UnsupportedFeature, match="file.format"):
         table.compact(full=True)
     assert sorted(r["id"] for r in table.scan().to_arrow().to_pylist()) == [1, 2]
+
+
+def test_ignore_update_before_drops_update_before_rows(tmp_path):
+    """Java's RowKindFilter: with `ignore-update-before` (or `ignore-delete`) -U rows never
+    reach the table; +U rows still update, -D still deletes (without ignore-delete)."""
+    catalog = tarn.Catalog(str(tmp_path))
+    t = catalog.create_table("db.u", SCHEMA, primary_key="id",
+                             options={"bucket": "1", "ignore-update-before": "true",
+                                      "changelog-producer": "input"})
+    t.write(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=SCHEMA))
+    t.write(pa.table({"id": [1, 1, 2], "v": ["a", "a2", "b"]}, schema=SCHEMA), row_kind=["-U", "+U", "-D"])
+    assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "v": "a2"}, {"id": 3, "v": "c"}]
+    kinds = t.changes(2).column("_ROW_KIND").to_pylist()
+    assert kinds == ["+U", "-D"]  # the -U row is gone from the input changelog too
+    append = catalog.create_table("db.a", SCHEMA, options={"ignore-update-before": "true"})
+    append.write(pa.table({"id": [1, 2], "v": ["x", "y"]}, schema=SCHEMA), row_kind=["+I", "-U"])
+    assert append.scan().to_arrow().column("id").to_pylist() == [1]

@@ -22,6 +22,7 @@ from tarn.data.layout import layout_of
 from tarn.data.reader import FileReader
 from tarn.errors import FileMissing, SchemaMismatch, SnapshotNotFound, TarnError
 from tarn.fs import FileIO
+from tarn.lsm.kv import UPDATE_BEFORE
 from tarn.lsm.merge import INSERT, ROW_KIND_NAMES, SEQUENCE, VALUE_KIND, check_retracts, merge_spec_of
 from tarn.lsm.policy import (PickState, estimate_last_full_compaction, full_compaction_delta_commits,
                              full_compaction_due, num_levels)
@@ -215,6 +216,10 @@ class TableWriter:
         rowkind_field = self.options.get("rowkind.field")
         conformed = conform(table, list(self.schema.fields), self.name, self.schema.primary_keys)
         kinds = self._row_kinds(conformed, row_kind, rowkind_field)
+        if self.drops_update_before:  # Java's RowKindFilter: -U rows never reach the table
+            keep = pc.not_equal(kinds, UPDATE_BEFORE)
+            if not pc.all(keep).as_py():
+                conformed, kinds = conformed.filter(keep), kinds.filter(keep)
         self.kind_counts += np.bincount(np.asarray(kinds), minlength=4)[:4]
         if self.layout.is_key_value:
             conformed = conformed.append_column(VALUE_KIND, kinds)
@@ -290,6 +295,11 @@ class TableWriter:
         if len(array) and (array.min() < 0 or array.max() >= MAX_DYNAMIC_BUCKETS):
             raise SchemaMismatch(f"table {self.name}: bucket ids must lie in 0..{MAX_DYNAMIC_BUCKETS - 1}")
         return pa.array(array.astype(np.int32))
+
+    @property
+    def drops_update_before(self) -> bool:
+        """`ignore-update-before` (or `ignore-delete`, which Java's RowKindFilter also reads)."""
+        return bool(self.options.bool("ignore-update-before") or self.options.bool("ignore-delete"))
 
     def _row_kinds(self, table: pa.Table, row_kind, rowkind_field) -> pa.Array:
         n = table.num_rows
