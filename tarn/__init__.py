@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tarn.lazy import lazy_getattr
+from tarn.version import __version__  # the one source: tarn/version.py (pyproject.toml reads it)
 
 from tarn.errors import (
     CommitConflict, CorruptFile, FileMissing, InvalidArgument, InvalidFilter, InvalidOption, MissingDependency,
@@ -45,7 +46,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` 
     from tarn.scan.predicate import col
     from tarn.table import Scan, Table
 
-__version__ = "0.1.0"  # the one source of the version: pyproject.toml reads it from here
 
 # name -> module that defines it, imported by `__getattr__` the first time the name is used
 _LAZY = {

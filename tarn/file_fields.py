@@ -96,8 +96,8 @@ FILE_FIELDS: tuple[FileField, ...] = (
     FileField("snapshot", "nextRowId", ACTED, "1.3",
               "row-tracking tables: advanced by the row ids a commit assigns; others: carried on"),
     FileField("snapshot", "operation", CARRIED, "2.0", "SQL operation of the commit (TRUNCATE, ...); tarn writes none"),
-    FileField("snapshot", "writerVersion", CARRIED, "2.1",
-              "the Paimon version that wrote the snapshot (pypaimon 2.1 writes it); not inherited: tarn writes none"),
+    FileField("snapshot", "writerVersion", ACTED, "2.1",
+              "who wrote the snapshot (pypaimon writes python-<version>); tarn writes python-tarn-<version>"),
     FileField("tag", "tagCreateTime", ACTED, "0.8"),
     FileField("tag", "tagTimeRetained", ACTED, "0.8"),
     # --- manifest entry (ManifestEntry)

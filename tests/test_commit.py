@@ -216,3 +216,23 @@ def test_expected_base_lands_only_directly_on_that_snapshot(catalog, monkeypatch
     with pytest.raises(tarn.CommitConflict, match="placed against snapshot 2, but the latest snapshot is 3"):
         committer.commit(late.prepare_commit(), "user-late", requirements=(LandsOn(2),))
     assert set(rows_by_key(t.scan().to_arrow(), ["dt", "id"])) == {("d1", 1), ("d3", 3), ("d5", 5)}
+
+
+def test_snapshots_carry_tarns_writer_version(tmp_path):
+    """`writerVersion` (Paimon 2.1) in the form pypaimon writes its own: python-tarn-<version>,
+    right after commitUser as Java lays the file out; the $snapshots table shows it."""
+    import json
+
+    import pyarrow as pa
+
+    import tarn
+
+    t = tarn.Catalog(str(tmp_path)).create_table("db.w", pa.schema([("a", pa.int64())]))
+    t.write(pa.table({"a": [1]}))
+    with open(f"{t.root}/snapshot/snapshot-1") as f:
+        text = f.read()
+    obj = json.loads(text)
+    assert obj["writerVersion"] == f"python-tarn-{tarn.__version__}"
+    keys = list(obj)
+    assert keys.index("writerVersion") == keys.index("commitUser") + 1
+    assert t.latest_snapshot().writer_version == obj["writerVersion"]

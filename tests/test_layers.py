@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tarn"
 
 # Lowest first. A name is a top-level module or package of tarn ("__init__" is the package).
 LAYERS = [
-    {"errors", "types", "options", "file_fields", "fs", "s3", "paths", "progress", "arrays", "lazy"},
+    {"errors", "types", "options", "file_fields", "fs", "s3", "paths", "progress", "arrays", "lazy", "version"},
     {"codec", "bucket", "variant"},  # variant: the public face of codec/variant.py
     {"meta", "partition", "partition_time", "stats", "features"},
     {"store", "lsm"},

@@ -32,7 +32,7 @@ def test_distribution_is_tarn_lake_and_version_is_one_source():
     assert PYPROJECT["project"]["name"] == DISTRIBUTION
     assert re.fullmatch(r"\d+\.\d+\.\d+([.-]?\w+)?", tarn.__version__)
     assert importlib.metadata.version(DISTRIBUTION) == tarn.__version__
-    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "tarn.__version__"}
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "tarn.version.__version__"}
 
 
 def test_distribution_provides_the_tarn_package_and_command():

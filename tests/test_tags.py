@@ -74,10 +74,11 @@ def test_tag_with_retention_json(catalog):
 def test_tag_json_round_trip_keeps_unknown_keys():
     snap = Snapshot(id=3, schema_id=0, base_manifest_list="b", delta_manifest_list="d", commit_user="u",
                     commit_identifier=1, commit_kind="APPEND", time_millis=5,
-                    extra={"writerVersion": "java-1.3"})
+                    writer_version="java-2.1", extra={"someFutureField": [1, 2]})
     created = dt.datetime(2024, 1, 2, 3, 4, 5, 6000)
     tag = parse_tag("n", tag_json(snap, created, dt.timedelta(hours=2)), "x")
-    assert tag.snapshot == snap and tag.snapshot.extra == {"writerVersion": "java-1.3"}
+    assert tag.snapshot == snap and tag.snapshot.extra == {"someFutureField": [1, 2]}
+    assert tag.snapshot.writer_version == "java-2.1"
     assert tag.create_time == created and tag.time_retained == dt.timedelta(hours=2)
     assert '"tagCreateTime" : [ 2024, 1, 2, 3, 4, 5, 6000000 ]' in tag_json(snap, created, dt.timedelta(hours=2))
 

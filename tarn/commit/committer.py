@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from tarn import partition as partitions
+from tarn.version import WRITER_VERSION
 from tarn.fs import join
 from tarn.paths import POSTPONE_BUCKET
 from tarn.errors import CommitConflict, FileMissing, SnapshotNotFound
@@ -463,7 +464,7 @@ class Committer:
             time_millis=int(time.time() * 1000), total_record_count=previous_total + delta_count,
             delta_record_count=delta_count, changelog_record_count=changelog_count, watermark=watermark,
             statistics=self._statistics_file(latest, request),
-            properties=request.properties or None, next_row_id=next_row_id,
+            properties=request.properties or None, next_row_id=next_row_id, writer_version=WRITER_VERSION,
         )
 
     def _statistics_file(self, latest: Snapshot | None, request: "CommitRequest") -> str | None:

@@ -28,6 +28,7 @@ _WIRE = (
     ("changelog_manifest_list_size", "changelogManifestListSize", True),
     ("index_manifest", "indexManifest", True),
     ("commit_user", "commitUser", False),
+    ("writer_version", "writerVersion", True),
     ("commit_identifier", "commitIdentifier", False),
     ("commit_kind", "commitKind", False),
     ("time_millis", "timeMillis", False),
@@ -72,6 +73,7 @@ class Snapshot:
     properties: dict[str, str] | None = None
     next_row_id: int | None = None
     operation: str | None = None
+    writer_version: str | None = None  # who wrote it (Paimon 2.1): tarn writes python-tarn-<version>
     # Extra keys a tag file carries (tagCreateTime, tagTimeRetained) or that newer writers add.
     extra: dict = field(default_factory=dict, compare=False)
 

@@ -251,7 +251,7 @@ def snapshots_table(table: "TableContext") -> pa.Table:
                      _local_time(s.time_millis), s.base_manifest_list, s.delta_manifest_list,
                      s.changelog_manifest_list, s.total_record_count, s.delta_record_count,
                      s.changelog_record_count, s.watermark, s.next_row_id, s.operation,
-                     s.extra.get("writerVersion")))
+                     s.writer_version))
     return _rows(SNAPSHOTS_SCHEMA, rows)
 
 
