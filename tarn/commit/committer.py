@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from tarn import partition as partitions
+from tarn.meta import sequence_init
 from tarn.version import WRITER_VERSION
 from tarn.fs import join
 from tarn.paths import POSTPONE_BUCKET
@@ -451,6 +452,11 @@ class Committer:
             changelog_count = sum(e.file.row_count for e in changelog)
         delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in delta)
         previous_total = (latest.total_record_count or 0) if latest else 0
+        properties = request.properties or None
+        if sequence_init.snapshot_mode(self.options):
+            properties = sequence_init.merged_properties(
+                properties, self._latest_max_sequence(latest, previous),
+                max((e.file.max_sequence_number for e in delta if e.kind == ADD), default=None))
         watermark = request.watermark
         if latest is not None and latest.watermark is not None:
             watermark = latest.watermark if watermark is None else max(watermark, latest.watermark)
@@ -464,8 +470,19 @@ class Committer:
             time_millis=int(time.time() * 1000), total_record_count=previous_total + delta_count,
             delta_record_count=delta_count, changelog_record_count=changelog_count, watermark=watermark,
             statistics=self._statistics_file(latest, request),
-            properties=request.properties or None, next_row_id=next_row_id, writer_version=WRITER_VERSION,
+            properties=properties, next_row_id=next_row_id, writer_version=WRITER_VERSION,
         )
+
+    def _latest_max_sequence(self, latest: Snapshot | None, previous: list) -> int | None:
+        """`write.sequence-number-init-mode` = snapshot: the maximum the latest snapshot
+        records, else the largest of its data manifests' ADD entries."""
+        if latest is None:
+            return None
+        recorded = sequence_init.recorded_max(latest.properties)
+        if recorded is not None:
+            return recorded
+        return max((e.file.max_sequence_number for meta in previous
+                    for e in self.manifests.read_manifest(meta.file_name) if e.kind == ADD), default=None)
 
     def _statistics_file(self, latest: Snapshot | None, request: "CommitRequest") -> str | None:
         """The new snapshot's `statistics`: an ANALYZE commit's own file; otherwise the latest

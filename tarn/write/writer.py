@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tarn import features, partition, progress
+from tarn.meta import sequence_init
 from tarn.partition_time import check_strict
 from tarn.bucket import MAX_DYNAMIC_BUCKETS, bucket_function, bucket_ids, check_bucket_function, row_hashes
 from tarn.data.layout import layout_of
@@ -57,6 +58,7 @@ class Restored:
     vectors: dict = field(default_factory=dict)  # (partition bytes, bucket) -> DV IndexManifestEntry
     hash_index: dict = field(default_factory=dict)  # (partition bytes, bucket) -> HASH IndexManifestEntry
     snapshot_id: int = 0  # the snapshot the files are from (0: none)
+    recorded_max_sequence: int | None = None  # its `sequence.generation.max-sequence-number`
     _by_partition: dict | None = field(default=None, repr=False)
 
     def hash_entries(self, partition_bytes: bytes) -> list[IndexManifestEntry]:
@@ -90,6 +92,7 @@ def restore_from(context, schema: TableSchema, attempts: int = 5, index_snapshot
                                           schema.shape.tracks_rows)
                 restored = _restored_of(entries)
                 restored.snapshot_id = snapshot.id if snapshot is not None else 0
+                restored.recorded_max_sequence = sequence_init.recorded_max(snapshot.properties if snapshot else None)
                 manifests = context.manifests(schema)
                 if snapshot is not None and snapshot.index_manifest:
                     for entry in manifests.read_index_manifest(snapshot.index_manifest):
@@ -550,6 +553,9 @@ class TableWriter:
             self._check_bucket_count(partition_bytes, values)
             files = list(self._restored_files().get(key, []))
             next_sequence = max((f.max_sequence_number for f in files), default=-1) + 1
+            if sequence_init.snapshot_mode(self.options):  # above every sequence number the table used
+                floor = self._restored_state().recorded_max_sequence
+                next_sequence = max(next_sequence, -1 if floor is None else floor + 1)
             path = partition.bucket_path(self.root, self.schema, self.options.get("partition.default-name"),
                                          values, bucket)
             state = BucketState(partition_bytes, tuple(values), bucket, path, files, next_sequence)
