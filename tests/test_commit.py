@@ -236,3 +236,36 @@ def test_snapshots_carry_tarns_writer_version(tmp_path):
     keys = list(obj)
     assert keys.index("writerVersion") == keys.index("commitUser") + 1
     assert t.latest_snapshot().writer_version == obj["writerVersion"]
+
+
+def test_strict_mode_last_safe_snapshot(tmp_path):
+    """`commit.strict-mode.last-safe-snapshot` (Java's StrictModeChecker): after that snapshot,
+    another user's COMPACT or OVERWRITE of a partition this commit changes, or another user's
+    APPEND to a partition this commit overwrites, fails the commit; nothing lands."""
+    import pyarrow as pa
+
+    import tarn
+    from tarn.commit.committer import Overwrite
+    from tarn.errors import CommitConflict
+
+    schema = pa.schema([("p", pa.string()), ("a", pa.int64())])
+    t = tarn.Catalog(str(tmp_path)).create_table("db.s", schema, partition_keys="p")
+
+    def commit(user, rows, overwrite=None):
+        writer = t.core.new_writer(ignore_previous_files=overwrite is not None)
+        writer.write(pa.table({"p": [r[0] for r in rows], "a": [r[1] for r in rows]}, schema=schema))
+        return t.commit(writer.prepare_commit(), commit_user=user, overwrite=overwrite)
+
+    commit("me", [("x", 1), ("y", 1)])  # snapshot 1
+    t.alter(tarn.SetOption("commit.strict-mode.last-safe-snapshot", "1"))
+    commit("other", [("x", 2)], overwrite=Overwrite({"p": "x"}))  # snapshot 2: OVERWRITE of x
+    with pytest.raises(CommitConflict, match="OVERWRITE snapshot \\(id: 2\\) by another user other"):
+        commit("me", [("x", 3)])
+    assert t.latest_snapshot().id == 2
+    assert commit("me", [("y", 3)]).id == 3  # another partition: fine
+    assert commit("other", [("x", 4)]).id == 4  # its own OVERWRITE does not count against it
+    commit("third", [("y", 5)])  # snapshot 5: another user's APPEND to y
+    with pytest.raises(CommitConflict, match="APPEND snapshot \\(id: 5\\)"):
+        commit("me", [("y", 6)], overwrite=Overwrite({"p": "y"}))
+    t.alter(tarn.SetOption("commit.strict-mode.last-safe-snapshot", "5"))
+    assert commit("me", [("y", 6)], overwrite=Overwrite({"p": "y"})).commit_kind == "OVERWRITE"

@@ -30,7 +30,7 @@ from tarn.fs import join
 from tarn.paths import POSTPONE_BUCKET
 from tarn.errors import CommitConflict, FileMissing, SnapshotNotFound
 from tarn.store.commit_point import Publication
-from tarn.commit.requirements import Attempt
+from tarn.commit.requirements import Attempt, StrictMode
 from tarn.commit.result import Landed
 from tarn.meta import snapshot as snap
 from tarn.meta.manifest import ADD, DELETE, DELETION_VECTORS_INDEX, HASH_INDEX, ManifestEntry, ManifestFileMeta
@@ -123,6 +123,9 @@ class Committer:
         appends = [m for m in appends if not m.is_empty]
         compactions = [m.compact_part() for m in messages]
         compactions = [m for m in compactions if not m.is_empty]
+        safe = self.options.int("commit.strict-mode.last-safe-snapshot")
+        if safe is not None:  # Java's StrictModeChecker, on every part of the commit
+            requirements = (*requirements, StrictMode(safe))
         request = CommitRequest(commit_user, commit_identifier, overwrite, watermark, properties,
                                 requirements=tuple(requirements))
         result = None
@@ -198,7 +201,10 @@ class Committer:
             kind = snap.ANALYZE
         next_row_id = (latest.next_row_id or 0) if latest else 0
         attempt = Attempt(self.table_name, latest, delta, kind, request.commit_user, request.overwrite is not None,
-                          self.snapshots, self.manifests, self.schema.field_names)
+                          self.snapshots, self.manifests, self.schema.field_names,
+                          frozenset(e.partition for m in messages for e in (*m.new_index_files,
+                                                                             *m.deleted_index_files)),
+                          self.schema.shape.tracks_rows)
         for requirement in request.requirements:
             requirement.check(attempt)
         if self.schema.shape.tracks_rows:

@@ -9,7 +9,10 @@ not hold raises CommitConflict and nothing is committed.
   `base` (an overwrite that would drop their rows: a rescale; Paimon's
   `commit.strict-mode.last-safe-snapshot`);
 - `RowIdsReadAt(snapshot_id)`: files arriving with their row ids were planned on that snapshot
-  and no commit since touched the same rows and columns (tarn/commit/row_id_conflicts.py).
+  and no commit since touched the same rows and columns (tarn/commit/row_id_conflicts.py);
+- `StrictMode(last_safe)`: Paimon's `commit.strict-mode.last-safe-snapshot` — no other commit
+  user's COMPACT or OVERWRITE since that snapshot changed a partition this commit changes, and
+  for an OVERWRITE, no other user's APPEND to a real bucket of one (Java's StrictModeChecker).
 
 `for_compaction` says whether a requirement also binds the COMPACT part of a commit.
 """
@@ -42,6 +45,8 @@ class Attempt:
     snapshots: SnapshotStore
     manifests: ManifestStore
     field_names: list[str]
+    index_partitions: frozenset = frozenset()  # partitions whose index files the commit changes
+    data_evolution: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,3 +138,67 @@ class RowIdsReadAt:
         if latest.id > self.snapshot_id:
             row_id_conflicts.check_overlaps(attempt.table_name, entries, attempt.snapshots, attempt.manifests,
                                             self.snapshot_id, latest.id, attempt.field_names)
+
+
+@dataclass(frozen=True)
+class StrictMode:
+    """`commit.strict-mode.last-safe-snapshot`: the snapshots after `last_safe` made by other
+    commit users must not have changed what this commit changes (Java's StrictModeChecker)."""
+
+    last_safe: int
+    for_compaction = True
+
+    def check(self, attempt: Attempt) -> None:
+        latest = attempt.latest
+        new_id = latest.id + 1 if latest is not None else 1
+        changed = {e.partition for e in attempt.delta} | set(attempt.index_partitions)
+        if not changed:
+            return
+        for snapshot_id in range(self.last_safe + 1, new_id):
+            try:
+                snapshot = latest if latest is not None and snapshot_id == latest.id \
+                    else attempt.snapshots.get(snapshot_id)
+            except (SnapshotNotFound, FileMissing):
+                raise CommitConflict(f"table {attempt.table_name}: snapshot {snapshot_id}, after "
+                                     f"'commit.strict-mode.last-safe-snapshot' = {self.last_safe}, no longer exists "
+                                     f"and cannot be checked; nothing was committed") from None
+            if snapshot.commit_user == attempt.commit_user:
+                continue
+            if snapshot.commit_kind in (snap.COMPACT, snap.OVERWRITE):
+                overlap = self._delta_overlaps(attempt, snapshot, changed, real_buckets_only=False)
+                if not overlap and (snapshot.commit_kind == snap.OVERWRITE or not attempt.data_evolution):
+                    overlap = self._index_overlaps(attempt, snapshot, changed)
+                if overlap:
+                    raise self._refused(attempt, new_id, snapshot, "which modified the same partition")
+            if snapshot.commit_kind == snap.APPEND and attempt.kind == snap.OVERWRITE \
+                    and self._delta_overlaps(attempt, snapshot, changed, real_buckets_only=True):
+                raise self._refused(attempt, new_id, snapshot,
+                                    "which committed files to fixed bucket on the same partition")
+
+    @staticmethod
+    def _delta_overlaps(attempt: Attempt, snapshot: Snapshot, changed: set, real_buckets_only: bool) -> bool:
+        manifests = attempt.manifests
+        for meta in manifests.read_manifest_list(snapshot.delta_manifest_list):
+            for entry in manifests.read_manifest(meta.file_name):
+                if real_buckets_only and entry.bucket < 0:
+                    continue
+                if entry.partition in changed:
+                    return True
+        return False
+
+    @staticmethod
+    def _index_overlaps(attempt: Attempt, snapshot: Snapshot, changed: set) -> bool:
+        if snapshot.index_manifest is None:
+            return False
+        previous_id = snapshot.id - 1
+        if attempt.snapshots.exists(previous_id) and \
+                attempt.snapshots.get(previous_id).index_manifest == snapshot.index_manifest:
+            return False  # no index file added or removed by that commit
+        return any(e.partition in changed for e in attempt.manifests.read_index_manifest(snapshot.index_manifest))
+
+    def _refused(self, attempt: Attempt, new_id: int, snapshot: Snapshot, what: str) -> CommitConflict:
+        return CommitConflict(
+            f"table {attempt.table_name}: when trying to commit snapshot {new_id}, commit user "
+            f"{attempt.commit_user} found a {snapshot.commit_kind} snapshot (id: {snapshot.id}) by another user "
+            f"{snapshot.commit_user} {what}; giving up as 'commit.strict-mode.last-safe-snapshot' is "
+            f"{self.last_safe}. Nothing was committed")
