@@ -32,8 +32,15 @@ def partition_path(schema: TableSchema, default_name: str | None, values) -> str
     return paths.partition_dir(list(schema.partition_keys), texts)
 
 
+def data_root(root: str, schema: TableSchema) -> str:
+    """Where the table's partition and bucket directories live: the table directory, or its
+    `data-file.path-directory` sub-directory (Paimon 1.0; an immutable option)."""
+    directory = (schema.options.get("data-file.path-directory") or "").strip("/")
+    return paths.join(root, directory) if directory else root
+
+
 def bucket_path(root: str, schema: TableSchema, default_name: str | None, values, bucket: int) -> str:
-    return paths.join(root, partition_path(schema, default_name, values), paths.bucket_dir(bucket))
+    return paths.join(data_root(root, schema), partition_path(schema, default_name, values), paths.bucket_dir(bucket))
 
 
 def bucket_dir(root: str, schema: TableSchema, partition: bytes, bucket: int) -> str:

@@ -394,3 +394,26 @@ def test_sequence_number_init_mode(tmp_path, mode):
     else:
         assert newest.min_sequence_number == quiet_max + 1
         assert "sequence.generation.max-sequence-number" not in props
+
+
+def test_data_file_path_directory(tmp_path):
+    """`data-file.path-directory`: partition and bucket directories under that sub-directory;
+    reads, compaction, expiry and orphan removal all find the files there."""
+    import time
+
+    t = tarn.Catalog(str(tmp_path)).create_table(
+        "db.d", pa.schema([("p", pa.string()), ("id", pa.int64()), ("v", pa.string())]), primary_key=["p", "id"],
+        partition_keys="p", options={"bucket": "1", "data-file.path-directory": "data/files"})
+    for i in range(3):
+        t.write(pa.table({"p": ["a", "b"], "id": [1, 2], "v": [f"x{i}", "y"]}))
+    t.compact(full=True)
+    assert sorted(os.listdir(os.path.join(t.root, "data", "files"))) == ["p=a", "p=b"]
+    assert not [n for n in os.listdir(t.root) if n.startswith("p=")]
+    stray = os.path.join(t.root, "data", "files", "p=a", "bucket-0", "data-stray.parquet")
+    open(stray, "wb").close()
+    assert t.remove_orphan_files(older_than=int(time.time() * 1000) + 60_000) == [stray]
+    t.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=int(time.time() * 1000) + 60_000)
+    assert sorted(r["v"] for r in t.scan().to_arrow().to_pylist()) == ["x2", "y"]
+    live = {e.file.file_name for e in t.live_entries(t.latest_snapshot())}
+    on_disk = {n for d, _, names in os.walk(os.path.join(t.root, "data")) for n in names}
+    assert on_disk == live

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from tarn import paths
+from tarn import partition, paths
 from tarn.errors import FileMissing, InvalidArgument
 from tarn.fs import basename, is_temp_file, join
 from tarn.ops.references import (TableFiles, branch_snapshots, delete_empty_dirs, delete_paths,
@@ -62,7 +62,7 @@ def candidate_files(table: "TableContext", partition_depth: int, branches: list[
     found = []
     for directory in (paths.MANIFEST_DIR, paths.INDEX_DIR, "statistics"):
         found += io.list_files(join(root, directory), recursive=False)
-    for directory in _bucket_dirs(table, root, partition_depth):
+    for directory in _bucket_dirs(table, partition.data_root(root, table.schema()), partition_depth):
         found += io.list_files(directory, recursive=False)
     for branch in branches if branches is not None else all_branches(io, root, table.name):
         found += _metadata_leftovers(table, branch.root)
