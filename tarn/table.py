@@ -20,8 +20,9 @@ from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.meta.statistics import Statistics
-from tarn.ops import (alter, analyze, branches, compact, delete, expire, merge, orphans, partition_expire, rescale,
-                      rollback, row_updates, system_tables, tags, time_travel, update, write)
+from tarn.ops import (alter, analyze, branches, changelog_expire, compact, delete, expire, merge, orphans,
+                      partition_expire, rescale, rollback, row_updates, system_tables, tags, time_travel, update,
+                      write)
 from tarn.scan import counts, startup
 from tarn.scan.arguments import location_argument, millis_argument
 from tarn.scan.scan import Scan
@@ -350,7 +351,9 @@ class Table:
         Options: `snapshot.num-retained.min` (10), `snapshot.num-retained.max`,
         `snapshot.time-retained` (1 h), `snapshot.expire.limit` (50); tagged snapshots' files
         and snapshots a consumer has not read stay. Runs after every commit unless `write-only`."""
-        return expire.expire_snapshots(self.core, retain_min, retain_max, older_than_ms, max_deletes)
+        expired = expire.expire_snapshots(self.core, retain_min, retain_max, older_than_ms, max_deletes)
+        changelog_expire.expire_changelogs(self.core)  # long-lived changelogs, when the table keeps them
+        return expired
 
     def expire_partitions(self, expiration_time=None, timestamp_formatter: str | None = None,
                           timestamp_pattern: str | None = None, expire_strategy: str | None = None,

@@ -38,6 +38,7 @@ from tarn import paths
 from tarn.errors import FileMissing, InvalidOption, SnapshotNotFound
 from tarn.ops.references import (FileKey, TableFiles, branch_references, branched_since,
                                          delete_empty_dirs, delete_paths)
+from tarn.meta.manifest import APPEND_SOURCE
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options, as_options
 from tarn.store.commit_point import check_writes_metadata
@@ -96,6 +97,8 @@ class ExpirePlan:
     earliest_hint: int | None = None
     clean_empty_dirs: bool = False
     branches: tuple[str, ...] = ()  # the branches whose files the plan keeps
+    # decoupled changelog lifecycle: the expiring snapshots kept as changelog/changelog-<id>
+    kept_as_changelog: tuple[Snapshot, ...] = ()
 
 
 Deleter = Callable[[list[str]], object]
@@ -175,18 +178,25 @@ def plan_expire_until(table: "TableContext", earliest: int, end: int, files: Tab
     files = files or TableFiles(table)
     tags = table.tag_store.tagged_snapshots()
     expired = snapshots[:-1]
+    decoupled = changelog_decoupled(files.options)
+    produces = (files.options.changelog_producer or "none") != "none"
 
-    data = _unused_data_files(files, snapshots, tags)
-    for snapshot in expired:
-        for entry in files.changelog_files(snapshot):
-            data.extend(files.data_paths(entry))
+    # decoupled, no producer: the rows APPEND commits added stay for the changelogs kept
+    data = _unused_data_files(files, snapshots, tags, keep_appended=decoupled and not produces)
+    if not decoupled:
+        for snapshot in expired:
+            for entry in files.changelog_files(snapshot):
+                data.extend(files.data_paths(entry))
 
     keep = set()
-    for snapshot in [*_tags_overlapping(tags, snapshots[0].id, end), snapshots[-1]]:
+    for snapshot in [*tags_overlapping(tags, snapshots[0].id, end), snapshots[-1]]:
         keep.update(files.metadata_names(snapshot))
     index, metadata = [], []
     for snapshot in expired:
-        names = [n for n in files.metadata_names(snapshot, changelog=True, missing_ok=True) if n not in keep]
+        names = [n for n in files.metadata_names(snapshot, changelog=not decoupled, missing_ok=True)
+                 if n not in keep]
+        if decoupled and not produces:  # the changelog kept reads its delta: its manifests stay
+            names = [n for n in names if n not in files.data_manifest_names(snapshot)]
         keep.update(names)
         index_names = {e.file_name for e in files.index_manifest(snapshot.index_manifest, True)}
         index.extend(files.metadata_paths(snapshot, {n for n in names if n in index_names}))
@@ -195,7 +205,8 @@ def plan_expire_until(table: "TableContext", earliest: int, end: int, files: Tab
     return ExpirePlan(tuple(s.id for s in expired), frozenset(t.id for t in tags),
                       _unique(branches.keep_out(data)), _unique(branches.keep_out(index)),
                       _unique(branches.keep_out(metadata)), end,
-                      files.options.bool("snapshot.clean-empty-directories"), branches.branches)
+                      files.options.bool("snapshot.clean-empty-directories"), branches.branches,
+                      tuple(expired) if decoupled else ())
 
 
 def execute_expire(table: "TableContext", plan: ExpirePlan, delete: Deleter | None = None) -> int:
@@ -206,7 +217,10 @@ def execute_expire(table: "TableContext", plan: ExpirePlan, delete: Deleter | No
     store = table.snapshot_store
     if plan.earliest_hint is not None:  # first: a committer checks it to detect a reused id
         store.write_hint(paths.EARLIEST, plan.earliest_hint)
+    kept = {s.id: s for s in plan.kept_as_changelog}
     for snapshot_id in sorted(plan.snapshot_ids):  # ascending: the base of a newer commit goes first
+        if snapshot_id in kept:  # its changelog lives on: changelog-<id> before the snapshot goes
+            table.changelog_store.write(kept[snapshot_id])
         store.delete(snapshot_id)
     if _tagged_since_planned(table, plan) or _branched_since_planned(table, plan):
         return len(plan.snapshot_ids)  # its files stay (orphan removal frees them later)
@@ -244,8 +258,10 @@ def _unique(items: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def _unused_data_files(files: TableFiles, snapshots: list[Snapshot], tags: list[Snapshot]) -> list[str]:
-    """Paths of data files removed within the range that no tag before their removal holds."""
+def _unused_data_files(files: TableFiles, snapshots: list[Snapshot], tags: list[Snapshot],
+                       keep_appended: bool = False) -> list[str]:
+    """Paths of data files removed within the range that no tag before their removal holds
+    (`keep_appended`: not those an APPEND commit wrote, which long-lived changelogs read)."""
     tag_ids = [t.id for t in tags]
     held_by_tag: dict[int, set[FileKey]] = {}
     doomed: list[str] = []
@@ -259,12 +275,28 @@ def _unused_data_files(files: TableFiles, snapshots: list[Snapshot], tags: list[
                 held_by_tag[tag.id] = set(files.live_files(tag))
             held = held_by_tag[tag.id]
         for key, entry in files.deleted_in_delta(snapshot).items():
+            if keep_appended and entry.file.file_source in (None, APPEND_SOURCE):
+                continue
             if key not in held:
                 doomed.extend(files.data_paths(entry))
     return doomed
 
 
-def _tags_overlapping(tags: list[Snapshot], begin: int, end: int) -> list[Snapshot]:
+def changelog_decoupled(options: Options) -> bool:
+    """Paimon's changelogLifecycleDecoupled: a `changelog.*` retention beyond its `snapshot.*`
+    counterpart keeps changelogs after their snapshots expire."""
+    snapshot_max = options.int("snapshot.num-retained.max")
+    snapshot_min = options.int("snapshot.num-retained.min")
+    snapshot_time = options.duration_ms("snapshot.time-retained")
+    changelog_max = options.int("changelog.num-retained.max")
+    changelog_min = options.int("changelog.num-retained.min")
+    changelog_time = options.duration_ms("changelog.time-retained")
+    return ((changelog_max is not None and changelog_max > snapshot_max)
+            or (changelog_time is not None and changelog_time > snapshot_time)
+            or (changelog_min is not None and changelog_min > snapshot_min))
+
+
+def tags_overlapping(tags: list[Snapshot], begin: int, end: int) -> list[Snapshot]:
     """Tags that may share metadata with snapshots [begin, end): those inside the range plus
     the last one at or before `begin` (Paimon's findSkippingTags)."""
     ids = [t.id for t in tags]

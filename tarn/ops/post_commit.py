@@ -1,6 +1,7 @@
 """Post-commit maintenance: `after_commit(table)` is what Paimon's committer runs after each
 commit unless the table is `write-only`: automatic tag creation, tag expiry, partition expiry,
-consumer expiry, then snapshot expiration. It is registered as a commit callback (tarn/commit/callbacks.py), so
+consumer expiry, then snapshot expiration (and, when the changelog lifecycle is decoupled,
+changelog expiry). It is registered as a commit callback (tarn/commit/callbacks.py), so
 the kernel runs it without importing it.
 """
 
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING
 import tarn.iceberg  # noqa: F401 - registers Iceberg metadata first: it runs before expiry, as in Java
 from tarn.commit.callbacks import CommitCallback, register
 from tarn.ops import partition_expire
-from tarn.ops.expire import expire_snapshots
+from tarn.ops.changelog_expire import expire_changelogs
+from tarn.ops.expire import changelog_decoupled, expire_snapshots
 from tarn.ops.tags import auto_create_tags, expire_tags
 
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ def after_commit(table: "TableCore") -> list[Exception]:
         cutoff = int(time.time() * 1000) - consumer_ttl
         steps.append(("consumer expiry", lambda: table.consumer_store.expire(cutoff)))
     steps.append(("snapshot expiry", lambda: expire_snapshots(table)))
+    if changelog_decoupled(options):
+        steps.append(("changelog expiry", lambda: expire_changelogs(table)))
     errors = []
     for what, step in steps:
         try:

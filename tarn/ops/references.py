@@ -139,6 +139,12 @@ class TableFiles:
         return [e for m in self.manifest_list(snapshot.changelog_manifest_list, missing_ok=True)
                 for e in self.manifest(m.file_name, missing_ok=True) if e.kind == ADD]
 
+    def data_manifest_names(self, snapshot: Snapshot) -> set[str]:
+        """The base and delta manifest lists of a snapshot and their manifests."""
+        names = {snapshot.base_manifest_list, snapshot.delta_manifest_list}
+        names.update(m.file_name for m in self.data_manifests(snapshot, missing_ok=True))
+        return names
+
     def metadata_names(self, snapshot: Snapshot, changelog: bool = False,
                        missing_ok: bool = False) -> list[str]:
         """Manifest lists, manifests, index manifest, index files and statistics file names."""

@@ -156,6 +156,14 @@ def _change_metadata(table: "TableCore", plan: RollbackPlan) -> None:
             what = f"deleting snapshot {snapshot_id}"
             delete_settled(table.file_io, snapshots.path(snapshot_id))
             changed = True
+        changelogs = table.changelog_store
+        newer = [i for i in changelogs.list_ids() if i > target.id]
+        for changelog_id in newer:
+            what = f"deleting long-lived changelog {changelog_id}"  # as Java's RollbackHelper
+            delete_settled(table.file_io, changelogs.path(changelog_id))
+            changed = True
+        if newer:
+            changelogs.write_hint(paths.LATEST, min(newer) - 1)
         if plan.restore:
             what = f"re-creating snapshot {target.id} from its tag"
             _restore(table, target)

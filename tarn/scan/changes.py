@@ -149,7 +149,7 @@ def read_changes(reader: FileReader, schema: TableSchema, files: list[AddedFile]
 
 def snapshot_changes(table, snapshot_id: int) -> pa.Table:
     """`Table.changes`: the rows a stream reads from snapshot `snapshot_id` of `table`."""
-    snapshot = table.snapshot(snapshot_id)
+    snapshot = table.changes_of(snapshot_id)
     schema = table.schema_by_id(snapshot.schema_id)
     files = stream_files(planner_for(table, schema), table.root, schema, snapshot,
                          reads_overwrite(schema, table.schema().shape.options))

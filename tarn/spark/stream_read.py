@@ -91,7 +91,8 @@ def start_offset(table: tarn.Table, options: dict[str, str]) -> dict:
         return offset((latest or 0) + 1)
     if mode in ("from-snapshot", "from-snapshot-full"):
         snapshot_id = _required_long(options, "scan.snapshot-id", mode)
-        if not store.exists(snapshot_id) and not (latest is not None and snapshot_id == latest + 1):
+        if not store.exists(snapshot_id) and not table.changelog_store.exists(snapshot_id) \
+                and not (latest is not None and snapshot_id == latest + 1):
             span = "no snapshots" if latest is None else f"snapshots {first}..{latest}"
             raise SnapshotNotFound(f"table {table.name}: scan.snapshot-id {snapshot_id} does not exist ({span})")
         return offset(snapshot_id, full=mode == "from-snapshot-full" and store.exists(snapshot_id))
@@ -247,11 +248,14 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return parts
 
     def _snapshot(self, table: tarn.Table, snapshot_id: int) -> Snapshot:
-        if not table.snapshot_store.exists(snapshot_id):
+        """The snapshot, or its long-lived changelog once it expired (a decoupled changelog
+        lifecycle keeps them for streams)."""
+        try:
+            return table.changes_of(snapshot_id)
+        except SnapshotNotFound:
             raise SnapshotNotFound(
                 f"table {table.name}: snapshot {snapshot_id} expired before this stream read it; "
-                "set 'consumer-id' so expiry keeps the snapshots a stream has not read")
-        return table.snapshot(snapshot_id)
+                "set 'consumer-id' so expiry keeps the snapshots a stream has not read") from None
 
     def read(self, partition: StreamPart) -> Iterator[pa.RecordBatch]:
         table = load(self.path, self.storage)

@@ -11,11 +11,13 @@ Spark connector take a context and never a Table's private parts.
 from __future__ import annotations
 
 from tarn import partition
+from tarn.errors import SnapshotNotFound
 from tarn.fs import FileIO, join
 from tarn.meta.manifest import ManifestEntry
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import Snapshot
 from tarn.options import Options
+from tarn.store.changelogs import ChangelogStore
 from tarn.store.commit_point import FileSystemCommit
 from tarn.store.consumers import ConsumerStore
 from tarn.store.manifests import ManifestStore
@@ -41,6 +43,7 @@ class TableContext:
         self._snapshot_commit = None  # a catalog that owns commits sets its own (snapshot_commit)
         self.tag_store = TagStore(file_io, self.metadata_root, self.name)
         self.consumer_store = ConsumerStore(file_io, self.metadata_root)
+        self.changelog_store = ChangelogStore(file_io, self.metadata_root, self.name)
         self._schemas_by_id: dict[int, TableSchema] = {}
 
     # ------------------------------------------------------------------ schemas
@@ -95,6 +98,15 @@ class TableContext:
     def snapshot(self, snapshot_id: int) -> Snapshot:
         """Snapshot `snapshot_id`; SnapshotNotFound when it does not exist (or was expired)."""
         return self.snapshot_store.get(snapshot_id)
+
+    def changes_of(self, snapshot_id: int) -> Snapshot:
+        """What a stream reads as snapshot `snapshot_id`: the snapshot, or once it expired its
+        long-lived changelog (`changelog/changelog-<id>`); SnapshotNotFound when neither is."""
+        found = self.snapshot_store.find(snapshot_id) or self.changelog_store.find(snapshot_id)
+        if found is None:
+            raise SnapshotNotFound(f"table {self.name}: snapshot {snapshot_id} does not exist (nor a long-lived "
+                                   f"changelog of it)")
+        return found
 
     def manifests(self, schema: TableSchema | None = None) -> ManifestStore:
         """The manifest store reading and writing with `schema`'s partition types and options."""
