@@ -134,6 +134,19 @@ class FileIO:
             return "s3://" + path.lstrip("/")
         return path
 
+    def native(self, path: str) -> str:
+        """A path as this file system names it: `file:` URIs on a local disk and `s3://`
+        (`s3a://`, `s3n://`) URIs on S3 lose their scheme (other engines record external data
+        files as URIs); anything else is returned as it is."""
+        if self.is_local and path.startswith("file:"):
+            rest = path[len("file:"):]
+            return "/" + rest.lstrip("/") if rest.startswith("/") else rest
+        if self.is_s3:
+            for scheme in ("s3://", "s3a://", "s3n://"):
+                if path.startswith(scheme):
+                    return path[len(scheme):]
+        return path
+
     @property
     def store(self) -> str:
         """The store's name for messages: local, s3, py::fsspec+memory, ..."""

@@ -106,7 +106,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt(
         "data-file.external-paths.strategy", ENUM, "none",
         choices=("none", "specific-fs", "round-robin", "entropy-inject", "weight-robin"),
-        effect=WRITES, since="1.1", note="tarn writes into the table directory only; reads follow _EXTERNAL_PATH",
+        effect=ACTED, since="1.1", note="new data files under the external roots of the table's own store (tarn/data/external_paths.py)",
     ),
     Opt("data-file.external-paths.specific-fs", STRING,
         effect=CARRIED, since="1.1", note="used only with data-file.external-paths.strategy"),

@@ -148,11 +148,12 @@ def _mix_int(h: int, k: int) -> int:
     return (h * 5 + 0xE6546B64) & 0xFFFFFFFF
 
 
-def hash_bytes(data: bytes) -> int:
-    """Signed MurmurHash3_x86_32 (seed 42) of any byte string (plain Python, for single keys)."""
+def hash_bytes(data: bytes, seed: int = SEED) -> int:
+    """Signed MurmurHash3_x86_32 (seed 42: Paimon's rows; 0: Guava's murmur3_32) of any byte
+    string (plain Python, for single keys)."""
     data = bytes(data)
     body = len(data) - len(data) % 4
-    h = SEED
+    h = seed
     for i in range(0, body, 4):
         h = _mix_int(h, _scramble_int(int.from_bytes(data[i:i + 4], "little")))
     if len(data) % 4:

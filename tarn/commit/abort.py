@@ -18,7 +18,7 @@ def abort(file_io: FileIO, root: str, schema: TableSchema, messages: list[Commit
     that did land)."""
     for message in messages:
         for path in message.unreferenced_paths(root, schema, keep):
-            file_io.delete(path)
+            file_io.delete(file_io.native(path))  # an external data file is recorded as a URI
 
 
 @contextmanager

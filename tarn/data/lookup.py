@@ -176,7 +176,7 @@ class KeyLookup:
     disk_limit: int
 
     def file_keys(self, meta: DataFileMeta) -> FileKeys:
-        path = meta.external_path or f"{self.bucket_path}/{meta.file_name}"
+        path = meta.external_path or f"{self.bucket_path}/{meta.file_name}"  # a cache key
 
         def load() -> FileKeys:
             keys = self.codec.encode(self.reader.read(self.bucket_path, meta, list(self.codec.fields),

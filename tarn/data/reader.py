@@ -157,7 +157,7 @@ class FileReader:
             by_id.update({f.id: f for f in STORED_ROW_TRACKING_FIELDS if f.name in held})
         file_fields = [by_id[f.id] for f in fields if f.id in by_id]
         system = list(SYSTEM_FIELDS if with_system is True else with_system or ())
-        path = meta.external_path or join(bucket_path, meta.file_name)
+        path = self.file_io.native(meta.external_path) if meta.external_path else join(bucket_path, meta.file_name)
         return file_fields, system, path
 
     @staticmethod

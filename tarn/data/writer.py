@@ -12,8 +12,9 @@ from tarn import paths
 from tarn.codec.data_file import ParquetStream, write_data_file
 from tarn.codec.file_index import INDEX_SUFFIX, build_file_index, cached_specs
 from tarn.data.describe import Description
+from tarn.data.external_paths import ExternalRoots
 from tarn.data.layout import ROW_TRACKING_FIELDS, STORED_ROW_TRACKING_FIELDS, FileLayout, layout_of
-from tarn.fs import FileIO, join
+from tarn.fs import FileIO, join, parent
 from tarn.lsm.kv import SEQUENCE, VALUE_KIND
 from tarn.meta.manifest import APPEND_SOURCE, DataFileMeta
 from tarn.meta.schema import TableSchema
@@ -69,6 +70,23 @@ class FileWriter:
         # file indexes (`file-index.<type>.columns`): data files only, as Java's writers do
         self.index_specs = () if changelog else cached_specs(tuple(options.raw.items()))
         self.index_threshold = parse_memory_size(options.get("file-index.in-manifest-threshold") or "500 bytes")
+        # data-file.external-paths: where each new file goes (tarn/data/external_paths.py)
+        roots = ExternalRoots.of(options, bucket_path)
+        if roots is not None:
+            roots.check_store(bucket_path, file_io.is_local, file_io.is_s3)
+        self.external = roots.picker(relative_bucket(bucket_path, schema)) if roots is not None else None
+
+    def new_location(self) -> tuple[str, str, str | None]:
+        """(name, path on the file system, external URI or None) of the next file."""
+        name = self.namer.next()
+        if self.external is None:
+            return name, join(self.bucket_path, name), None
+        uri = self.external.location(name)
+        return name, self.file_io.native(uri), uri
+
+    def path_of(self, meta: DataFileMeta) -> str:
+        """Where a file this writer wrote lives."""
+        return self.file_io.native(meta.external_path) if meta.external_path else join(self.bucket_path, meta.file_name)
 
     def write(self, rows: pa.Table, level: int = 0, file_source: int = APPEND_SOURCE,
               first_sequence: int | None = 0) -> list[DataFileMeta]:
@@ -135,7 +153,7 @@ class FileWriter:
             if current is not None:
                 current.abort()
             for meta in metas:
-                self.file_io.delete(join(self.bucket_path, meta.file_name))
+                self.file_io.delete(self.path_of(meta))
             raise
         return metas
 
@@ -164,8 +182,7 @@ class FileWriter:
             yield start, rows.slice(start, rows_per_file)
 
     def _write_one(self, rows: pa.Table, level: int, file_source: int, first_sequence: int) -> DataFileMeta:
-        name = self.namer.next()
-        path = join(self.bucket_path, name)
+        name, path, uri = self.new_location()
         file_table = self.file_table(rows)
 
         def describe() -> DataFileMeta:
@@ -184,15 +201,16 @@ class FileWriter:
                 pool.shutdown(wait=True)
         written = [path]
         try:
-            embedded, extra = self._file_index(name, rows, written)
+            embedded, extra = self._file_index(name, rows, written, parent(path))
             meta = described.result() if described is not None else describe()
-            return replace(meta, file_size=size, embedded_index=embedded, extra_files=extra)
+            return replace(meta, file_size=size, embedded_index=embedded, extra_files=extra, external_path=uri)
         except Exception:
             for p in written:
                 self.file_io.delete(p)
             raise
 
-    def _file_index(self, name: str, rows: pa.Table, written: list[str]) -> tuple[bytes | None, tuple[str, ...]]:
+    def _file_index(self, name: str, rows: pa.Table, written: list[str],
+                    directory: str) -> tuple[bytes | None, tuple[str, ...]]:
         """The data file's index: embedded in the manifest entry up to
         `file-index.in-manifest-threshold` bytes, else written beside it as `<name>.index`."""
         if not self.index_specs:
@@ -204,7 +222,7 @@ class FileWriter:
         if len(index) <= self.index_threshold:
             return index, ()
         index_name = name + INDEX_SUFFIX
-        path = join(self.bucket_path, index_name)
+        path = join(directory, index_name)  # beside its data file (an external one too)
         written.append(path)
         self.file_io.write_bytes(path, index)
         return None, (index_name,)
@@ -263,8 +281,7 @@ class _StreamedFile:
     def __init__(self, writer: FileWriter, level: int, file_source: int, first_sequence: int):
         self.writer, self.level, self.file_source = writer, level, file_source
         self.first_sequence = first_sequence  # of its first row, if the rows carry no sequence numbers
-        self.name = writer.namer.next()
-        self.path = join(writer.bucket_path, self.name)
+        self.name, self.path, self.uri = writer.new_location()
         self.description = writer.description()
         self._stream = writer.file_io.open_output_stream(self.path)
         self.out = self._stream.__enter__()
@@ -302,7 +319,8 @@ class _StreamedFile:
             self._stream.__exit__(type(exc), exc, exc.__traceback__)
             raise
         self._stream.__exit__(None, None, None)
-        return self.description.meta(self.name, size, self.level, self.file_source, self.first_sequence)
+        meta = self.description.meta(self.name, size, self.level, self.file_source, self.first_sequence)
+        return replace(meta, external_path=self.uri) if self.uri is not None else meta
 
     def abort(self) -> None:
         """Close and delete the partial file (its own error is the one to report)."""
@@ -312,3 +330,18 @@ class _StreamedFile:
         except Exception:  # noqa: BLE001
             pass
         self.writer.file_io.delete(self.path)
+
+
+def relative_bucket(bucket_path: str, schema: TableSchema) -> str:
+    """A bucket directory relative to the table (`[<data dir>/]<partition>/bucket-<n>`), as
+    external paths repeat it under their roots."""
+    directory = (schema.options.get("data-file.path-directory") or "").strip("/")
+    depth = len(schema.partition_keys) + 1 + (len(directory.split("/")) if directory else 0)
+    return "/".join(bucket_path.rstrip("/").split("/")[-depth:])
+
+
+def file_paths(file_io: FileIO, bucket_path: str, meta: DataFileMeta) -> list[str]:
+    """Where a data file and its extra files live: its bucket directory, or beside its
+    `_EXTERNAL_PATH`."""
+    main = file_io.native(meta.external_path) if meta.external_path else join(bucket_path, meta.file_name)
+    return [main, *(join(parent(main), extra) for extra in meta.extra_files)]

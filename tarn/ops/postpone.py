@@ -26,9 +26,9 @@ import math
 from dataclasses import dataclass, replace
 
 from tarn import partition as partitions
+from tarn.data.writer import file_paths
 from tarn.data.reader import FileReader
 from tarn.errors import TarnError
-from tarn.fs import join
 from tarn.lsm.merge import VALUE_KIND
 from tarn.meta.manifest import DataFileMeta
 from tarn.meta.schema import TableSchema
@@ -160,8 +160,8 @@ def _as_compaction(core, written: list[CommitMessage], parts: list[PostponedPart
         directory = core.bucket_dir(core.schema(), m.partition, m.bucket)
         for meta in m.new_files:
             if meta.file_name in transient:
-                for name in (meta.file_name, *meta.extra_files):
-                    core.file_io.delete(join(directory, name))
+                for path in file_paths(core.file_io, directory, meta):
+                    core.file_io.delete(path)
         out.append(CommitMessage(
             m.partition, m.bucket, count,
             compact_before=[f for f in m.compact_before if f.file_name not in new],

@@ -175,13 +175,14 @@ class TableFiles:
     def data_paths(self, entry: ManifestEntry) -> list[str]:
         """The data file and its extra files (they sit beside it)."""
         f = entry.file
-        main = f.external_path or join(self.bucket_dir(entry.partition, entry.bucket), f.file_name)
+        main = self.file_io.native(f.external_path) if f.external_path else \
+            join(self.bucket_dir(entry.partition, entry.bucket), f.file_name)
         directory = parent(main)
         return [main, *(join(directory, extra) for extra in f.extra_files)]
 
     def index_path(self, entry: IndexManifestEntry) -> str:
         if entry.external_path:
-            return entry.external_path
+            return self.file_io.native(entry.external_path)
         if self.options.bool("index-file-in-data-file-dir"):
             return join(self.bucket_dir(entry.partition, entry.bucket), entry.file_name)
         return join(self.root, paths.INDEX_DIR, entry.file_name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tarn.bucket import check_bucket_function
 from tarn.codec.data_file import FORMATS, shredding_shapes
 from tarn.codec.file_index import check_index_types
+from tarn.data.external_paths import ExternalRoots
 from tarn.data.record_expire import check_time_field
 from tarn.errors import InvalidOption, TarnError
 from tarn.iceberg import check_iceberg
@@ -80,6 +81,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: check_start_options(options, identifier),
         lambda: check_expiry_options(schema, options, identifier),
         lambda: _check_record_expire(schema, options, identifier),
+        lambda: ExternalRoots.of(options, identifier),
     ]
     problems = []
     for check in checks:

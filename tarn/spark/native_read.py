@@ -129,10 +129,11 @@ def native_files(target: ReadTarget) -> list[NativeFile] | None:
             masked_rows += meta.row_count
             if masked_rows > MAX_MASK_ROWS:
                 return None
-            files.append(NativeFile(path, meta.file_name, meta.row_count, table.file_io.size(path), deleted,
-                                    split.partition_values))
+            files.append(NativeFile(path, meta.file_name, meta.row_count, table.file_io.size(table.file_io.native(path)),
+                                    deleted, split.partition_values))
     if any(f.deleted is not None for f in files):  # any file may join a masked scan: sizes as Spark sees them
-        files = [f if f.deleted is not None else replace(f, size=table.file_io.size(f.path)) for f in files]
+        files = [f if f.deleted is not None else replace(f, size=table.file_io.size(table.file_io.native(f.path)))
+                 for f in files]
     return files or None
 
 

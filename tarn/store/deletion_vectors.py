@@ -63,7 +63,7 @@ class DeletionVectorFiles:
         return join(self.root, paths.INDEX_DIR)
 
     def path(self, entry: IndexManifestEntry) -> str:
-        return entry.external_path or join(self.dir, entry.file_name)
+        return self.file_io.native(entry.external_path) if entry.external_path else join(self.dir, entry.file_name)
 
     def write(self, partition: bytes, bucket: int, vectors: Mapping[str, np.ndarray],
               bitmap64: bool = False) -> IndexManifestEntry | None:

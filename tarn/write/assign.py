@@ -51,7 +51,9 @@ class HashIndexFiles:
         self._naming = threading.Lock()  # buckets are committed from several threads
 
     def path(self, entry: IndexManifestEntry) -> str:
-        return entry.external_path or join(self.root, paths.INDEX_DIR, entry.file_name)
+        if entry.external_path:
+            return self.file_io.native(entry.external_path)
+        return join(self.root, paths.INDEX_DIR, entry.file_name)
 
     def write(self, partition: bytes, bucket: int, hashes: np.ndarray) -> IndexManifestEntry:
         data = encode_hash_index(hashes)

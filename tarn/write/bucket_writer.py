@@ -16,9 +16,9 @@ from tarn.arrays import in_sorted
 from tarn.data.layout import FileLayout
 from tarn.data.lookup import KeyCodec, KeyLookup, sorted_unique
 from tarn.data.reader import FileReader
-from tarn.data.writer import FileWriter
+from tarn.data.writer import FileWriter, file_paths
 from tarn.errors import FileMissing
-from tarn.fs import FileIO, join
+from tarn.fs import FileIO
 from tarn.lsm.levels import Levels
 from tarn.lsm.merge import (SEQUENCE, MergeSpec, drop_retracts, merge_sorted, merge_table, newest_wins_applies,
                             sort_indices)
@@ -69,7 +69,7 @@ class BucketState:
     def apply_compaction(self, before: list[DataFileMeta], after: list[DataFileMeta]) -> list[str]:
         """Record a compaction as Java's MergeTreeWriter does: new files stay new (the APPEND
         snapshot adds them, so streaming readers see every write) and become compaction inputs
-        (the COMPACT snapshot removes them). Returns names of files that can be deleted right
+        (the COMPACT snapshot removes them). Returns the files that can be deleted right
         away: outputs of an earlier compaction of this writer, merged away unseen."""
         after_names = {m.file_name for m in after}
         gone = {(m.file_name, m.level) for m in before}
@@ -81,7 +81,7 @@ class BucketState:
             before_names = {m.file_name for m in self.compact_before}
             if (meta.file_name, meta.level) in pending:  # an output of this writer, compacted again
                 if meta.file_name not in before_names and meta.file_name not in after_names:
-                    doomed.append(meta.file_name)
+                    doomed.append(meta)
             elif meta.file_name not in before_names:
                 self.compact_before.append(meta)  # the COMPACT snapshot removes it
         self.compact_after.extend(after)
@@ -164,7 +164,8 @@ class BucketWriter:
             state.add_new(writer.write(merged))
         except BaseException:
             for meta in changelog:
-                self.file_io.delete(join(state.path, meta.file_name))
+                for path in file_paths(self.file_io, state.path, meta):
+                    self.file_io.delete(path)
             raise
         state.changelog.extend(changelog)
         if changelog:  # every input row used a sequence number, as in Java
@@ -227,8 +228,9 @@ class BucketWriter:
             log.warning("table %s: compaction of bucket %s given up: %s", self.name, state.bucket, exc)
             return
         state.compact_changelog.extend(result.changelog)
-        for name in state.apply_compaction(result.before, result.after):
-            self.file_io.delete(join(state.path, name))
+        for meta in state.apply_compaction(result.before, result.after):
+            for path in file_paths(self.file_io, state.path, meta):
+                self.file_io.delete(path)
 
     def _mostly_deleted(self, state: BucketState) -> CompactUnit | None:
         """Files whose deleted share reached `compaction.delete-ratio-threshold`, each rewritten

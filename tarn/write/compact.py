@@ -29,8 +29,7 @@ import pyarrow as pa
 from tarn.data.record_expire import RecordExpire
 from tarn.data.reader import FileReader
 from tarn.data.runs import LookupMerge, merge_runs
-from tarn.data.writer import FileWriter
-from tarn.fs import join
+from tarn.data.writer import FileWriter, file_paths
 from tarn.lsm.changelog import first_row_changelog, full_compaction_changelog, lookup_changelog
 from tarn.lsm.intervals import partition_sections
 from tarn.lsm.levels import SortedRun, key_order
@@ -105,8 +104,8 @@ class BucketCompactor:
             result.changelog = self._changelog(unit)
         except BaseException:
             for meta in result.written():
-                for name in (meta.file_name, *meta.extra_files):  # a data file and its .index file
-                    self.writer.file_io.delete(join(self.bucket_path, name))
+                for path in file_paths(self.writer.file_io, self.bucket_path, meta):  # with its .index file
+                    self.writer.file_io.delete(path)
             raise
         _log_compaction(self.bucket_path, unit, result)
         return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from tarn import partition, paths
-from tarn.fs import join
+from tarn.fs import join, parent
 from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry
 from tarn.meta.schema import TableSchema
 
@@ -45,7 +45,8 @@ class CommitMessage:
         directory = partition.bucket_dir(root, schema, self.partition, self.bucket)
         new = {m.file_name for m in self.new_files}
         kept = ({m.file_name for m in self.compact_before} - new) | set(keep)
-        out = [join(directory, name) for meta in self.added_files() if meta.file_name not in kept
+        out = [join(parent(meta.external_path) if meta.external_path else directory, name)
+               for meta in self.added_files() if meta.file_name not in kept
                for name in (meta.file_name, *meta.extra_files)]  # a data file and its .index file
         unchanged = {e.file_name for e in self.deleted_index_files}  # added again as they were
         out += [entry.external_path or join(root, paths.INDEX_DIR, entry.file_name) for entry in self.new_index_files

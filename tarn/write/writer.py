@@ -447,7 +447,7 @@ class TableWriter:
         """Delete every file this writer wrote (its messages' unreferenced files)."""
         for message in self.messages():
             for path in message.unreferenced_paths(self.root, self.schema):
-                self.file_io.delete(path)
+                self.file_io.delete(self.file_io.native(path))
 
     def _write_hash_index(self) -> None:
         """Dynamic buckets: each bucket that gained key hashes gets a new HASH file replacing

@@ -1,5 +1,6 @@
 """Table-layout options between tarn and pypaimon 2.1: `data-file.path-directory` (partition and
-bucket directories under a sub-directory of the table). Each writes, the other reads the same
+bucket directories under a sub-directory of the table) and `data-file.external-paths` (new files
+under other roots, `_EXTERNAL_PATH` in their entries). Each writes, the other reads the same
 rows, and both keep writing."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import os
 
 import pyarrow as pa
+import pytest
 
 import tarn
 from tests.interop.test_core_interop import canon, pypaimon_read, write_ipc
@@ -52,3 +54,34 @@ def test_path_directory_both_ways(tmp_path):
     assert data_dirs(p.root) == {"data"}
     assert canon(pypaimon_read(p.root, tmp_path / "3.arrow"), SCHEMA.names) == canon(p.scan().to_arrow()) == canon(
         pa.table({"dt": ["a", "c", "c"], "id": [1, 4, 5], "v": ["X", "w", "n"]}))
+
+
+@pytest.mark.parametrize("strategy", ["round-robin", "entropy-inject"])
+def test_external_paths_both_ways(tmp_path, strategy):
+    """`data-file.external-paths`: tarn's new files go under the external roots and record
+    `_EXTERNAL_PATH`; pypaimon reads them, writes its own there, and tarn reads those."""
+    warehouse = str(tmp_path / "wh")
+    roots = [tmp_path / "ext1", tmp_path / "ext2"]
+    options = {"bucket": "2", "data-file.external-paths": ",".join(f"file://{r}" for r in roots),
+               "data-file.external-paths.strategy": strategy}
+    t = tarn.Catalog(warehouse).create_table("db.x", SCHEMA, primary_key=["dt", "id"], partition_keys=["dt"],
+                                             options=options)
+    t.write(pa.table({"dt": ["a", "a", "b"], "id": [1, 2, 3], "v": ["x", "y", "z"]}, schema=SCHEMA))
+    t.write(pa.table({"dt": ["a"], "id": [2], "v": ["Y"]}, schema=SCHEMA))
+    entries = t.live_entries(t.latest_snapshot())
+    assert entries and all(e.file.external_path and e.file.external_path.startswith("file://") for e in entries)
+    assert not data_dirs(t.root)  # nothing under the table directory
+    assert canon(pypaimon_read(t.root, tmp_path / "1.arrow"), SCHEMA.names) == canon(t.scan().to_arrow())
+
+    rows = pa.table({"dt": ["c", "a"], "id": [4, 1], "v": ["w", "X"]})
+    run_peer("write", {"warehouse": warehouse, "table": "db.x",
+                       "commits": [{"kind": "write", "rows_ipc": write_ipc(tmp_path / "w.arrow", rows)}]})
+    t = tarn.Catalog(warehouse).load_table("db.x")
+    expected = canon(pa.table({"dt": ["a", "a", "b", "c"], "id": [1, 2, 3, 4], "v": ["X", "Y", "z", "w"]}))
+    assert canon(t.scan().to_arrow(), SCHEMA.names) == expected
+    t.compact(full=True)
+    t.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=2**62)
+    assert canon(pypaimon_read(t.root, tmp_path / "2.arrow"), SCHEMA.names) == expected
+    live = {e.file.file_name for e in t.live_entries(t.latest_snapshot())}
+    on_roots = {n for r in roots for _, _, names in os.walk(r) for n in names if n.endswith(".parquet")}
+    assert on_roots == live  # expiry removed the replaced external files
