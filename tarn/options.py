@@ -283,7 +283,7 @@ OPTIONS: tuple[Opt, ...] = (
         effect=ACTED, since="0.5", note="Paimon 0.5-0.7 only (2.0 ignores it); tarn honours row-kind-flag"),
     Opt("sequence.field.sort-order", ENUM, "ascending", choices=("ascending", "descending"), effect=ACTED, since="1.0"),
     Opt("sequence.snapshot-ordering", BOOL, "false", immutable=True,
-        effect=READS, since="2.0", note="merges order rows by commit snapshot id"),
+        effect=ACTED, since="2.0", note="commits stamp files with their snapshot id; merges order by it"),
     Opt("aggregation.remove-record-on-delete", BOOL, "false", immutable=True, effect=ACTED, since="1.1"),
     Opt("partial-update.remove-record-on-delete", BOOL, "false", immutable=True, effect=ACTED, since="0.9"),
     Opt("partial-update.remove-record-on-sequence-group", LIST, immutable=True, effect=ACTED, since="1.0"),

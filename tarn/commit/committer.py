@@ -209,6 +209,8 @@ class Committer:
             requirement.check(attempt)
         if self.schema.shape.tracks_rows:
             delta, next_row_id = assign_row_ids(delta, (latest.id + 1) if latest else 1, next_row_id)
+        if kind in (snap.APPEND, snap.OVERWRITE) and self.options.bool("sequence.snapshot-ordering"):
+            delta = _stamped(delta, (latest.id + 1) if latest else 1)
         changelog = self._changelog_entries(messages)
         written: list[str] = []
         try:
@@ -572,3 +574,10 @@ def _same_partition_value(actual, wanted) -> bool:
     if actual == wanted:
         return True
     return actual is not None and str(actual) == str(wanted)
+
+
+def _stamped(delta: list[ManifestEntry], snapshot_id: int) -> list[ManifestEntry]:
+    """`sequence.snapshot-ordering`: the files an APPEND or OVERWRITE commit adds take its
+    snapshot id as their sequence range (Java's stampSequenceWithSnapshotId)."""
+    return [replace(e, file=replace(e.file, min_sequence_number=snapshot_id, max_sequence_number=snapshot_id))
+            if e.kind == ADD else e for e in delta]

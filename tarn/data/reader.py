@@ -16,8 +16,10 @@ from tarn.data.evolution import adapt_table
 from tarn.data.layout import STORED_ROW_TRACKING_FIELDS, SYSTEM_FIELDS
 from tarn.features import format_of_file
 from tarn.fs import FileIO, join
+from tarn.errors import CorruptFile
+from tarn.lsm.kv import SEQUENCE
 from tarn.lsm.merge import LEVEL
-from tarn.meta.manifest import DataFileMeta
+from tarn.meta.manifest import APPEND_SOURCE, DataFileMeta
 from tarn.meta.schema import TableSchema
 from tarn.types import DataField
 
@@ -57,13 +59,29 @@ class FileReader:
         self.schemas = schemas
         self.file_format = (options.get("file.format") or "parquet").lower()
         self.deletions = deletions
+        # sequence.snapshot-ordering: an APPEND file's rows take its commit's snapshot id
+        self.snapshot_ordering = str(options.get("sequence.snapshot-ordering") or "false").strip().lower() == "true"
 
     def read(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField], with_system: bool | tuple,
              skip_deleted: bool = True) -> pa.Table:
         file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
         raw = read_data_file(self.file_io, path, self.format_of(meta), system + file_fields)
-        shaped = self._shape(raw, file_fields, fields, system)
+        shaped = self._ordered(self._shape(raw, file_fields, fields, system), meta)
         return self._drop_deleted(shaped, meta, 0) if skip_deleted else shaped
+
+    def _ordered(self, rows: pa.Table, meta: DataFileMeta) -> pa.Table:
+        """`sequence.snapshot-ordering`: the rows of a file an APPEND or OVERWRITE commit added
+        carry its snapshot id (the file's stamped minimum) as their sequence number; compacted
+        files keep theirs (Java's KeyValueFileReaderFactory)."""
+        if not self.snapshot_ordering or SEQUENCE not in rows.column_names:
+            return rows
+        if meta.file_source is None:
+            raise CorruptFile(f"data file {meta.file_name}: 'sequence.snapshot-ordering' needs the file source "
+                              "in data file metadata, which this file lacks")
+        if meta.file_source != APPEND_SOURCE:
+            return rows
+        stamped = pa.array(np.full(rows.num_rows, meta.min_sequence_number, dtype=np.int64))
+        return rows.set_column(rows.schema.get_field_index(SEQUENCE), SEQUENCE, stamped)
 
     def read_together(self, files: list[tuple[str, DataFileMeta]], fields: list[DataField],
                       with_system: bool | tuple) -> list[tuple[pa.Table, list[tuple[str, DataFileMeta]]]]:
@@ -77,6 +95,8 @@ class FileReader:
                 by_schema.setdefault(meta.schema_id, []).append((bucket_path, meta))
         scans = []
         for together in by_schema.values():
+            if self.snapshot_ordering and with_system:  # each file's rows need their own stamp
+                continue
             if len(together) < 2:
                 continue
             file_fields, system, _ = self._plan(together[0][0], together[0][1], fields, with_system)
@@ -92,7 +112,7 @@ class FileReader:
         file_fields, system, path = self._plan(bucket_path, meta, fields, with_system)
         offset = 0
         for raw in iter_data_file(self.file_io, path, self.format_of(meta), system + file_fields, batch_rows):
-            yield self._drop_deleted(self._shape(raw, file_fields, fields, system), meta, offset)
+            yield self._drop_deleted(self._ordered(self._shape(raw, file_fields, fields, system), meta), meta, offset)
             offset += raw.num_rows
 
     def pieces(self, bucket_path: str, meta: DataFileMeta, fields: list[DataField],
@@ -134,7 +154,8 @@ class FileReader:
 
     def with_deletions(self, deletions: Deletions | None) -> "FileReader":
         """This reader with other deletion vectors."""
-        return FileReader(self.file_io, self.schema, self.schemas, {"file.format": self.file_format}, deletions)
+        options = {"file.format": self.file_format, "sequence.snapshot-ordering": str(self.snapshot_ordering)}
+        return FileReader(self.file_io, self.schema, self.schemas, options, deletions)
 
     def deleted_rows(self, meta: DataFileMeta) -> np.ndarray | None:
         """The file's deleted row positions (sorted), None when it has no deletion vector."""

@@ -82,6 +82,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: check_expiry_options(schema, options, identifier),
         lambda: _check_record_expire(schema, options, identifier),
         lambda: ExternalRoots.of(options, identifier),
+        lambda: _check_snapshot_ordering(schema, options, identifier),
     ]
     problems = []
     for check in checks:
@@ -90,6 +91,20 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         except TarnError as problem:
             problems.append(problem)
     return problems
+
+
+def _check_snapshot_ordering(schema: TableSchema, options: Options, identifier: str) -> None:
+    """`sequence.snapshot-ordering` (Java's validateSnapshotSequenceOrdering): a primary-key
+    table without `sequence.field`, written `write-only` (compactions run apart)."""
+    if not options.bool("sequence.snapshot-ordering"):
+        return
+    if not schema.primary_keys:
+        raise InvalidOption(f"table {identifier}: 'sequence.snapshot-ordering' needs a primary key")
+    if options.get("sequence.field"):
+        raise InvalidOption(f"table {identifier}: 'sequence.snapshot-ordering' cannot be used with 'sequence.field'")
+    if not options.bool("write-only"):
+        raise InvalidOption(f"table {identifier}: 'sequence.snapshot-ordering' needs 'write-only' = true "
+                            f"(compact the table in a job of its own)")
 
 
 def _check_record_expire(schema: TableSchema, options: Options, identifier: str) -> None:
