@@ -546,7 +546,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("blob-compaction.enabled", BOOL, "false", effect=CARRIED, since="2.0", note="BLOB columns only (refused)"),
     Opt("snapshot.ignore-empty-commit", BOOL, effect=CARRIED, since="1.3"),
     Opt("index-file-in-data-file-dir", BOOL, "false", immutable=True,
-        effect=READS, since="1.3", note="tarn reads index files from index/ only (its maintenance honours it)"),
+        effect=ACTED, since="1.3", note="deletion-vector and hash index files in their bucket's directory"),
     Opt("global-index.external-path", STRING, effect=CARRIED, since="1.4", note="entries record their external path"),
     Opt(
         "global-index.column-update-action", ENUM, "THROW_ERROR",

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from tarn.commit.result import CommitResult
 from tarn.core import TableCore
-from tarn.errors import InvalidArgument, TableNotFound
+from tarn.errors import InvalidArgument, TableNotFound, TarnError
 from tarn.fs import FileIO, file_io_for
 from tarn.meta.schema import TableSchema
 from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
@@ -100,7 +100,10 @@ class Table:
         elif schema.primary_keys:
             parts.append("bucket=dynamic")
         parts.append(f"snapshot={latest}")
-        rows = counts.count_from_metadata(self.scan()) if latest is not None else None
+        try:  # the rows a plain read returns (the table's own scan options may refuse it)
+            rows = counts.count_from_metadata(self.scan()) if latest is not None else None
+        except TarnError:
+            rows = None
         return parts + ([f"rows={rows:,}"] if rows is not None else [])
 
     # ------------------------------------------------------------------ metadata

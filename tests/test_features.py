@@ -453,3 +453,28 @@ def test_sequence_snapshot_ordering_rules(tmp_path):
             catalog.create_table("db.bad", SCHEMA, primary_key="id", options=options)
     with pytest.raises(tarn.InvalidOption, match="primary key"):
         catalog.create_table("db.bad", SCHEMA, options={"sequence.snapshot-ordering": "true", "write-only": "true"})
+
+
+def test_index_file_in_data_file_dir_for_hash_and_vectors(tmp_path):
+    """`index-file-in-data-file-dir`: a dynamic-bucket table's HASH index and a primary-key
+    table's deletion vectors live in their bucket directories; the next writer reads them
+    there (keys stay in their buckets), expiry and orphan removal keep the live ones."""
+    import time
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = tarn.Catalog(str(tmp_path)).create_table("db.h", schema, primary_key="id", options={
+        "bucket": "-1", "index-file-in-data-file-dir": "true", "dynamic-bucket.target-row-num": "4"})
+    t.write(pa.table({"id": list(range(10)), "v": ["a"] * 10}, schema=schema))
+    t.write(pa.table({"id": list(range(5, 15)), "v": ["b"] * 10}, schema=schema))
+    rows = {r["id"]: r["v"] for r in t.scan().to_arrow().to_pylist()}
+    assert rows == {**{i: "a" for i in range(5)}, **{i: "b" for i in range(5, 15)}}
+    assert t.scan().count() == 15  # one row per key: the index placed old keys where they were
+    assert not os.path.exists(os.path.join(t.root, "index"))
+    in_buckets = [n for d, _, names in os.walk(t.root) if os.path.basename(d).startswith("bucket-")
+                  for n in names if n.startswith("index-")]
+    assert in_buckets
+    assert t.remove_orphan_files(older_than=int(time.time() * 1000) + 60_000) == []  # all in use
+    t.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=int(time.time() * 1000) + 60_000)
+    t.write(pa.table({"id": [0, 14], "v": ["c", "c"]}, schema=schema))
+    assert t.scan().count() == 15
+    assert {r["id"]: r["v"] for r in t.scan().to_arrow().to_pylist()} == {**rows, 0: "c", 14: "c"}

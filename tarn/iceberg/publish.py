@@ -197,7 +197,7 @@ class _Publication:
 
     def _vectors_of(self, snapshot: Snapshot, entries: list[ManifestEntry]) -> list[Entry]:
         """Position-delete entries of the visible files' deletion vectors (file size unknown: -1)."""
-        index = DeletionVectorFiles(self.io, self.table.root)
+        index = DeletionVectorFiles(self.io, self.table.root, self.schema)
         by_file = {}
         for entry in live_index_entries(self.table.manifests(self.schema), snapshot):
             if entry.index_type == DELETION_VECTORS_INDEX:
@@ -323,7 +323,7 @@ class _Publication:
 
     def _all_vectors(self, snapshot: Snapshot) -> list[ManifestMeta]:
         """Java's createDvManifestFileMetas: every deletion vector of the snapshot."""
-        index = DeletionVectorFiles(self.io, self.table.root)
+        index = DeletionVectorFiles(self.io, self.table.root, self.schema)
         out = []
         for entry in live_index_entries(self.table.manifests(self.schema), snapshot):
             if entry.index_type != DELETION_VECTORS_INDEX:

@@ -623,7 +623,7 @@ def _chunks_of(table, plan: AnalyzePlan, reader, split) -> Iterator[pa.Table]:
         return
     files = FileReader(table.file_io, plan.schema, table.schema_by_id, plan.schema.shape.options)
     if split.deletion_files:
-        vectors = DeletionVectorFiles(table.file_io, split.table_root or table.root)
+        vectors = DeletionVectorFiles(table.file_io, split.table_root or table.root, table.schema())
         held = split.deletion_files
         files = files.with_deletions(lambda name: vectors.read_one(held[name], name) if name in held else None)
     fields = plan.fields

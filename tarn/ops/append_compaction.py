@@ -384,7 +384,7 @@ def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> Co
     table_options = schema.shape.options_with(options)
     if schema.shape.evolves:
         return _rewrite_range(table, schema, table_options, group)
-    store = DeletionVectorFiles(table.file_io, table.root)
+    store = DeletionVectorFiles(table.file_io, table.root, table.schema())
     vectors = {i.meta.file_name: i.vector for i in group.files if i.vector is not None}
     reader = FileReader(table.file_io, schema, table.schema_by_id, table_options,
                         deletions=lambda name: store.read_one(vectors[name], name) if name in vectors else None)
@@ -535,7 +535,7 @@ def finish(table: "TableCore", messages: list[CommitMessage]) -> list[CommitMess
     live: dict[tuple[bytes, int], set[str]] = {}
     for e in table.live_entries(snapshot, schema):
         live.setdefault((e.partition, e.bucket), set()).add(e.file.file_name)
-    store = DeletionVectorFiles(table.file_io, table.root)
+    store = DeletionVectorFiles(table.file_io, table.root, table.schema())
     bitmap64 = bool(schema.shape.options.bool("deletion-vectors.bitmap64"))
     written: list[IndexManifestEntry] = []
     try:

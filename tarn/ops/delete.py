@@ -151,7 +151,7 @@ def _split_matches(reader: FileReader, split, fields, predicate: pc.Expression):
 def vector_messages(table, splits, reader, fields, predicate, total_buckets) -> list[CommitMessage]:
     """Deletion-vector messages marking the rows of `splits` that `predicate` matches (the
     files stay; their vectors grow), for a delete or a MERGE on a table with deletion vectors."""
-    store = DeletionVectorFiles(table.file_io, table.root)
+    store = DeletionVectorFiles(table.file_io, table.root, table.schema())
     bitmap64 = bool(table.options.bool("deletion-vectors.bitmap64"))
     touched: dict[tuple[bytes, int], dict] = {}
     live: dict[tuple[bytes, int], set[str]] = {}

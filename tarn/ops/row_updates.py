@@ -282,7 +282,7 @@ def _refuse_deleted(table, split, positions: np.ndarray, ids: np.ndarray) -> Non
     held = split.deletion_files.get(anchor.file_name)
     if held is None:
         return
-    deleted = DeletionVectorFiles(table.file_io, table.root).read_one(held, anchor.file_name)
+    deleted = DeletionVectorFiles(table.file_io, table.root, table.schema()).read_one(held, anchor.file_name)
     gone = np.isin(positions, deleted)
     if gone.any():
         raise InvalidArgument(f"table {table.name}: row id(s) {ids[gone][:5].tolist()} were deleted; nothing "

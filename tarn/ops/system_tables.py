@@ -335,7 +335,7 @@ def _deleted_rows_by_file(table: "TableContext", planner, snapshot: Snapshot) ->
     holds_vectors = any(e.index_type == DELETION_VECTORS_INDEX for e in index_entries)
     if not holds_vectors and not table.schema().shape.deletion_vectors:
         return None
-    return deleted_row_counts(DeletionVectorFiles(table.file_io, table.root), index_entries)
+    return deleted_row_counts(DeletionVectorFiles(table.file_io, table.root, table.schema()), index_entries)
 
 
 def _file_row(table: "TableContext", schema: TableSchema, partition: str, bucket: int, bucket_path: str,
@@ -416,7 +416,7 @@ def _deleted_rows_by_partition(table: "TableContext", schema: TableSchema, snaps
         return {}
     deleted: dict[bytes, int] = {}
     entries = live_index_entries(planner_for(table, schema).manifests, snapshot)
-    for (partition, _, _), count in deleted_row_counts(DeletionVectorFiles(table.file_io, table.root),
+    for (partition, _, _), count in deleted_row_counts(DeletionVectorFiles(table.file_io, table.root, table.schema()),
                                                        entries).items():
         deleted[partition] = deleted.get(partition, 0) + count
     return deleted

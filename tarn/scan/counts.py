@@ -103,7 +103,7 @@ def _deleted_by_vectors(table: TableContext, splits) -> dict[str, int]:
             entries[entry.file_name] = entry
     if not entries:
         return {}
-    counts = deleted_row_counts(DeletionVectorFiles(table.file_io, table.root), entries.values())
+    counts = deleted_row_counts(DeletionVectorFiles(table.file_io, table.root, table.schema()), entries.values())
     return {name: count for (_, _, name), count in counts.items()}
 
 

@@ -166,7 +166,7 @@ class SplitReader:
         """The file reader of a split: with the split's deletion vectors, if it has any."""
         if not split.deletion_files:
             return self.files
-        store = DeletionVectorFiles(self.files.file_io, split.table_root)
+        store = DeletionVectorFiles(self.files.file_io, split.table_root, self.files.schema)
         held = split.deletion_files
         return self.files.with_deletions(
             lambda name: store.read_one(held[name], name) if name in held else None)

@@ -201,7 +201,7 @@ def _emit_keys(root: str, storage: dict | None, channels: int, out, batches):
     options = schema.shape.options
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
     assigner = CrossPartitionAssigner(schema, options, reader, list)  # one channel: every key
-    vector_files, target = DeletionVectorFiles(table.file_io, table.root), arrow_target(out)
+    vector_files, target = DeletionVectorFiles(table.file_io, table.root, table.schema()), arrow_target(out)
     try:
         for batch in batches:
             for blob in batch.column(0).to_pylist():  # one split each
@@ -338,5 +338,5 @@ def _buckets_at(table, schema, base: int):
 def _restored(table, schema, snapshot_id: int):
     """(the restored snapshot, its buckets with their files and deletion vectors)."""
     restored = restore_from(table, schema, snapshot_id=snapshot_id)()
-    return restored, restored_buckets(restored, DeletionVectorFiles(table.file_io, table.root), table.root,
+    return restored, restored_buckets(restored, DeletionVectorFiles(table.file_io, table.root, table.schema()), table.root,
                                       schema, schema.shape.options)

@@ -201,7 +201,7 @@ def routable(table, snapshot, spec: AssignerSpec) -> bool:
     if not snapshot.index_manifest:
         return True
     entries = table.manifests(table.schema()).read_index_manifest(snapshot.index_manifest)
-    return index_fits_routing(HashIndexFiles(table.file_io, table.root), entries, spec, ROUTABLE_MOST_KEYS,
+    return index_fits_routing(HashIndexFiles(table.file_io, table.root, table.schema()), entries, spec, ROUTABLE_MOST_KEYS,
                               ROUTABLE_MOST_FILES)
 
 
@@ -244,7 +244,7 @@ def assign_dynamic(df, table_path: str, storage_options: dict | None = None, fre
                 for entry in task.manifests(schema).read_index_manifest(snap.index_manifest):
                     if entry.index_type == "HASH":
                         entries.setdefault(entry.partition, []).append(entry)
-        assigner = HashAssigner(HashIndexFiles(task.file_io, task.root), spec,
+        assigner = HashAssigner(HashIndexFiles(task.file_io, task.root, schema), spec,
                                 lambda part: entries.get(part, []), ids=(TaskContext.get().partitionId(),))
         for batch in batches:
             if batch.num_rows:

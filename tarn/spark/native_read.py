@@ -112,7 +112,7 @@ def native_files(target: ReadTarget) -> list[NativeFile] | None:
     for split in splits:
         if not split.raw_convertible or split.row_tracking and _row_tracking_read(target, split) or split.branch:
             return None
-        vectors = DeletionVectorFiles(table.file_io, split.table_root or table.root)
+        vectors = DeletionVectorFiles(table.file_io, split.table_root or table.root, table.schema())
         for meta in split.files:
             if meta.schema_id != schema_id or not meta.file_name.endswith(".parquet"):
                 return None

@@ -28,6 +28,7 @@ from tarn.meta.manifest import ADD, DELETION_VECTORS_INDEX, DeletionVectorRange,
 from tarn.store.cache import ByteCache
 
 if TYPE_CHECKING:
+    from tarn.meta.schema import TableSchema
     from tarn.meta.snapshot import Snapshot
     from tarn.store.manifests import ManifestStore
 
@@ -49,21 +50,31 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-class DeletionVectorFiles:
-    """Reads and writes the deletion-vector index files of one table (cheap to create)."""
+def index_dir_of(root: str, schema: "TableSchema | None"):
+    """Where a table's index files live, per (partition, bucket): `<root>/index`, or with
+    `index-file-in-data-file-dir` the bucket's own directory (Paimon 1.2)."""
+    if schema is None or str(schema.options.get("index-file-in-data-file-dir", "false")).lower() != "true":
+        return lambda partition_bytes, bucket: join(root, paths.INDEX_DIR)
+    from tarn import partition
 
-    def __init__(self, file_io: FileIO, root: str):
+    return lambda partition_bytes, bucket: partition.bucket_dir(root, schema, partition_bytes, bucket)
+
+
+class DeletionVectorFiles:
+    """Reads and writes the deletion-vector index files of one table (cheap to create).
+    `schema`: the table's (its `index-file-in-data-file-dir` places the files)."""
+
+    def __init__(self, file_io: FileIO, root: str, schema: "TableSchema | None" = None):
         self.file_io = file_io
         self.root = root
+        self.dir_of = index_dir_of(root, schema)
         self._namer = paths.FileNamer(INDEX_PREFIX)
         self._naming = threading.Lock()  # writers flush buckets in threads: names stay unique
 
-    @property
-    def dir(self) -> str:
-        return join(self.root, paths.INDEX_DIR)
-
     def path(self, entry: IndexManifestEntry) -> str:
-        return self.file_io.native(entry.external_path) if entry.external_path else join(self.dir, entry.file_name)
+        if entry.external_path:
+            return self.file_io.native(entry.external_path)
+        return join(self.dir_of(entry.partition, entry.bucket), entry.file_name)
 
     def write(self, partition: bytes, bucket: int, vectors: Mapping[str, np.ndarray],
               bitmap64: bool = False) -> IndexManifestEntry | None:
@@ -74,7 +85,7 @@ class DeletionVectorFiles:
             return None
         with self._naming:
             name = self._namer.next()
-        self.file_io.write_bytes(join(self.dir, name), data)
+        self.file_io.write_bytes(join(self.dir_of(partition, bucket), name), data)
         return IndexManifestEntry(
             kind=ADD, partition=partition, bucket=bucket, index_type=DELETION_VECTORS_INDEX,
             file_name=name, file_size=len(data), row_count=len(ranges),

@@ -36,6 +36,7 @@ from tarn.fs import FileIO, join
 from tarn.meta.manifest import ADD, DELETE, HASH_INDEX, IndexManifestEntry
 from tarn.meta.schema import TableSchema
 from tarn.options import Options
+from tarn.store.deletion_vectors import index_dir_of
 from tarn.write.grouping import partition_codes
 
 INDEX_PREFIX = "index-"
@@ -44,22 +45,23 @@ INDEX_PREFIX = "index-"
 class HashIndexFiles:
     """The HASH index files of one table (cheap to create; names unique per instance)."""
 
-    def __init__(self, file_io: FileIO, root: str):
+    def __init__(self, file_io: FileIO, root: str, schema: TableSchema | None = None):
         self.file_io = file_io
         self.root = root
+        self.dir_of = index_dir_of(root, schema)  # index-file-in-data-file-dir: the bucket's directory
         self._namer = paths.FileNamer(INDEX_PREFIX)
         self._naming = threading.Lock()  # buckets are committed from several threads
 
     def path(self, entry: IndexManifestEntry) -> str:
         if entry.external_path:
             return self.file_io.native(entry.external_path)
-        return join(self.root, paths.INDEX_DIR, entry.file_name)
+        return join(self.dir_of(entry.partition, entry.bucket), entry.file_name)
 
     def write(self, partition: bytes, bucket: int, hashes: np.ndarray) -> IndexManifestEntry:
         data = encode_hash_index(hashes)
         with self._naming:
             name = self._namer.next()
-        self.file_io.write_bytes(join(self.root, paths.INDEX_DIR, name), data)
+        self.file_io.write_bytes(join(self.dir_of(partition, bucket), name), data)
         return IndexManifestEntry(kind=ADD, partition=partition, bucket=bucket, index_type=HASH_INDEX,
                                   file_name=name, file_size=len(data), row_count=len(hashes))
 

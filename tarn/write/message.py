@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from tarn import partition, paths
+from tarn import partition
+from tarn.store.deletion_vectors import index_dir_of
 from tarn.fs import join, parent
 from tarn.meta.manifest import DELETION_VECTORS_INDEX, DataFileMeta, IndexManifestEntry
 from tarn.meta.schema import TableSchema
@@ -49,8 +50,9 @@ class CommitMessage:
                for meta in self.added_files() if meta.file_name not in kept
                for name in (meta.file_name, *meta.extra_files)]  # a data file and its .index file
         unchanged = {e.file_name for e in self.deleted_index_files}  # added again as they were
-        out += [entry.external_path or join(root, paths.INDEX_DIR, entry.file_name) for entry in self.new_index_files
-                if entry.file_name not in keep and entry.file_name not in unchanged]
+        index_dir = index_dir_of(root, schema)
+        out += [entry.external_path or join(index_dir(entry.partition, entry.bucket), entry.file_name)
+                for entry in self.new_index_files if entry.file_name not in keep and entry.file_name not in unchanged]
         return out
 
     def append_part(self) -> "CommitMessage":

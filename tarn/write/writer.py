@@ -171,12 +171,12 @@ class TableWriter:
     @functools.cached_property
     def vector_files(self) -> DeletionVectorFiles:
         """Deletion-vector index files (built only by writers that use them)."""
-        return DeletionVectorFiles(self.file_io, self.root)
+        return DeletionVectorFiles(self.file_io, self.root, self.schema)
 
     @functools.cached_property
     def hash_files(self) -> HashIndexFiles:
         """Dynamic-bucket HASH index files (built only by writers that use them)."""
-        return HashIndexFiles(self.file_io, self.root)
+        return HashIndexFiles(self.file_io, self.root, self.schema)
 
     @property
     def producer(self) -> str:

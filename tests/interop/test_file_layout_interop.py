@@ -85,3 +85,31 @@ def test_external_paths_both_ways(tmp_path, strategy):
     live = {e.file.file_name for e in t.live_entries(t.latest_snapshot())}
     on_roots = {n for r in roots for _, _, names in os.walk(r) for n in names if n.endswith(".parquet")}
     assert on_roots == live  # expiry removed the replaced external files
+
+
+def test_index_files_in_data_dirs_both_ways(tmp_path):
+    """`index-file-in-data-file-dir`: deletion-vector index files in their bucket's directory,
+    not `index/`; written by tarn (a DELETE on an append table), read by pypaimon; pypaimon
+    writes on and tarn deletes again."""
+    warehouse = str(tmp_path / "wh")
+    options = {"deletion-vectors.enabled": "true", "index-file-in-data-file-dir": "true"}
+    t = tarn.Catalog(warehouse).create_table("db.i", SCHEMA, partition_keys=["dt"], options=options)
+    t.write(pa.table({"dt": ["a", "a", "b"], "id": [1, 2, 3], "v": ["x", "y", "z"]}, schema=SCHEMA))
+    t.delete(filter="id = 2")
+
+    def index_files():
+        return [os.path.relpath(os.path.join(d, n), t.root) for d, _, names in os.walk(t.root)
+                for n in names if n.startswith("index-") and os.path.basename(d) != "manifest"]
+
+    assert index_files() and all(f.startswith("dt=a/bucket-0/") for f in index_files()), index_files()
+    assert canon(pypaimon_read(t.root, tmp_path / "1.arrow"), SCHEMA.names) == canon(t.scan().to_arrow())
+
+    rows = pa.table({"dt": ["a"], "id": [4], "v": ["w"]})
+    run_peer("write", {"warehouse": warehouse, "table": "db.i",
+                       "commits": [{"kind": "write", "rows_ipc": write_ipc(tmp_path / "w.arrow", rows)}]})
+    t = tarn.Catalog(warehouse).load_table("db.i")
+    t.delete(filter="id = 1")
+    expected = canon(pa.table({"dt": ["a", "b"], "id": [4, 3], "v": ["w", "z"]}))
+    assert canon(t.scan().to_arrow(), SCHEMA.names) == expected
+    assert canon(pypaimon_read(t.root, tmp_path / "2.arrow"), SCHEMA.names) == expected
+    assert all(f.startswith("dt=") for f in index_files())
