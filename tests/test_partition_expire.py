@@ -238,3 +238,20 @@ def test_model_of_partition_expiry(ops):
         for name, seen in tags.items():
             got = t.scan(tag=name, columns=["dt"]).to_arrow().column("dt").to_pylist()
             assert {p: got.count(p) for p in set(got)} == seen
+
+
+def test_dropping_a_dynamic_bucket_partition_drops_its_hash_index(tmp_path):
+    """An OVERWRITE of no rows (the drop) removes the partition's HASH index too (it kept the
+    stale key-to-bucket map before), and the partition takes writes again from scratch."""
+    from tarn import partition
+
+    schema = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False)])
+    t = tarn.Catalog(str(tmp_path)).create_table("db.h", schema, primary_key=["dt", "id"], partition_keys="dt",
+                                                 options={"bucket": "-1"})
+    t.write(pa.table({"dt": [day(0), day(5)] * 3, "id": [1, 1, 2, 2, 3, 3]}, schema=schema))
+    assert t.expire_partitions("2 d") == [f"dt={day(5)}"]
+    snapshot = t.latest_snapshot()
+    entries = t.core.manifests().read_index_manifest(snapshot.index_manifest)
+    assert {partition.from_bytes(t.schema(), e.partition) for e in entries} == {(day(0),)}
+    t.write(pa.table({"dt": [day(5)], "id": [1]}, schema=schema))
+    assert sorted(r["dt"] for r in t.scan().to_arrow().to_pylist()) == [day(0)] * 3 + [day(5)]

@@ -288,6 +288,7 @@ class Committer:
         if not (added or removed or overwrite is not None or (replaced and previous)):
             return previous
         live = self.manifests.read_index_manifest(previous) if previous else []
+        before = list(live)  # the latest snapshot's entries (`live` is narrowed below)
         if overwrite is None and replaced:
             self._check_vectors_kept(live, removed, replaced)
         if any(e.index_type == HASH_INDEX for e in [*live, *added, *removed]):
@@ -302,7 +303,7 @@ class Committer:
         if overwrite is not None or added:
             kept = self._check_index_targets(latest, delta, kept, added)
         entries = [replace(e, kind=ADD) for e in kept + added]
-        if entries == live:
+        if entries == before:
             return previous
         if not entries:
             return None
