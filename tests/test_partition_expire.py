@@ -254,4 +254,4 @@ def test_dropping_a_dynamic_bucket_partition_drops_its_hash_index(tmp_path):
     entries = t.core.manifests().read_index_manifest(snapshot.index_manifest)
     assert {partition.from_bytes(t.schema(), e.partition) for e in entries} == {(day(0),)}
     t.write(pa.table({"dt": [day(5)], "id": [1]}, schema=schema))
-    assert sorted(r["dt"] for r in t.scan().to_arrow().to_pylist()) == [day(0)] * 3 + [day(5)]
+    assert sorted(r["dt"] for r in t.scan().to_arrow().to_pylist()) == sorted([day(0)] * 3 + [day(5)])
