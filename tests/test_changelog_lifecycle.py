@@ -99,3 +99,21 @@ def test_stream_start_at_a_long_lived_changelog(tmp_path):
         t.write(pa.table({"k": [i], "v": [f"v{i}"]}, schema=SCHEMA))
     assert t.changelog_store.list_ids() == [1, 2]
     assert t.changes_of(1).id == 1 and snapshot_changes(t.core, 2).num_rows == 1
+
+
+@pytest.mark.parametrize("changelog_only", [True, False])
+def test_consumers_hold_changelogs_and_with_changelog_only_not_snapshots(tmp_path, changelog_only):
+    """A consumer's next snapshot keeps what it has not read: with `consumer.changelog-only`
+    (and a decoupled lifecycle) only the changelogs, otherwise the snapshots themselves."""
+    t = make(tmp_path, "input", changelog_max=3, **({"consumer.changelog-only": "true"} if changelog_only else {}))
+    t.write(pa.table({"k": [1], "v": ["v1"]}, schema=SCHEMA))
+    t.consumer_store.write("reader", 1)
+    for i in range(2, 7):
+        t.write(pa.table({"k": [i], "v": [f"v{i}"]}, schema=SCHEMA))
+    if changelog_only:
+        assert t.snapshot_store.list_ids() == [5, 6]
+        assert t.changelog_store.list_ids() == [1, 2, 3, 4]  # beyond changelog.num-retained.max: the consumer
+    else:
+        assert t.snapshot_store.list_ids() == [1, 2, 3, 4, 5, 6]
+        assert t.changelog_store.list_ids() == []
+    assert changes(t, 1) == [("+I", 1, "v1")]

@@ -153,7 +153,7 @@ def plan_expire(table: "TableContext", retain_min: int | None = None, retain_max
         older_than_ms = now_ms - config.time_retained_ms
     low = max(latest - config.retain_max + 1, earliest)
     end = latest - config.retain_min + 1
-    if not options.bool("consumer.changelog-only"):
+    if not (options.bool("consumer.changelog-only") and changelog_decoupled(options)):  # Java's consumerChangelogOnly
         consumer_min = table.consumer_store.min_next_snapshot()
         if consumer_min is not None:
             end = min(end, consumer_min)
