@@ -144,7 +144,8 @@ class JavaRef:
         out = self._exec([str(self.python), "-c", _MANY_DRIVER, str(self.shared)], json.dumps(argv),
                          timeout, f"batch of {len(argv)}")
         answers = json.loads(out)
-        racy = [i for i, (call, answer) in enumerate(zip(argv, answers)) if call[0] in READ_ONLY
+        racy = [i for i, (call, answer) in enumerate(zip(argv, answers))
+                if all(later[0] in READ_ONLY for later in argv[i:])  # nothing after it changed the table
                 and isinstance(answer, dict) and JAVA_RACE in str(answer.get("error", ""))]
         if racy:  # Java 1.0's parallel manifest reading races under load: a read only, so read again
             again = json.loads(self._exec([str(self.python), "-c", _MANY_DRIVER, str(self.shared)],
