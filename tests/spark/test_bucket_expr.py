@@ -63,7 +63,10 @@ def arithmetic(request, monkeypatch):
     return request.param
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# each example is a Spark job (~2 s): 15 per arithmetic form keeps the suite short;
+# TARN_HYPOTHESIS_PROFILE=long runs 100
+@settings(max_examples=100 if os.environ.get("TARN_HYPOTHESIS_PROFILE") == "long" else 15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keyed_rows())
 def test_expressions_hash_like_tarn(spark, arithmetic, case):
     fields, rows, num_buckets = case
