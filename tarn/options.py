@@ -106,7 +106,8 @@ OPTIONS: tuple[Opt, ...] = (
     Opt(
         "data-file.external-paths.strategy", ENUM, "none",
         choices=("none", "specific-fs", "round-robin", "entropy-inject", "weight-robin"),
-        effect=ACTED, since="1.1", note="new data files under the external roots of the table's own store (tarn/data/external_paths.py)",
+        effect=ACTED, since="1.1",
+        note="new data files under the external roots of the table's own store (tarn/data/external_paths.py)",
     ),
     Opt("data-file.external-paths.specific-fs", STRING,
         effect=ACTED, since="1.1", note="the scheme of the roots specific-fs keeps"),
