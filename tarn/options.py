@@ -184,9 +184,9 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("manifest.merge-optimize.enabled", BOOL, "true",
         effect=CARRIED, since="2.1", note="Paimon master (2.1-SNAPSHOT)"),
     Opt("upsert-key", LIST,
-        effect=WRITES, since="1.3",
-        note="Paimon's Spark turns INSERT into a MERGE of the append table on these columns (a "
-             "copy-on-write merge tarn does not do); removed after 2.0"),
+        effect=ACTED, since="1.3",
+        note="batch writes to the append table merge on these columns, as Paimon 2.0's Spark INSERT "
+             "(tarn/ops/upsert_key.py); streaming writes append; removed after 2.0"),
     Opt("partition.default-name", STRING, "__DEFAULT_PARTITION__", effect=ACTED, since="0.4"),
     Opt("partition.legacy-name", BOOL, "true",
         effect=ACTED, since="1.0", note="false: partition directories named by CAST to STRING (dates 2026-11-03)"),

@@ -45,7 +45,7 @@ from tarn.meta.schema import TableSchema
 from tarn.ops import delete as deletes
 from tarn.ops.update import check_settable, check_unambiguous, literal_array
 from tarn.scan.filters import scan_filter
-from tarn.scan.predicate import In, to_arrow
+from tarn.scan.predicate import In, IsNull, to_arrow
 from tarn.types import DataField, arrow_schema
 from tarn.write.conform import conform, to_arrow_table
 from tarn.commit.abort import aborting
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 SOURCE, TARGET = "source.", "target."
 _IN_TARGET, _IN_SOURCE = "__tarn_in_target", "__tarn_in_source"
+_TARGET_ROW = "__tarn_target_row"
 MAX_KEY_FILTER = 100_000  # distinct keys per column the target read is filtered by
 
 
@@ -68,8 +69,10 @@ class Actions:
     by_source_delete: object = None
 
 
-def merge(table: "TableCore", source, on, actions: Actions):
-    """See the module docstring; returns the snapshot (None: nothing changed)."""
+def merge(table: "TableCore", source, on, actions: Actions, null_safe: bool = False):
+    """See the module docstring; returns the snapshot (None: nothing changed). `null_safe`:
+    keys compare as SQL's `<=>` (NULL matches NULL) and a source key may repeat as long as it
+    matches no table row (Spark's rule; Paimon's upsert-key writes merge so)."""
     schema = table.schema()
     features.check_write(table.name, schema)
     if schema.shape.tracks_rows:
@@ -77,13 +80,15 @@ def merge(table: "TableCore", source, on, actions: Actions):
                               "(updates write only the changed columns) and delete(filter=...)")
     keys = _keys(on, schema, table.name)
     rows = to_arrow_table(source, table.name)
-    _check_source(rows, keys, schema, table.name, actions)
-    target = _target_rows(table, schema, rows, keys, actions.by_source_delete is not None)
-    joined = _join(target, rows, keys, schema)
+    _check_source(rows, keys, schema, table.name, actions, unique=not null_safe)
+    target = _target_rows(table, schema, rows, keys, actions.by_source_delete is not None, null_safe)
+    joined = _join(target, rows, keys, schema, null_safe)
     fields = _joined_fields(schema, rows)
     in_target = joined.column(_IN_TARGET).is_valid().to_numpy(zero_copy_only=False)
     in_source = joined.column(_IN_SOURCE).is_valid().to_numpy(zero_copy_only=False)
     matched = in_target & in_source
+    if null_safe:
+        _check_matched_once(joined, matched, table.name, keys)
     deleted = matched & _mask(joined, actions.matched_delete, fields, table.name)
     updated = matched & ~deleted & (actions.matched_update is not None) \
         & _mask(joined, actions.matched_update_if, fields, table.name, default=True)
@@ -117,7 +122,8 @@ def _keys(on, schema: TableSchema, table_name: str) -> list[str]:
     return keys
 
 
-def _check_source(rows: pa.Table, keys: list[str], schema: TableSchema, table_name: str, actions: Actions) -> None:
+def _check_source(rows: pa.Table, keys: list[str], schema: TableSchema, table_name: str, actions: Actions,
+                  unique: bool = True) -> None:
     missing = [k for k in keys if k not in rows.column_names]
     if missing:
         raise SchemaMismatch(f"table {table_name}: the merge source lacks the key column(s) {missing}")
@@ -144,7 +150,7 @@ def _check_source(rows: pa.Table, keys: list[str], schema: TableSchema, table_na
         if settable:
             check_settable(settable, schema, table_name)
     key_table = rows.select(keys)
-    if key_table.num_rows and key_table.group_by(keys).aggregate([]).num_rows != key_table.num_rows:
+    if unique and key_table.num_rows and key_table.group_by(keys).aggregate([]).num_rows != key_table.num_rows:
         raise InvalidArgument(f"table {table_name}: the merge source holds a key {keys} more than once; each "
                               "table row may match one source row")
 
@@ -154,9 +160,10 @@ def _check_source(rows: pa.Table, keys: list[str], schema: TableSchema, table_na
 
 
 def _target_rows(table: "TableCore", schema: TableSchema, rows: pa.Table, keys: list[str],
-                 whole: bool) -> pa.Table:
+                 whole: bool, null_safe: bool = False) -> pa.Table:
     """The table rows the merge can touch: those whose keys the source holds (IN filters on
-    each key column prune partitions, buckets and files), or every row."""
+    each key column prune partitions, buckets and files; `null_safe`: or NULL where the source
+    has a NULL key), or every row."""
     predicate = None
     if not whole:
         for key in keys:
@@ -165,23 +172,26 @@ def _target_rows(table: "TableCore", schema: TableSchema, rows: pa.Table, keys: 
                 predicate = None
                 break
             term = In(key, tuple(values.to_pylist()))
+            if null_safe and rows.column(key).null_count:
+                term = term | IsNull(key)
             predicate = term if predicate is None else predicate & term
         if predicate is None and rows.num_rows == 0:
             return arrow_schema(list(schema.fields)).empty_table()
     return table.scan_latest(filter=predicate).to_arrow()
 
 
-def _join(target: pa.Table, source: pa.Table, keys: list[str], schema: TableSchema) -> pa.Table:
+def _join(target: pa.Table, source: pa.Table, keys: list[str], schema: TableSchema,
+          null_safe: bool = False) -> pa.Table:
     """Target and source rows side by side (full outer join on `keys`): target columns as
     `target.<name>` and `_IN_TARGET`, then source columns as `source.<name>` and `_IN_SOURCE`
     (True, or null where the side has no row). Arrow joins only the keys and row numbers; the
     columns are taken by those numbers (its join carries no nested non-key columns)."""
-    left_row, right_row = "__tarn_target_row", "__tarn_source_row"
-    left = target.select(keys).rename_columns([TARGET + k for k in keys])
+    left_row, right_row = _TARGET_ROW, "__tarn_source_row"
+    left, right = join_keys(target, source, keys, null_safe)
+    names = list(left.column_names)
     left = left.append_column(left_row, pa.array(np.arange(target.num_rows, dtype=np.int64)))
-    right = source.select(keys).rename_columns([SOURCE + k for k in keys])
     right = right.append_column(right_row, pa.array(np.arange(source.num_rows, dtype=np.int64)))
-    pairs = left.join(right, [TARGET + k for k in keys], [SOURCE + k for k in keys], join_type="full outer",
+    pairs = left.join(right, names, names, join_type="full outer", left_suffix=".t", right_suffix=".s",
                       coalesce_keys=False)
     columns, names = [], []
     for side, prefix, rows, flag in ((target, TARGET, pairs.column(left_row), _IN_TARGET),
@@ -191,7 +201,37 @@ def _join(target: pa.Table, source: pa.Table, keys: list[str], schema: TableSche
             names.append(prefix + name)
         columns.append(pc.if_else(pc.is_valid(rows), True, pa.scalar(None, pa.bool_())))
         names.append(flag)
-    return pa.table(columns, names=names)
+    return pa.table(columns + [pairs.column(left_row)], names=names + [_TARGET_ROW])
+
+
+def join_keys(left: pa.Table, right: pa.Table, keys: list[str], null_safe: bool) -> tuple[pa.Table, pa.Table]:
+    """The columns two tables are joined on for `keys` (right's cast to left's types). Arrow's
+    join never matches NULL keys; `null_safe` adds per key an is-null column and fills NULLs
+    with one value the column holds, so NULL matches NULL and nothing else (SQL's `<=>`)."""
+    left_columns, right_columns, names = [], [], []
+    for i, key in enumerate(keys):
+        a, b = left.column(key), right.column(key).cast(left.column(key).type)
+        if null_safe:
+            valid = pa.chunked_array(a.chunks + b.chunks, a.type).drop_null()
+            left_columns.append(a.is_null())
+            right_columns.append(b.is_null())
+            names.append(f"__tarn_null_{i}")
+            if not len(valid):
+                continue
+            a, b = pc.fill_null(a, valid[0]), pc.fill_null(b, valid[0])
+        left_columns.append(a)
+        right_columns.append(b)
+        names.append(f"__tarn_key_{i}")
+    return pa.table(left_columns, names=names), pa.table(right_columns, names=names)
+
+
+def _check_matched_once(joined: pa.Table, matched: np.ndarray, table_name: str, keys: list[str]) -> None:
+    """Spark's MERGE rule: one table row may be matched by one source row only."""
+    rows = joined.column(_TARGET_ROW).filter(pa.array(matched))
+    if len(rows) != len(pc.unique(rows)):
+        raise InvalidArgument(f"table {table_name}: a table row matches more than one source row on {keys}; "
+                              "each table row may be updated by one source row (deduplicate the source, or set "
+                              "'sequence.field' so the latest row per key wins)")
 
 
 def _joined_fields(schema: TableSchema, source: pa.Table) -> list[DataField]:
@@ -270,12 +310,12 @@ def _commit_upserts(table: "TableCore", schema: TableSchema, updated: pa.Table, 
 
 def _commit_append(table: "TableCore", schema: TableSchema, joined: pa.Table, updated: np.ndarray,
                    removed: np.ndarray, new_rows: pa.Table, added: pa.Table, keys: list[str]):
-    """Copy-on-write of the files holding changed rows, plus the inserted rows, in one commit."""
+    """Copy-on-write of the files holding changed rows (rewritten without them), plus the
+    updated and inserted rows, in one commit. Updated rows are written anew rather than in
+    place: an append table may hold a key twice, and each copy gets its own new version."""
     options = schema.shape.options
     changed = joined.filter(pa.array(updated | removed))
     changed_keys = changed.select([TARGET + k for k in keys]).rename_columns(keys)
-    replacement = new_rows  # in the order of `changed`'s updated rows
-    update_keys = joined.filter(pa.array(updated)).select([TARGET + k for k in keys]).rename_columns(keys)
     scan = table.scan_latest(filter=_key_filter(changed_keys, keys)) if changed.num_rows else None
     messages = []
     reader = FileReader(table.file_io, schema, table.schema_by_id, options)
@@ -287,10 +327,12 @@ def _commit_append(table: "TableCore", schema: TableSchema, joined: pa.Table, up
         messages += [replace(m, vectors_with_data=True) for m in marks]  # one snapshot with the new rows
         if new_rows.num_rows:  # updated rows: the old versions marked above, the new ones appended
             added = pa.concat_tables([new_rows, added]) if added.num_rows else new_rows
-    elif scan is not None:
+    elif scan is not None:  # the files holding changed rows rewritten without them; new versions appended
         def change(rows: pa.Table, _matched) -> pa.Table:
-            return _replace_rows(rows, changed_keys, update_keys, replacement, keys)
+            return rows.filter(pa.array(_positions_of(rows, changed_keys, keys) < 0))
         messages += deletes.rewrite_messages(table, scan.plan(), reader, exact, total, change)
+        if new_rows.num_rows:
+            added = pa.concat_tables([new_rows, added]) if added.num_rows else new_rows
     with aborting(table.file_io, table.root, schema, messages):
         if added.num_rows:
             writer = table.new_writer()
@@ -302,43 +344,36 @@ def _commit_append(table: "TableCore", schema: TableSchema, joined: pa.Table, up
 def _key_filter(key_rows: pa.Table, keys: list[str]):
     predicate = None
     for key in keys:
-        term = In(key, tuple(pc.unique(key_rows.column(key)).to_pylist()))
+        column = key_rows.column(key)
+        term = In(key, tuple(pc.unique(column.drop_null()).to_pylist()))
+        if column.null_count:
+            term = term | IsNull(key)
         predicate = term if predicate is None else predicate & term
     return predicate
 
 
 def _positions_of(rows: pa.Table, key_rows: pa.Table, keys: list[str]) -> np.ndarray:
     """For each row of `rows`: the index of its key in `key_rows`, -1 when absent."""
-    left = rows.select(keys).append_column("__pos", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-    right = key_rows.select(keys).append_column("__hit", pa.array(np.arange(key_rows.num_rows, dtype=np.int64)))
-    found = left.join(right, keys, join_type="left outer").sort_by("__pos")
+    left, right = join_keys(rows, key_rows, keys, null_safe=True)
+    names = list(left.column_names)
+    left = left.append_column("__pos", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    right = right.append_column("__hit", pa.array(np.arange(key_rows.num_rows, dtype=np.int64)))
+    first = right.group_by(names).aggregate([("__hit", "min")])  # a key once, where it first occurs
+    right = first.select([*names, "__hit_min"]).rename_columns([*names, "__hit"])
+    found = left.join(right, names, join_type="left outer").sort_by("__pos")
     return pc.fill_null(found.column("__hit"), -1).to_numpy(zero_copy_only=False)
-
-
-def _replace_rows(rows: pa.Table, changed_keys: pa.Table, update_keys: pa.Table, replacement: pa.Table,
-                  keys: list[str]) -> pa.Table:
-    """A file's rows with the merge applied: updated rows replaced in place, deleted ones gone."""
-    in_changed = _positions_of(rows, changed_keys, keys) >= 0
-    which = _positions_of(rows, update_keys, keys)
-    keep = ~in_changed | (which >= 0)
-    out = rows.filter(pa.array(keep))
-    which = which[keep]
-    updated_at = np.flatnonzero(which >= 0)
-    if len(updated_at):
-        order = np.arange(out.num_rows, dtype=np.int64)
-        order[updated_at] = out.num_rows + np.arange(len(updated_at))
-        new = replacement.take(pa.array(which[updated_at])).select(out.column_names).cast(out.schema)
-        out = pa.concat_tables([out, new]).take(pa.array(order))
-    return out
 
 
 def _exact_keys(key_rows: pa.Table, keys: list[str]) -> pc.Expression:
     """An Arrow expression true exactly on rows whose key is one of `key_rows` (several key
-    columns compared as one joined text, so no other combination of their values matches)."""
+    columns compared as one joined text, so no other combination of their values matches; a
+    NULL key value matches NULL: the rows came from a join that matched them)."""
     if len(keys) == 1:
         return pc.field(keys[0]).isin(pc.unique(key_rows.column(keys[0])))
-    joined = pc.binary_join_element_wise(*[pc.cast(key_rows.column(k), pa.string()) for k in keys], "\x1f")
-    expression = pc.binary_join_element_wise(*[pc.field(k).cast(pa.string()) for k in keys], "\x1f")
+    spell = dict(null_handling="replace", null_replacement="\x00")
+    joined = pc.binary_join_element_wise(*[pc.cast(key_rows.column(k), pa.string()) for k in keys], "\x1f",
+                                         **spell)
+    expression = pc.binary_join_element_wise(*[pc.field(k).cast(pa.string()) for k in keys], "\x1f", **spell)
     return expression.isin(pc.unique(joined))
 
 

@@ -226,9 +226,16 @@ def _check_key_types(schema: TableSchema, identifier: str) -> None:
     except Exception:  # noqa: BLE001 - a bad bucket-key is reported by its own check
         bucket_keys = []
     refused = ", ".join(root for root, t in TYPE_TRAITS.items() if not t.key and t.implemented)
+    upsert_keys = as_options(schema.options).list("upsert-key")
+    if upsert_keys and schema.primary_keys:
+        raise InvalidOption(f"table {identifier}: cannot define 'upsert-key' {upsert_keys} with primary key "
+                            f"{list(schema.primary_keys)}")
     for kind, keys in (("primary key", schema.primary_keys), ("partition key", schema.partition_keys),
-                       ("bucket key", bucket_keys)):
+                       ("bucket key", bucket_keys), ("upsert key", upsert_keys)):
         for key in keys:
+            if key not in schema.field_names:
+                raise InvalidOption(f"table {identifier}: the {kind} names unknown column '{key}' "
+                                    f"(columns: {schema.field_names})")
             root = schema.field(key).type.root
             if not type_traits(root).key:
                 raise InvalidOption(f"table {identifier}: column '{key}' has type {root} and cannot be a {kind}: "
@@ -242,8 +249,8 @@ def check_merge_engine(schema, options: Options, identifier: str) -> None:
         if name not in schema.field_names:
             raise InvalidOption(f"table {identifier}: option 'sequence.field' names unknown column '{name}'")
     if not schema.primary_keys:
-        if engine != "deduplicate" or options.get("sequence.field"):
-            raise InvalidOption(f"table {identifier}: 'merge-engine' and 'sequence.field' need a primary key")
+        if engine != "deduplicate":
+            raise InvalidOption(f"table {identifier}: 'merge-engine' needs a primary key")
         return
     padding = [p.strip().lower() for p in options.list("sequence.auto-padding")]
     unknown = [p for p in padding if p not in ("row-kind-flag", "second-to-micro", "millis-to-micro")]

@@ -552,8 +552,10 @@ def collect_messages(table: tarn.Table, token: str, df, task) -> list:
     return [m for row in rows for m in pickle.loads(row["messages"])]
 
 
-def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> WritePlan:
-    """Driver side of every write: find or create the table, check the rows fit."""
+def plan_write(options: dict[str, str], schema: StructType, overwrite: bool, streaming: bool = False) -> WritePlan:
+    """Driver side of every write: find or create the table, check the rows fit. A batch
+    append to an append table with `upsert-key` is refused here (its rows are merged in, which
+    tarn.spark.write does); streaming writes append, as Paimon's streaming sinks do."""
     path = table_path(options)
     options = dict(options)
     route = _route_channels(options)
@@ -564,6 +566,12 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     table, created, overrides = find_or_create(path, data_schema, options)
     try:
         check_fits(table, data_schema)
+        if not overwrite and not streaming and table.schema().shape.options.get("upsert-key") \
+                and not table.primary_keys:
+            raise InvalidOption(f"table {table.name}: option 'upsert-key' makes an INSERT a merge on "
+                                f"{table.schema().shape.options.list('upsert-key')}; write with "
+                                "tarn.spark.write(df, path) or tarn.spark.sql('INSERT INTO ...'), not "
+                                "df.write.format('tarn')")
         spec = overwrite_spec(options, table.schema(), overwrite)
         if route and (given or not _dynamic(table) or (spec is not None and route_snapshot)
                       or not _route_base_exists(table, route_snapshot)):

@@ -289,6 +289,9 @@ def write(df, table_path: str, mode: str = "append", **options):
     try:
         check_fits(table, arrow_of(df.schema))
         schema = table.schema()
+        if mode == "append" and upserting(schema):
+            # Paimon's Spark turns INSERT INTO an upsert-key table into a MERGE: merged on the driver
+            return table.write(df.toArrow())
         if schema.shape.cross_partition:
             df = _placed(df, table, mode, storage_of(text_options))
         elif schema.shape.bucket_mode is BucketMode.DYNAMIC:
@@ -317,6 +320,11 @@ def write(df, table_path: str, mode: str = "append", **options):
         if created and open_table(path, storage_of(text_options)).latest_snapshot() is None:
             drop_table(table, path, storage_of(text_options))
         raise
+
+
+def upserting(schema) -> bool:
+    """Does an append into this table merge on its `upsert-key` (tarn/ops/upsert_key.py)?"""
+    return bool(schema.shape.options.get("upsert-key")) and not schema.primary_keys
 
 
 def _result_of_user(table, operation: str, user: str, before: int, started: float):

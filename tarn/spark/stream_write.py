@@ -58,7 +58,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
     @classmethod
     def prepare(cls, options: dict[str, str], schema: StructType, overwrite: bool) -> "StreamWriter":
         commit_user = commit_user_of(options)
-        plan = plan_write(options, schema, overwrite=False)
+        plan = plan_write(options, schema, overwrite=False, streaming=True)
         plan.created = False  # a streaming query keeps its table even if a batch fails
         plan.commit_user = commit_user
         if overwrite:  # outputMode("complete"): every batch replaces the table

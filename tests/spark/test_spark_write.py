@@ -138,3 +138,20 @@ def test_failed_job_on_existing_table_keeps_it_unchanged(spark, path):
         good.union(bad).repartition(2).write.format("tarn").mode("append").save(path)
     assert files_under(path) == before and len(tarn.load_table(path).snapshots()) == 1
     assert table_rows(path) == [("a", 1, "x")]
+
+
+def test_upsert_key_insert_merges(spark, path):
+    """Paimon 2.0's Spark makes INSERT INTO an upsert-key table a MERGE (issue 43): tarn.spark.write
+    merges; df.write.format('tarn') says to use it."""
+    import pyarrow as pa
+
+    tarn.create_table(path, pa.schema([("k", pa.int64()), ("v", pa.string()), ("s", pa.int64())]),
+                      options={"upsert-key": "k", "sequence.field": "s"})
+    tarn.spark.write(spark.createDataFrame([(1, "a", 1), (2, "b", 1)], "k long, v string, s long"), path)
+    result = tarn.spark.write(spark.createDataFrame([(1, "a2", 2), (1, "a3", 3), (2, "old", 0), (3, "c", 1)],
+                                                    "k long, v string, s long"), path)
+    assert (result.rows_updated, result.rows_inserted) == (1, 1)
+    assert table_rows(path) == [(1, "a3", 3), (2, "b", 1), (3, "c", 1)]
+    with pytest.raises(PySparkException, match="upsert-key"):
+        spark.createDataFrame([(4, "d", 1)], "k long, v string, s long").write.format("tarn").mode("append").save(path)
+    assert table_rows(path) == [(1, "a3", 3), (2, "b", 1), (3, "c", 1)]
