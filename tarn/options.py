@@ -299,7 +299,8 @@ OPTIONS: tuple[Opt, ...] = (
         fallback=("log.scan",),
         effect=ACTED, since="0.4",
         note="stored in the table: where every batch read starts (tarn/scan/startup.py); the incremental "
-             "modes (incremental, latest-delta) are refused when a batch read meets them",
+             "modes (incremental, latest-delta) read changed rows in Python (tarn/ops/incremental.py) and "
+             "are refused in Spark reads",
     ),
     Opt("scan.timestamp", STRING, effect=ACTED, since="0.9",
         note="stored in the table: every read travels to it (a read's own argument wins)"),
@@ -387,15 +388,18 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("dynamic-bucket.max-buckets", INT, "-1", effect=ACTED, since="1.1"),
     Opt("dynamic-bucket.assigner-parallelism", INT, effect=ACTED, since="0.5"),
     Opt("incremental-between", STRING,
-        effect=READS, since="0.5", note="a table option turns every batch read into an incremental read"),
+        effect=ACTED, since="0.5", note="batch reads in Python read the changed rows (tarn/ops/incremental.py); "
+        "Spark reads refuse it"),
     Opt("incremental-between-scan-mode", ENUM, "auto", choices=("auto", "delta", "changelog", "diff"),
-        effect=CARRIED, since="0.6", note="used only with incremental-between (refused)"),
+        effect=ACTED, since="0.6", note="with incremental-between(-timestamp)"),
     Opt("incremental-between-timestamp", STRING,
-        effect=READS, since="0.5", note="a table option turns every batch read into an incremental read"),
+        effect=ACTED, since="0.5", note="batch reads in Python read the changed rows (tarn/ops/incremental.py); "
+        "Spark reads refuse it"),
     Opt("incremental-to-auto-tag", STRING,
-        effect=READS, since="1.1", note="a table option turns every batch read into an incremental read"),
+        effect=ACTED, since="1.1", note="batch reads in Python read the changed rows (tarn/ops/incremental.py); "
+        "Spark reads refuse it"),
     Opt("incremental-between-tag-to-snapshot", BOOL, "false",
-        effect=CARRIED, since="1.4", note="used only with incremental-between (refused)"),
+        effect=ACTED, since="1.4", note="with incremental-between naming two tags"),
     Opt("end-input.check-partition-expire", BOOL, "false", effect=ACTED, since="0.9",
         note="every batch commit checks partition expiry"),
     Opt("metadata.stats-mode", STATS_MODE, "truncate(16)", effect=ACTED, since="0.5"),

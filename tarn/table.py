@@ -22,7 +22,7 @@ from tarn.meta.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from tarn.meta.statistics import Statistics
 from tarn.ops import (alter, analyze, branches, changelog_expire, compact, delete, expire, merge, orphans,
                       partition_expire, rescale, rollback, row_updates, system_tables, tags, time_travel, update,
-                      write)
+                      upsert_key, write)
 from tarn.scan import counts, startup
 from tarn.scan.arguments import location_argument, millis_argument
 from tarn.scan.scan import Scan
@@ -101,7 +101,8 @@ class Table:
             parts.append("bucket=dynamic")
         parts.append(f"snapshot={latest}")
         try:  # the rows a plain read returns (the table's own scan options may refuse it)
-            rows = counts.count_from_metadata(self.scan()) if latest is not None else None
+            scan = self.scan() if latest is not None else None
+            rows = counts.count_from_metadata(scan) if isinstance(scan, Scan) else None
         except TarnError:
             rows = None
         return parts + ([f"rows={rows:,}"] if rows is not None else [])
@@ -199,6 +200,8 @@ class Table:
         when lossless. `row_kind`: '+I', '-U', '+U', '-D' (or 0-3) for all rows or per row.
         Returns a `CommitResult` (snapshots made, rows and files added and removed, rows
         written, seconds; None when nothing was written)."""
+        if row_kind is None and upsert_key.upsert_keys(self.core.schema()):  # merged in (docs/guide-delete-update.md)
+            return self.core.recorded("write", lambda: upsert_key.write(self.core, data))
         return self.core.recorded("write", lambda: write.write(self.core, data, row_kind))
 
     def compact(self, full: bool = False, partitions: list[dict] | None = None) -> CommitResult | None:
@@ -303,6 +306,11 @@ class Table:
         as_of_timestamp_ms = millis_argument(as_of_timestamp_ms, self.name, "as_of_timestamp_ms")
         travelled = not (snapshot_id is None and tag is None and as_of_timestamp_ms is None)
         options = self.core.schema().shape.options
+        if not travelled and startup.has_start(options) and startup.is_incremental(options):
+            from tarn.ops import incremental
+
+            return incremental.IncrementalScan(self.core, incremental.from_options(self.core, options), filter,
+                                               columns, limit)
         start = startup.batch_start(self.core, options, travelled) if startup.has_start(options) else None
         if not travelled and (start is None or not start.pinned):
             scan = self.core.scan_latest(filter, columns, limit)
@@ -316,13 +324,28 @@ class Table:
             scan.bucket, scan.files_from_ms = start.bucket, start.files_from_ms
         return scan
 
-    def changes(self, snapshot_id: int) -> pa.Table:
-        """The rows snapshot `snapshot_id` added, with their row kind in a first column
-        `_ROW_KIND` ('+I', '-U', '+U', '-D'): its changelog files when the table has a
-        `changelog-producer`, otherwise the data files of an APPEND/OVERWRITE snapshot."""
-        from tarn.scan.changes import snapshot_changes
+    def changes(self, snapshot_id: int | None = None, *, start=None, end=None, mode: str = "auto") -> pa.Table:
+        """Changed rows with their row kind in a first column `_ROW_KIND` ('+I', '-U', '+U', '-D').
 
-        return snapshot_changes(self.core, snapshot_id)
+        `changes(5)`: what a stream reads from snapshot 5 (its changelog files when the table has a
+        `changelog-producer`, otherwise the data files of an APPEND/OVERWRITE snapshot).
+        `changes(start=a, end=b)`: Paimon's incremental read of the snapshots after `a` up to `b`
+        (default: the latest): snapshot ids (int), tag names (str) or times (datetime; naive:
+        local time). `mode`: `auto` (changelog files with a changelog producer, else the rows
+        APPEND snapshots wrote), `delta`, `changelog`, or `diff` (the two snapshots compared per
+        key: new and changed rows as +I, removed ones as -D; two tags diff by default).
+        See docs/changelog-producers.md."""
+        if start is None and end is None:
+            if snapshot_id is None:
+                raise InvalidArgument(f"table {self.name}: changes() needs a snapshot id, or start= (and end=)")
+            from tarn.scan.changes import snapshot_changes
+
+            return snapshot_changes(self.core, snapshot_id)
+        if snapshot_id is not None or start is None:
+            raise InvalidArgument(f"table {self.name}: changes() takes a snapshot id or start= (and end=), not both")
+        from tarn.ops import incremental
+
+        return incremental.read(self.core, incremental.between(self.core, start, end, mode))
 
     # ------------------------------------------------------------------ tags, expiry, rollback
 

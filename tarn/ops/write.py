@@ -16,12 +16,7 @@ from tarn.commit.abort import aborting
 def write(core: TableCore, data, row_kind=None) -> Snapshot | None:
     """Write `data` in one commit with one writer (the files of earlier flushes are deleted
     when a later one fails), then keep a cross-partition table's key index for the next write
-    (a failure there is kept in `last_maintenance_errors`, the commit stands). Append tables
-    with `upsert-key` merge the rows in (tarn/ops/upsert_key.py)."""
-    if row_kind is None and core.schema().shape.options.get("upsert-key") and not core.schema().primary_keys:
-        from tarn.ops import upsert_key  # merge imports delete, which imports this module
-
-        return upsert_key.write(core, data)
+    (a failure there is kept in `last_maintenance_errors`, the commit stands)."""
     writer = core.new_writer()
     # a flush that fails deletes the files earlier flushes wrote
     with aborting(core.file_io, core.root, writer.schema, writer.messages):

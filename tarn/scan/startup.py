@@ -11,7 +11,8 @@ the read wins over all of them but `scan.bucket`.
 `batch_start` answers with a `Start`: the snapshot to read, and the narrowing of its files
 (bucket, file creation time). The incremental modes (`incremental-between*`,
 `incremental-to-auto-tag`, `scan.mode` = `incremental` or `latest-delta`) read differences,
-not snapshots: they are refused (tarn/features.py), never read as a full snapshot.
+not snapshots: `Table.scan` reads them with tarn/ops/incremental.py; elsewhere (Spark reads)
+`batch_start` refuses them, never reading them as a full snapshot.
 """
 
 from __future__ import annotations
@@ -80,8 +81,13 @@ def batch_start(table: "TableContext", options: Options, travelled: bool = False
     key = next((k for k in INCREMENTAL_KEYS if k in options.raw), "scan.mode")
     raise UnsupportedFeature(
         f"table {table.name}: option '{key}' = '{options.get(key)}' asks for an incremental read (the "
-        f"difference between snapshots), which tarn's batch reads do not offer; read a snapshot "
-        f"(scan(snapshot_id=...)) or the changes of one (table.changes(id))")
+        f"difference between snapshots), which tarn offers in Python (table.scan(), table.changes(start=, "
+        f"end=)) but not in Spark reads; read it in Python, or read a snapshot")
+
+
+def is_incremental(options: Options) -> bool:
+    """Does a batch read of these options read changed rows (tarn/ops/incremental.py)?"""
+    return startup_mode("", options) in ("incremental", "latest-delta")
 
 
 def startup_mode(name: str, options: Options) -> str:
