@@ -173,9 +173,6 @@ def check_file(table_name: str, meta: DataFileMeta, table_format: str, field_cou
     if fmt not in READABLE_FORMATS:
         raise _refused(table_name, f"data file {meta.file_name} is in format '{fmt}'", "",
                        f"which tarn cannot read (tarn reads {', '.join(READABLE_FORMATS)})")
-    if meta.write_cols_sequences is not None:
-        raise _refused(table_name, f"data file {meta.file_name} carries per-column sequence numbers "
-                       "(_WRITE_COLS_SEQUENCES)", "", "of a Paimon release after 2.0, which tarn does not implement")
     if not stitched and meta.write_cols is not None and (field_count is None or len(meta.write_cols) < field_count):
         raise _refused(table_name, f"data file {meta.file_name} holds only columns {list(meta.write_cols)}",
                        "1.3", "of its rows (data evolution), but the table does not enable "

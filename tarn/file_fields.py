@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tarn.options import ACTED, CARRIED, READS, WRITES, Effect
+from tarn.options import ACTED, CARRIED, READS, WRITES, Effect  # noqa: F401  (a field may take any effect)
 
 
 @dataclass(frozen=True)
@@ -132,8 +132,10 @@ FILE_FIELDS: tuple[FileField, ...] = (
               "row ids of the file's rows (row-tracking tables; elsewhere writes are refused)"),
     FileField("data file", "_WRITE_COLS", ACTED, "1.3",
               "the columns a file holds; stitched by row-id range on row-tracking tables"),
-    FileField("data file", "_WRITE_COLS_SEQUENCES", READS, "2.1",
-              "Paimon master; non-null: per-column sequences, refused; tarn writes null"),
+    FileField("data file", "_WRITE_COLS_SEQUENCES", CARRIED, "2.1",
+              "Paimon master: the highest sequence per written column, read only by Java's global-index "
+              "refresh planning; kept on every copy of the entry; tarn's new files write null (every "
+              "column at the file's max sequence)"),
     FileField("stats", "_MIN_VALUES", ACTED, "0.4"),
     FileField("stats", "_MAX_VALUES", ACTED, "0.4"),
     FileField("stats", "_NULL_COUNTS", ACTED, "0.4"),
