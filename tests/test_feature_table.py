@@ -85,7 +85,7 @@ READ_BUT_CARRIED = {
     "consumer-id": "tarn's Spark stream takes it as a read option; a table's own value changes no batch read",
     "consumer.ignore-progress": "tarn's Spark stream takes it as a read option",
     "read.changelog": "tarn's Spark source takes it as a read option",
-    "clustering.incremental": "validated at creation only (Paimon refuses it with data evolution)",
+    "bucket-append-ordered": "validated at creation only (incremental clustering of fixed buckets needs it false)",
 }
 
 _READ_CALL = re.compile(r"""\.(?:get|int|bool|enum|list|memory_bytes|duration_ms|float)\(\s*["']([^"']+)["']""")

@@ -259,6 +259,16 @@ def pick(num_levels: int, runs: Sequence[LevelSortedRun], options: Options,
     return Pick(unit if _worth_running(unit) else None, state)
 
 
+def minor_pick(runs: Sequence[LevelSortedRun], max_level: int, options: Options) -> CompactUnit | None:
+    """Plain universal compaction (size amplification, size ratio, run count; no early full
+    compaction, no off-peak ratio), as Java's IncrementalClusterStrategy picks; None when
+    nothing is worth running."""
+    universal = _Universal(options.int("compaction.max-size-amplification-percent"),
+                           options.int("compaction.size-ratio"), compaction_trigger(options), None, None, None)
+    unit = universal.pick(list(runs), max_level, 0, None)
+    return unit if _worth_running(unit) else None
+
+
 def _force_level0(num_levels: int, runs: list[LevelSortedRun], options: Options, state: PickState,
                   local_hour: int | None) -> tuple[CompactUnit | None, PickState]:
     max_interval = _lookup_max_interval(options)

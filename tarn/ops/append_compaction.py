@@ -63,7 +63,10 @@ from tarn import partition as partitions
 from tarn.data.reader import FileReader
 from tarn.data.writer import FileWriter
 from tarn.errors import CommitConflict, TarnError
-from tarn.meta.manifest import COMPACT_SOURCE, DELETE, DataFileMeta, IndexManifestEntry
+from tarn.data import clustering
+from tarn.lsm import policy
+from tarn.lsm.levels import LevelSortedRun, SortedRun
+from tarn.meta.manifest import APPEND_SOURCE, COMPACT_SOURCE, DELETE, DataFileMeta, IndexManifestEntry
 from tarn.meta.shape import BucketMode
 from tarn.options import Options
 from tarn.data.layout import ROW_TRACKING_FIELDS
@@ -104,6 +107,11 @@ class Group:
     total_buckets: int
     files: tuple[Input, ...]
     index: tuple[IndexManifestEntry, ...] | None = None
+    # incremental clustering: the rows sorted by (columns, strategy, var-length bytes), the
+    # outputs raised to `output_level`; unaware-bucket outputs are APPEND files numbered from 0
+    cluster: tuple | None = None
+    output_level: int = 0
+    append_source: bool = False
 
     @property
     def size(self) -> int:
@@ -159,6 +167,10 @@ def plan(table: "TableCore", full: bool = False, partitions_filter: list[dict] |
         raise TarnError(f"table {table.name}: append-table compaction on a primary-key table")
     settings = Settings.of(schema.shape.options)
     buckets = _live_buckets(table, schema, settings, partitions_filter)
+    if schema.shape.options.bool("clustering.incremental") and not schema.shape.evolves:
+        groups = [g for b in buckets for g in _cluster_units(table, schema, b, settings, full)]
+        history = _history_partitions(table, schema, settings, partitions_filter)
+        return groups + [g for b in history for g in _cluster_units(table, schema, b, settings, True)]
     if schema.shape.evolves:
         return [g for b in buckets for g in _row_id_bins(b, settings, full)]
     if schema.shape.bucket_mode is BucketMode.FIXED:
@@ -301,6 +313,66 @@ def _full_bucket(bucket: _Bucket, settings: Settings) -> list[Group]:
     return [_group(bucket, files, settings)]
 
 
+def _cluster_units(table, schema: "TableSchema", bucket: _Bucket, settings: Settings, full: bool) -> list[Group]:
+    """Incremental clustering (IncrementalClusterStrategy): each level-0 file a run (sequence
+    order), each higher level one run; a full pick takes everything to the top level (unless
+    it is one top-level run already clustered by these columns), a minor pick is universal
+    compaction without its early-full step."""
+    options = schema.shape.options
+    columns, strategy = clustering.columns_and_strategy(options, table.name)
+    max_level = policy.num_levels(options) - 1
+    runs = [LevelSortedRun(0, SortedRun((i.meta,))) for i in bucket.files if i.meta.level == 0]
+    for level in sorted({i.meta.level for i in bucket.files if i.meta.level > 0}):
+        runs.append(LevelSortedRun(level, SortedRun(tuple(i.meta for i in bucket.files if i.meta.level == level))))
+    if not runs:
+        return []
+    if full:
+        first = runs[0].run.files[0]
+        done_before = clustering.columns_and_strategy(table.schema_by_id(first.schema_id).shape.options,
+                                                      table.name)[0]
+        if len(runs) == 1 and runs[0].level == max_level and done_before == columns:
+            return []
+        unit = policy.CompactUnit(max_level, tuple(f for r in runs for f in r.run.files))
+    else:
+        unit = policy.minor_pick(runs, max_level, options)
+        if unit is None:
+            return []
+    chosen = {f.file_name for f in unit.files}
+    group = _group(bucket, [i for i in bucket.files if i.meta.file_name in chosen], settings)
+    var_length = options.int("zorder.var-length-contribution") or 8
+    return [replace(group, cluster=(tuple(columns), strategy, var_length), output_level=unit.output_level,
+                    append_source=schema.shape.bucket_mode is not BucketMode.FIXED)]
+
+
+def _history_partitions(table, schema: "TableSchema", settings: Settings, wanted: list[dict] | None) -> list[_Bucket]:
+    """HistoryPartitionCluster: with a partition filter and
+    `clustering.history-partition.idle-to-full-sort`, up to `clustering.history-partition.limit`
+    other partitions with files below the top level and no file newer than the idle time get a
+    full clustering too."""
+    options = schema.shape.options
+    idle = options.duration_ms("clustering.history-partition.idle-to-full-sort")
+    if not wanted or idle is None or not schema.partition_keys:
+        return []
+    max_level = policy.num_levels(options) - 1
+    cutoff = local_wall_millis_now() - idle
+    found = []
+    for bucket in _live_buckets(table, schema, settings, None):
+        if _in_partitions(schema, bucket.partition, wanted):
+            continue
+        metas = [i.meta for i in bucket.files]
+        if any(m.level < max_level for m in metas) and max(m.creation_time or 0 for m in metas) < cutoff:
+            found.append(bucket)
+    return found[:options.int("clustering.history-partition.limit")]
+
+
+def local_wall_millis_now() -> int:
+    """Now as the local wall clock in epoch-style millis (how data files record creation time)."""
+    import datetime as dt
+
+    now = dt.datetime.now()
+    return int((now - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
+
+
 def _unaware(buckets: list[_Bucket], settings: Settings) -> list[Group]:
     """AppendCompactCoordinator (batch): candidates, then bins per partition."""
     groups = []
@@ -399,10 +471,17 @@ def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> Co
                         row_ids=ids)
     message = CommitMessage(group.partition, group.bucket, group.total_buckets,
                             deleted_index_files=[_as_delete(e) for e in group.index or ()])
-    roller = _Roller(writer, table_options.target_file_size(has_primary_key=False),
-                     group.files[0].meta.min_sequence_number, message.compact_after, group.files)
+    first_sequence = 0 if group.append_source else group.files[0].meta.min_sequence_number
+    roller = _Roller(writer, table_options.target_file_size(has_primary_key=False), first_sequence,
+                     message.compact_after, group.files,
+                     file_source=APPEND_SOURCE if group.append_source else COMPACT_SOURCE)
     fields = list(schema.fields)
     with aborting(table.file_io, table.root, schema, lambda: [replace(message, deleted_index_files=[])]):
+        if group.cluster is not None:
+            _add_clustered(roller, reader, path, group, fields)
+            message.compact_after = [replace(m, level=group.output_level) for m in message.compact_after]
+            message.compact_before = [i.meta for i in group.files]
+            return message
         for item in group.files:
             if ids:
                 roller.add(read_group(reader, path, [item.meta], fields + list(ROW_TRACKING_FIELDS), table.name))
@@ -414,6 +493,17 @@ def rewrite(table: "TableCore", group: Group, options: dict | None = None) -> Co
         message.compact_after = _ranged(message.compact_after, [i.meta for i in group.files])
     message.compact_before = [i.meta for i in group.files]
     return message
+
+
+def _add_clustered(roller: "_Roller", reader: FileReader, path: str, group: Group, fields) -> None:
+    """Every row of the group (deleted ones dropped), sorted by the clustering key, then rolled."""
+    parts = [rows for item in group.files for rows in reader.iter(path, item.meta, fields, with_system=False)]
+    if not parts:
+        return
+    rows = pa.concat_tables(parts)
+    columns, strategy, var_length = group.cluster
+    roller.add(rows.take(pa.array(clustering.order_of(rows, list(columns), strategy, var_length))))
+    roller.finish()
 
 
 def _consecutive(group: Group) -> bool:
@@ -464,8 +554,9 @@ class _Roller:
     row) rows: first those of the inputs, then those of the files this rewrite wrote."""
 
     def __init__(self, writer: FileWriter, target: int, first_sequence: int, out: list[DataFileMeta],
-                 inputs: tuple[Input, ...]):
+                 inputs: tuple[Input, ...], file_source: int = COMPACT_SOURCE):
         self.writer = writer
+        self.file_source = file_source
         self.target = target
         self.next_sequence = first_sequence
         self.out = out
@@ -496,7 +587,7 @@ class _Roller:
             self.pending, self.pending_rows = [], 0
 
     def _write(self, rows: pa.Table) -> None:
-        metas = self.writer.write(rows, file_source=COMPACT_SOURCE, first_sequence=self.next_sequence)
+        metas = self.writer.write(rows, file_source=self.file_source, first_sequence=self.next_sequence)
         self.out.extend(metas)
         self.next_sequence += rows.num_rows
         written = sum(m.row_count for m in self.out)

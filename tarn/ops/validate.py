@@ -10,6 +10,7 @@ from __future__ import annotations
 from tarn.bucket import check_bucket_function
 from tarn.codec.data_file import FORMATS, shredding_shapes
 from tarn.codec.file_index import check_index_types
+from tarn.data import clustering
 from tarn.data.external_paths import ExternalRoots
 from tarn.data.record_expire import check_time_field
 from tarn.errors import InvalidOption, TarnError
@@ -83,6 +84,7 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         lambda: _check_record_expire(schema, options, identifier),
         lambda: ExternalRoots.of(options, identifier),
         lambda: _check_snapshot_ordering(schema, options, identifier),
+        lambda: _check_clustering(schema, options, identifier),
     ]
     problems = []
     for check in checks:
@@ -91,6 +93,24 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
         except TarnError as problem:
             problems.append(problem)
     return problems
+
+
+def _check_clustering(schema: TableSchema, options: Options, identifier: str) -> None:
+    """Java's validateIncrementalClustering, and the clustering columns and strategy the sorters
+    take (Java fails on them at the first sort)."""
+    if not options.get("clustering.columns") and not options.bool("clustering.incremental"):
+        return
+    columns, _ = clustering.columns_and_strategy(options, identifier)
+    clustering.check_columns(columns, schema.fields, identifier)
+    if not options.bool("clustering.incremental"):
+        return
+    if schema.primary_keys:
+        raise InvalidOption(f"table {identifier}: 'clustering.incremental' is for append tables (this one has "
+                            f"primary key {list(schema.primary_keys)})")
+    if options.int("bucket") not in (None, -1) and (options.bool("bucket-append-ordered")
+                                                     or options.bool("deletion-vectors.enabled")):
+        raise InvalidOption(f"table {identifier}: 'clustering.incremental' with a fixed 'bucket' needs "
+                            "'bucket-append-ordered' = 'false' and no 'deletion-vectors.enabled'")
 
 
 def _check_snapshot_ordering(schema: TableSchema, options: Options, identifier: str) -> None:

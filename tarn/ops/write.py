@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 from tarn.commit.committer import Overwrite
+from tarn.data import clustering
 from tarn.core import TableCore, best_effort
 from tarn.errors import SchemaMismatch
 from tarn.meta.snapshot import Snapshot
@@ -18,6 +19,8 @@ def write(core: TableCore, data, row_kind=None) -> Snapshot | None:
     when a later one fails), then keep a cross-partition table's key index for the next write
     (a failure there is kept in `last_maintenance_errors`, the commit stands)."""
     writer = core.new_writer()
+    if clustering.sorts_writes(core.schema()):  # clustering.columns: the batch sorted as Java's sinks sort it
+        data = clustering.sorted_rows(to_arrow_table(data, core.name), core.schema().shape.options, core.name)
     # a flush that fails deletes the files earlier flushes wrote
     with aborting(core.file_io, core.root, writer.schema, writer.messages):
         writer.write(data, row_kind=row_kind)
@@ -47,6 +50,8 @@ def overwrite(core: TableCore, data, partition: dict | None = None, dynamic: boo
             dynamic = bool(schema.partition_keys) and options.bool("dynamic-partition-overwrite")
         spec = Overwrite(dynamic=bool(dynamic) and bool(schema.partition_keys))
     writer = core.new_writer(ignore_previous_files=True)
+    if clustering.sorts_writes(schema):
+        table = clustering.sorted_rows(table, options, core.name)
     if table.num_rows:
         writer.write(table)
     messages = writer.prepare_commit()

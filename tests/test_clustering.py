@@ -1,0 +1,112 @@
+"""Clustering of append tables (issue 43 item 4): Java's z-order and Hilbert keys byte for byte
+(vectors computed by Paimon 2.0's ZOrderByteUtils / HilbertCurve 0.2.2), batch writes sorted by
+`clustering.columns`, incremental clustering by levels on `compact()`, and what is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import tarn
+from tarn.data import clustering
+from tarn.errors import InvalidOption
+
+SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.string()), ("v", pa.float64())])
+
+
+def z(table: pa.Table, columns, width=8) -> str:
+    return clustering.zorder_keys(table, columns, width)[0].tobytes().hex()
+
+
+def test_zorder_keys_match_java():
+    assert z(pa.table({"a": pa.array([1], pa.int32()), "b": pa.array([2], pa.int32())}), ["a", "b"]) == \
+        "c0000000000000000000000000000006"
+    assert z(pa.table({"a": pa.array([-1], pa.int32()), "b": pa.array([5], pa.int64())}), ["a", "b"]) == \
+        "6aaaaaaaaaaaaaaaaaaaaaaaaaaaaabb"
+    assert z(pa.table({"a": ["abc"], "b": pa.array([7], pa.int32())}), ["a", "b"]) == \
+        "68022808280a00000000000000000015"
+    assert z(pa.table({"a": ["abcdef"], "b": pa.array([7], pa.int32())}), ["a", "b"], 3) == \
+        "68022808280a0000000007"
+    floats = clustering.zorder_keys(pa.table({"f": [1.5, -1.5]}), ["f"], 8)
+    assert [row.tobytes().hex() for row in floats] == ["bff800007ff00000", "4007ffff7ff00000"]
+    nulls = clustering.zorder_keys(pa.table({"a": pa.array([None], pa.int64()), "b": pa.array([None], pa.string())}),
+                                   ["a", "b"], 4)
+    assert not nulls.any()  # NULL is zeros, whatever the type
+
+
+@pytest.mark.parametrize("point, tail", [
+    ((1, 2), "0d"), ((3, 5, 7), "b1"), ((-1, 0), "3f" + "ff" * 15), ((2**63 - 1, 2**63 - 1), "2a" + "aa" * 15),
+])
+def test_hilbert_keys_match_java(point, tail):
+    key = clustering.hilbert_index_bytes(np.array([point], dtype=np.int64).view(np.uint64))[0]
+    assert len(key) == 63 and key.tobytes().hex().endswith(tail) and not key[:63 - len(tail) // 2].any()
+
+
+def test_auto_strategy_by_column_count():
+    def resolved(columns: str) -> str:
+        return clustering.columns_and_strategy(tarn.options.Options({"clustering.columns": columns}), "t")[1]
+    assert [resolved("a"), resolved("a,b"), resolved("a,b,c,d"), resolved("a,b,c,d,e")] == \
+        ["order", "zorder", "zorder", "hilbert"]
+
+
+def rows(rng, n=500) -> pa.Table:
+    b = [None if x == 0 else f"s{x:02d}" for x in rng.integers(0, 40, n)]
+    return pa.table({"a": rng.integers(-50, 50, n), "b": b, "v": rng.random(n)}, schema=SCHEMA)
+
+
+def file_rows(table) -> list[pa.Table]:
+    scan = table.scan()
+    return [pa.concat_tables(scan.reader().read_all([split])) for split in scan.plan()]
+
+
+def test_batch_writes_sort_by_the_clustering_column(tmp_path):
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", SCHEMA, options={"clustering.columns": "b"})
+    data = rows(np.random.default_rng(3))
+    table.write(data)
+    written = file_rows(table)[0].column("b")
+    expected = data.column("b").take(pc.sort_indices(data, sort_keys=[("b", "ascending", "at_start")]))
+    assert written.to_pylist() == expected.to_pylist()  # NULLs first, then byte order
+
+
+def test_incremental_clustering_levels_and_full(tmp_path):
+    options = {"clustering.columns": "a,b", "clustering.incremental": "true", "num-sorted-run.compaction-trigger": "3"}
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", SCHEMA, options=options)
+    rng = np.random.default_rng(7)
+    written = [rows(rng) for _ in range(4)]
+    for data in written:
+        table.write(data)
+    result = table.compact()
+    assert result is not None and result.commit_kind == "COMPACT"
+    entries = table.core.live_entries(table.latest_snapshot(), table.schema())
+    assert {e.file.level for e in entries} == {3}  # all runs: the top level (trigger 3 -> 4 levels)
+    assert {e.file.file_source for e in entries} == {0}  # APPEND files, as Java's unaware clustering
+    merged = pa.concat_tables(file_rows(table))
+    keys = clustering.zorder_keys(merged, ["a", "b"], 8)
+    as_text = [k.tobytes() for k in keys]
+    assert as_text == sorted(as_text)  # one file (or run) in z-order
+    everything = pa.concat_tables(written)
+    assert sorted(map(repr, merged.to_pylist())) == sorted(map(repr, everything.to_pylist()))
+    assert table.compact(full=True) is None  # one top-level run clustered by these columns already
+    table.write(rows(rng, 50))
+    assert table.compact(full=True).commit_kind == "COMPACT"
+    assert table.scan().count() == 2050
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"clustering.columns": "nope"}, "unknown column 'nope'"),
+    ({"clustering.columns": "a", "clustering.strategy": "hilbert"}, "at least two"),
+    ({"clustering.columns": "a", "clustering.strategy": "spiral"}, "clustering.strategy"),
+    ({"clustering.columns": "a", "clustering.incremental": "true", "bucket": "2", "bucket-key": "a"},
+     "bucket-append-ordered"),
+])
+def test_bad_clustering_options_fail_at_creation(tmp_path, options, message):
+    with pytest.raises(InvalidOption, match=message):
+        tarn.Catalog(str(tmp_path)).create_table("db.t", SCHEMA, options=options)
+
+
+def test_incremental_clustering_needs_an_append_table(tmp_path):
+    with pytest.raises(InvalidOption, match="append tables"):
+        tarn.Catalog(str(tmp_path)).create_table("db.t", SCHEMA, primary_key=["a"],
+                                                 options={"clustering.columns": "b", "clustering.incremental": "true"})
