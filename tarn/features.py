@@ -81,6 +81,11 @@ def check_read(table_name: str, schema: TableSchema) -> None:
     """Raise UnsupportedFeature when reading the table needs semantics tarn lacks."""
     for error in _option_refusals(table_name, dict(schema.options), (READS,), unknown_refused=False):
         raise error
+    options = schema.shape.options
+    if options.bool("pk-clustering-override") and options.bool("deletion-vectors.merge-on-read"):
+        raise _refused(table_name, "option 'pk-clustering-override' with 'deletion-vectors.merge-on-read'", "1.4",
+                       "would merge files sorted by the clustering columns as if sorted by the key; reading this "
+                       "table is refused")
 
 
 def check_write(table_name: str, schema: TableSchema) -> None:

@@ -629,7 +629,9 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("pk-full-text.index.columns", LIST,
         effect=WRITES, since="2.0", note="tarn does not maintain primary-key indexes"),
     Opt("pk-clustering-override", BOOL, "false", immutable=True,
-        effect=READS, since="1.4", note="data files sorted by clustering.columns, not by the key"),
+        effect=WRITES, since="1.4",
+        note="reads as Java's (level 0 skipped, level-1 files read raw with their deletion vectors; refused with "
+             "deletion-vectors.merge-on-read); writes need Java's clustering compaction manager"),
 
     # --- Flink connector (paimon-flink-common FlinkConnectorOptions.java); kept in table options ---
     Opt("sink.parallelism", INT, effect=CARRIED, since="0.4"),

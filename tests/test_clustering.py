@@ -110,3 +110,26 @@ def test_incremental_clustering_needs_an_append_table(tmp_path):
     with pytest.raises(InvalidOption, match="append tables"):
         tarn.Catalog(str(tmp_path)).create_table("db.t", SCHEMA, primary_key=["a"],
                                                  options={"clustering.columns": "b", "clustering.incremental": "true"})
+
+
+def test_pk_clustering_override_tables_read_like_java_and_refuse_writes(tmp_path):
+    """Java's clustering layout: level-1 files sorted by other columns, read raw with their
+    deletion vectors, level 0 (not yet clustered) left out of batch reads; tarn refuses writes
+    (it lacks Java's ClusteringCompactManager) and refuses reads that would merge those files."""
+    from tests.maintenance_checks import set_options_on_disk
+
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("c", pa.string())])
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", schema, primary_key=["k"],
+                                                     options={"bucket": "1", "deletion-vectors.enabled": "true",
+                                                              "write-only": "true"})
+    table.write(pa.table({"k": [1, 2, 3], "c": ["z", "y", "x"]}, schema=schema))
+    table.compact(full=True)
+    table.write(pa.table({"k": [2], "c": ["w"]}, schema=schema))  # level 0: not visible yet
+    set_options_on_disk(table, {"clustering.columns": "c", "pk-clustering-override": "true"})
+    table = tarn.load_table(table.root)
+    assert sorted(table.scan().to_arrow().column("c").to_pylist()) == ["x", "y", "z"]
+    with pytest.raises(tarn.errors.UnsupportedFeature, match="pk-clustering-override"):
+        table.write(pa.table({"k": [4], "c": ["v"]}, schema=schema))
+    set_options_on_disk(table, {"deletion-vectors.merge-on-read": "true"})
+    with pytest.raises(tarn.errors.UnsupportedFeature, match="merge-on-read"):
+        tarn.load_table(table.root).scan().to_arrow()
