@@ -629,9 +629,9 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("pk-full-text.index.columns", LIST,
         effect=WRITES, since="2.0", note="tarn does not maintain primary-key indexes"),
     Opt("pk-clustering-override", BOOL, "false", immutable=True,
-        effect=WRITES, since="1.4",
-        note="reads as Java's (level 0 skipped, level-1 files read raw with their deletion vectors; refused with "
-             "deletion-vectors.merge-on-read); writes need Java's clustering compaction manager"),
+        effect=ACTED, since="1.4",
+        note="level-1 files sorted by clustering.columns, compacted as Java's ClusteringCompactManager "
+             "(tarn/write/cluster_compact.py); reads skip level 0; refused with deletion-vectors.merge-on-read"),
 
     # --- Flink connector (paimon-flink-common FlinkConnectorOptions.java); kept in table options ---
     Opt("sink.parallelism", INT, effect=CARRIED, since="0.4"),

@@ -8,9 +8,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tarn
+from tarn.codec.binary_row import deserialize_row
 from tarn.data import clustering
+from tarn.data.reader import FileReader
 from tarn.errors import InvalidOption
 
 SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.string()), ("v", pa.float64())])
@@ -112,24 +116,79 @@ def test_incremental_clustering_needs_an_append_table(tmp_path):
                                                  options={"clustering.columns": "b", "clustering.incremental": "true"})
 
 
-def test_pk_clustering_override_tables_read_like_java_and_refuse_writes(tmp_path):
-    """Java's clustering layout: level-1 files sorted by other columns, read raw with their
-    deletion vectors, level 0 (not yet clustered) left out of batch reads; tarn refuses writes
-    (it lacks Java's ClusteringCompactManager) and refuses reads that would merge those files."""
+def test_pk_clustering_override_reads_skip_level_0_and_refuse_merge_on_read(tmp_path):
+    """Java's clustering layout: level-1 files read raw with their deletion vectors, level 0 (not
+    yet clustered) left out of batch reads; reads that would merge those files are refused."""
     from tests.maintenance_checks import set_options_on_disk
 
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("c", pa.string())])
-    table = tarn.Catalog(str(tmp_path)).create_table("db.t", schema, primary_key=["k"],
-                                                     options={"bucket": "1", "deletion-vectors.enabled": "true",
-                                                              "write-only": "true"})
+    options = {"bucket": "1", "deletion-vectors.enabled": "true", "clustering.columns": "c",
+               "pk-clustering-override": "true", "write-only": "true"}
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", schema, primary_key=["k"], options=options)
     table.write(pa.table({"k": [1, 2, 3], "c": ["z", "y", "x"]}, schema=schema))
-    table.compact(full=True)
-    table.write(pa.table({"k": [2], "c": ["w"]}, schema=schema))  # level 0: not visible yet
-    set_options_on_disk(table, {"clustering.columns": "c", "pk-clustering-override": "true"})
-    table = tarn.load_table(table.root)
+    assert table.scan().count() == 0  # level 0 only
+    table.compact()
+    assert table.scan().to_arrow().column("c").to_pylist() == ["x", "y", "z"]  # one file, clustered
+    table.write(pa.table({"k": [2], "c": ["w"]}, schema=schema))
     assert sorted(table.scan().to_arrow().column("c").to_pylist()) == ["x", "y", "z"]
-    with pytest.raises(tarn.errors.UnsupportedFeature, match="pk-clustering-override"):
-        table.write(pa.table({"k": [4], "c": ["v"]}, schema=schema))
+    table.compact()
+    assert sorted(table.scan().to_arrow().column("c").to_pylist()) == ["w", "x", "z"]
     set_options_on_disk(table, {"deletion-vectors.merge-on-read": "true"})
     with pytest.raises(tarn.errors.UnsupportedFeature, match="merge-on-read"):
         tarn.load_table(table.root).scan().to_arrow()
+
+
+PK_SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("c", pa.string()), ("v", pa.int64())])
+op_strategy = st.lists(st.tuples(st.sampled_from(["upsert", "delete", "full"]),
+                                 st.lists(st.tuples(st.integers(0, 12), st.one_of(st.none(), st.sampled_from("abcde"))),
+                                          min_size=1, max_size=6)),
+                       min_size=1, max_size=8)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=op_strategy, engine=st.sampled_from(["deduplicate", "first-row"]))
+def test_pk_clustering_override_follows_the_model(tmp_path_factory, ops, engine):
+    options = {"bucket": "1", "clustering.columns": "c", "pk-clustering-override": "true", "merge-engine": engine,
+               "target-file-size": "1 kb"}
+    if engine == "deduplicate":
+        options["deletion-vectors.enabled"] = "true"
+    table = tarn.Catalog(str(tmp_path_factory.mktemp("wh"))).create_table("db.t", PK_SCHEMA, primary_key=["k"],
+                                                                          options=options)
+    model: dict[int, tuple] = {}
+    version = 0
+    for kind, items in ops:
+        if kind == "full":
+            table.compact(full=True)
+            continue
+        if kind == "delete" and engine == "first-row":
+            continue
+        keys = list(dict((k, c) for k, c in items).items())  # one row per key per write
+        version += 1
+        data = pa.table({"k": [k for k, _ in keys], "c": [c for _, c in keys], "v": [version] * len(keys)},
+                        schema=PK_SCHEMA)
+        if kind == "delete":
+            table.delete(data.select(["k"]))
+            for k, _ in keys:
+                model.pop(k, None)
+        else:
+            table.write(data)
+            for k, c in keys:
+                if engine == "deduplicate" or k not in model:
+                    model[k] = (c, version)
+        got = {r["k"]: (r["c"], r["v"]) for r in table.scan().to_arrow().to_pylist()}
+        assert table.scan().count() == len(got)  # no key twice
+        assert got == model
+    if table.latest_snapshot() is None:
+        return
+    schema = table.schema()
+    reader = FileReader(table.core.file_io, schema, table.core.schema_by_id, schema.shape.options)
+    for entry in table.core.live_entries(table.latest_snapshot(), schema):
+        assert entry.file.level in (0, 1)
+        if entry.file.level == 1:  # sorted by c, NULLs first; the key fields hold c of the ends
+            path = table.core.bucket_dir(schema, entry.partition, entry.bucket)
+            values = reader.read(path, entry.file, [schema.field("c")], with_system=False,
+                                 skip_deleted=False).column("c").to_pylist()
+            assert values == sorted(values, key=lambda v: (v is not None, v or ""))
+            types = [schema.field("c").type]
+            assert deserialize_row(entry.file.min_key, types) == [values[0]]
+            assert deserialize_row(entry.file.max_key, types) == [values[-1]]

@@ -98,6 +98,8 @@ def table_problems(schema: TableSchema, identifier: str) -> list[TarnError]:
 def _check_clustering(schema: TableSchema, options: Options, identifier: str) -> None:
     """Java's validateIncrementalClustering, and the clustering columns and strategy the sorters
     take (Java fails on them at the first sort)."""
+    if options.bool("pk-clustering-override"):
+        _check_pk_clustering(schema, options, identifier)
     if not options.get("clustering.columns") and not options.bool("clustering.incremental"):
         return
     columns, _ = clustering.columns_and_strategy(options, identifier)
@@ -111,6 +113,26 @@ def _check_clustering(schema: TableSchema, options: Options, identifier: str) ->
                                                      or options.bool("deletion-vectors.enabled")):
         raise InvalidOption(f"table {identifier}: 'clustering.incremental' with a fixed 'bucket' needs "
                             "'bucket-append-ordered' = 'false' and no 'deletion-vectors.enabled'")
+
+
+def _check_pk_clustering(schema: TableSchema, options: Options, identifier: str) -> None:
+    """Java's validatePkClusteringOverride."""
+    engine = (options.get("merge-engine") or "deduplicate").lower()
+    problem = None
+    if not options.get("clustering.columns"):
+        problem = "needs 'clustering.columns'"
+    elif engine not in ("deduplicate", "first-row"):
+        problem = f"works with the deduplicate and first-row merge engines only (not '{engine}')"
+    elif engine != "first-row" and not options.bool("deletion-vectors.enabled"):
+        problem = "needs 'deletion-vectors.enabled' = 'true' (unless the merge engine is first-row)"
+    elif options.get("record-level.expire-time"):
+        problem = "cannot be used with 'record-level.expire-time'"
+    elif options.get("sequence.field"):
+        problem = "cannot be used with 'sequence.field'"
+    elif (options.get("changelog-producer") or "none").lower() not in ("none", "input"):
+        problem = "works with 'changelog-producer' none or input only"
+    if problem:
+        raise InvalidOption(f"table {identifier}: 'pk-clustering-override' {problem}")
 
 
 def _check_snapshot_ordering(schema: TableSchema, options: Options, identifier: str) -> None:

@@ -89,8 +89,8 @@ class Split:
             return len(self.files) == 1
         if not self.primary_key:
             return True
-        if self.deletion_vectors:
-            return all(f.level > 0 for f in self.files)
+        if self.deletion_vectors:  # Java: level-1+ files without retract rows (unknown count: none)
+            return all(f.level > 0 and not f.delete_row_count for f in self.files)
         level = self.files[0].level
         return level > 0 and all(f.level == level and f.delete_row_count == 0 for f in self.files)
 

@@ -28,6 +28,7 @@ from tarn.meta.manifest import DataFileMeta, IndexManifestEntry
 from tarn.meta.schema import TableSchema
 from tarn.options import Options
 from tarn.write.assign import BucketHashes
+from tarn.write import cluster_compact
 from tarn.write.compact import FULL_COMPACTION, LOOKUP, BucketCompactor
 from tarn.write.deletions import BucketVectors
 from tarn.write.grouping import Group
@@ -115,6 +116,9 @@ class BucketWriter:
     def compact_after_flush(self, state: BucketState) -> None:
         """Universal compaction; past `num-sorted-run.stop-trigger` sorted runs, compact until
         below it (Java blocks writes on the same condition)."""
+        if self.options.bool("pk-clustering-override"):  # Java's ClusteringCompactManager
+            self.compact(state, full=False)
+            return
         self.compact(state, full=False)
         for _ in range(3):
             if not should_stop_writes(self.runs(state), self.options):
@@ -185,6 +189,9 @@ class BucketWriter:
         return writer.write(rows)
 
     def compact(self, state: BucketState, full: bool) -> None:
+        if self.options.bool("pk-clustering-override"):
+            cluster_compact.compact(self, state, full)
+            return
         levels_count = num_levels(self.options)
         key_types = [self.schema.field(k).type for k in self.layout.key_names]
         levels = Levels.from_files(state.files, levels_count, key_types)
