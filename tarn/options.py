@@ -299,8 +299,7 @@ OPTIONS: tuple[Opt, ...] = (
         fallback=("log.scan",),
         effect=ACTED, since="0.4",
         note="stored in the table: where every batch read starts (tarn/scan/startup.py); the incremental "
-             "modes (incremental, latest-delta) read changed rows in Python (tarn/ops/incremental.py) and "
-             "are refused in Spark reads",
+             "modes (incremental, latest-delta) read changed rows (tarn/ops/incremental.py)",
     ),
     Opt("scan.timestamp", STRING, effect=ACTED, since="0.9",
         note="stored in the table: every read travels to it (a read's own argument wins)"),
@@ -388,16 +387,16 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("dynamic-bucket.max-buckets", INT, "-1", effect=ACTED, since="1.1"),
     Opt("dynamic-bucket.assigner-parallelism", INT, effect=ACTED, since="0.5"),
     Opt("incremental-between", STRING,
-        effect=ACTED, since="0.5", note="batch reads in Python read the changed rows (tarn/ops/incremental.py); "
-        "Spark reads refuse it"),
+        effect=ACTED, since="0.5", note="batch reads (Python and Spark) read the changed rows "
+        "(tarn/ops/incremental.py)"),
     Opt("incremental-between-scan-mode", ENUM, "auto", choices=("auto", "delta", "changelog", "diff"),
         effect=ACTED, since="0.6", note="with incremental-between(-timestamp)"),
     Opt("incremental-between-timestamp", STRING,
-        effect=ACTED, since="0.5", note="batch reads in Python read the changed rows (tarn/ops/incremental.py); "
-        "Spark reads refuse it"),
+        effect=ACTED, since="0.5", note="batch reads (Python and Spark) read the changed rows "
+        "(tarn/ops/incremental.py)"),
     Opt("incremental-to-auto-tag", STRING,
-        effect=ACTED, since="1.1", note="batch reads in Python read the changed rows (tarn/ops/incremental.py); "
-        "Spark reads refuse it"),
+        effect=ACTED, since="1.1", note="batch reads (Python and Spark) read the changed rows "
+        "(tarn/ops/incremental.py)"),
     Opt("incremental-between-tag-to-snapshot", BOOL, "false",
         effect=ACTED, since="1.4", note="with incremental-between naming two tags"),
     Opt("end-input.check-partition-expire", BOOL, "false", effect=ACTED, since="0.9",

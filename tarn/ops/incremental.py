@@ -348,15 +348,18 @@ class IncrementalScan:
     limit: int | None = None
 
     def to_arrow(self) -> pa.Table:
-        rows = without_retractions(read(self.table, self.span))
-        schema = self.table.schema_by_id(self.span.end.schema_id) if self.span.end else self.table.schema()
-        found = scan_filter(self.filter, list(schema.fields), self.table.name)
-        rows = filter_table(rows, found.predicate)
-        if found.row_filter is not None:
-            rows = rows.filter(found.row_filter)
+        rows = self.filtered(without_retractions(read(self.table, self.span)), self.table, self.span, self.filter)
         if self.columns is not None:
             rows = rows.select([self.columns] if isinstance(self.columns, str) else list(self.columns))
         return rows if self.limit is None else rows.slice(0, self.limit)
+
+    @staticmethod
+    def filtered(rows: pa.Table, table: "TableCore", span: Between, filter) -> pa.Table:
+        """`rows` (changed rows, with or without their kind) where `filter` holds."""
+        schema = table.schema_by_id(span.end.schema_id) if span.end else table.schema()
+        found = scan_filter(filter, list(schema.fields), table.name)
+        rows = filter_table(rows, found.predicate)
+        return rows.filter(found.row_filter) if found.row_filter is not None else rows
 
     @property
     def arrow_schema(self) -> pa.Schema:

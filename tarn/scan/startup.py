@@ -11,8 +11,8 @@ the read wins over all of them but `scan.bucket`.
 `batch_start` answers with a `Start`: the snapshot to read, and the narrowing of its files
 (bucket, file creation time). The incremental modes (`incremental-between*`,
 `incremental-to-auto-tag`, `scan.mode` = `incremental` or `latest-delta`) read differences,
-not snapshots: `Table.scan` reads them with tarn/ops/incremental.py; elsewhere (Spark reads)
-`batch_start` refuses them, never reading them as a full snapshot.
+not snapshots: `Table.scan` and Spark's reads read them with tarn/ops/incremental.py (they ask
+`is_incremental` first); `batch_start` refuses them, never reading them as a full snapshot.
 """
 
 from __future__ import annotations
@@ -81,8 +81,7 @@ def batch_start(table: "TableContext", options: Options, travelled: bool = False
     key = next((k for k in INCREMENTAL_KEYS if k in options.raw), "scan.mode")
     raise UnsupportedFeature(
         f"table {table.name}: option '{key}' = '{options.get(key)}' asks for an incremental read (the "
-        f"difference between snapshots), which tarn offers in Python (table.scan(), table.changes(start=, "
-        f"end=)) but not in Spark reads; read it in Python, or read a snapshot")
+        f"difference between snapshots): read it with table.scan() or table.changes(start=, end=)")
 
 
 def is_incremental(options: Options) -> bool:

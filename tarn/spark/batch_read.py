@@ -154,7 +154,7 @@ class BatchReader(DataSourceReader):
         return self.target.scan(table, self.predicate, self.columns)
 
     def partitions(self) -> list[SplitGroup]:
-        if self.target.system:
+        if self.target.system or self.target.incremental:
             return [SplitGroup([])]
         table = self.target.open()
         splits = [part for split in self.scan(table).plan() for part in split.by_file()]
@@ -172,6 +172,12 @@ class BatchReader(DataSourceReader):
             data = system_table(table, self.target.system)
             yield from fit_batch(data.select([f.name for f in self.arrow_schema]),
                                  self.arrow_schema).to_batches(BATCH_ROWS)
+            return
+        if self.target.incremental:  # the changed rows of the table's incremental options, in one task
+            rows = self.target.changed_rows(table, self.predicate, self.columns, with_kinds=self.row_kind)
+            if self.row_kind:
+                rows = rows.rename_columns([ROW_KIND_COLUMN, *rows.column_names[1:]])
+            yield from fit_batch(rows, self.arrow_schema).to_batches(BATCH_ROWS)
             return
         reader = self.scan(table).reader()
         for split in partition.splits:

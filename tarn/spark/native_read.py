@@ -93,7 +93,7 @@ class NativeFile:
 def native_files(target: ReadTarget) -> list[NativeFile] | None:
     """The data files a native scan reads for `target` and their deleted rows, or None when it
     cannot."""
-    if target.system or target.snapshot is None:
+    if target.system or target.snapshot is None or target.incremental:
         return None
     if any(target.options.get(k, "false").lower() == "true" for k in PYTHON_ONLY):
         return None

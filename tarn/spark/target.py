@@ -170,15 +170,28 @@ def resolve_snapshot(table: tarn.Table, selector: tuple[str, object] | None) -> 
                                tag=value if kind == "tag" else None, timestamp_ms=value if kind == "time" else None)
 
 
+INCREMENTAL = "incremental"  # stored_start's answer for an incremental read (tarn/ops/incremental.py)
+
+
+def start_options(table: tarn.Table, options: dict[str, str]):
+    """The table's options with a read's start options laid over them."""
+    from tarn.scan import startup
+
+    given = {k: v for k, v in options.items() if k in startup.START_KEYS or k == "scan.bucket"
+             or k.startswith("incremental-between")}
+    return table.schema().shape.options.updated(given)
+
+
 def stored_start(table: tarn.Table, options: dict[str, str], travelled: bool):
     """Where a batch read starts by the table's `scan.*` options with the read's laid over
     them (tarn/scan/startup.py); None when neither sets any."""
     from tarn.scan import startup
 
-    given = {k: v for k, v in options.items() if k in startup.START_KEYS or k == "scan.bucket"}
-    merged = table.schema().shape.options.updated(given)
+    merged = start_options(table, options)
     if not startup.has_start(merged):
         return None
+    if not travelled and startup.is_incremental(merged):
+        return INCREMENTAL
     start = startup.batch_start(table, merged, travelled)
     if start.snapshot is not None and start.pinned:
         from tarn.ops import time_travel
@@ -203,6 +216,7 @@ class ReadTarget:
     schema_id: int | None = None  # the snapshot's schema with time travel, else the table's current one
     bucket: int | None = None  # `scan.bucket`
     files_from_ms: int | None = None  # `scan.file-creation-time-millis` (tarn/scan/startup.py)
+    incremental: bool = False  # the table's (or the read's) incremental options: changed rows
 
     @classmethod
     def of(cls, raw_options, for_stream: bool = False) -> "ReadTarget":
@@ -215,6 +229,8 @@ class ReadTarget:
             columns = tuple(c.strip() for c in options["columns"].split(",") if c.strip())
         selector = travel_selector(options)
         start = None if (system or for_stream) else stored_start(table, options, selector is not None)
+        incremental = start == INCREMENTAL
+        start = None if incremental else start
         pinned = selector is not None or (start is not None and start.pinned)
         if system or for_stream:
             snapshot = None
@@ -224,7 +240,7 @@ class ReadTarget:
             snapshot = resolve_snapshot(table, selector)
         schema_id = snapshot.schema_id if (snapshot is not None and pinned) else table.schema().id
         target = cls(path, system, snapshot, columns, options, schema_id,
-                     start.bucket if start else None, start.files_from_ms if start else None)
+                     start.bucket if start else None, start.files_from_ms if start else None, incremental)
         target.check_columns(table)
         if options.get("filter"):  # a bad filter fails on the driver, before any task runs
             table.scan_snapshot(snapshot, target.filter_predicate(), None, target.table_schema(table))
@@ -253,6 +269,22 @@ class ReadTarget:
         scan = table.scan_snapshot(self.snapshot, predicate, columns, schema)
         scan.bucket, scan.files_from_ms = self.bucket, self.files_from_ms
         return scan
+
+    def changed_rows(self, table: tarn.Table, predicate=None, columns: list[str] | None = None,
+                     with_kinds: bool = False):
+        """An incremental read's rows (tarn/ops/incremental.py): +I/+U rows, or with `with_kinds`
+        every row with its kind in a first `rowkind` column."""
+        from tarn.ops import incremental
+
+        span = incremental.from_options(table.core, start_options(table, self.options))
+        given = self.filter_predicate()
+        if given is not None:
+            predicate = given if predicate is None else predicate & given
+        if not with_kinds:
+            return incremental.IncrementalScan(table.core, span, predicate, columns).to_arrow()
+        rows = incremental.read(table.core, span)
+        rows = incremental.IncrementalScan.filtered(rows, table.core, span, predicate)
+        return rows.select([rows.column_names[0], *(columns or rows.column_names[1:])])
 
     def filter_predicate(self):
         """Option `filter`: tarn's SQL-like filter text, applied by tarn (partitions, buckets and
