@@ -103,6 +103,26 @@ def test_bucket_counts_default_existing_and_target_rows(catalog):
     assert key_buckets <= {0, 1, 2, 3} and len(key_buckets) > 1
 
 
+def test_bucket_count_rule_of_paimon_2_1(catalog):
+    """An explicit postpone.default-bucket-num wins over the row target; with neither, the
+    postponed bytes over postpone.target-size-per-bucket (PostponeBucketNumResolver)."""
+    both = catalog.create_table("db.both", SCHEMA, primary_key=["dt", "id"], partition_keys=["dt"],
+                                options={"bucket": "-2", "postpone.target-row-num-per-bucket": "10",
+                                         "postpone.default-bucket-num": "2"})
+    both.write(rows("a", list(range(35)), "v"))
+    both.compact()
+    assert {e.total_buckets for e in entries(both)} == {2}
+    sized = catalog.create_table("db.sized", SCHEMA, primary_key=["dt", "id"], partition_keys=["dt"],
+                                 options={"bucket": "-2"})
+    sized.write(rows("a", list(range(20)), "v"))
+    sized.write(rows("a", list(range(20, 40)), "v"))
+    postponed = sum(e.file.file_size for e in entries(sized))
+    sized.alter(tarn.SetOption("postpone.target-size-per-bucket", f"{postponed // 3 + 1} b"))
+    sized.compact()
+    assert {e.total_buckets for e in entries(sized)} == {3}  # ceil(bytes / target)
+    assert len(read(sized)) == 40
+
+
 def test_rows_hash_to_the_bucket_a_fixed_table_puts_them(catalog):
     """The compaction routes a key where a `bucket = N` table would (pypaimon-rust prunes by it)."""
     table = make(catalog, **{"postpone.default-bucket-num": "4"})

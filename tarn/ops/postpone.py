@@ -3,9 +3,12 @@ are placed into real buckets and merged into each bucket's LSM tree, as Java's p
 compaction does (Flink's CompactAction, Spark's compact procedure).
 
 Per partition holding postponed files:
-- the bucket count: the one its bucket files already have (a partition has one), else
-  ceil(postponed rows / `postpone.target-row-num-per-bucket`) when that is set, else
-  `postpone.default-bucket-num` (1);
+- the bucket count (Paimon 2.1's PostponeBucketNumResolver, which every engine's compaction
+  uses): the one its bucket files already have (a partition has one), else
+  `postpone.default-bucket-num` exactly when the table sets it, else ceil(postponed rows /
+  `postpone.target-row-num-per-bucket`) when that is set, else ceil(postponed bytes on disk /
+  `postpone.target-size-per-bucket` (1 gb)), at least 1. (2.0 took the row estimate before the
+  option, defaulted to 1, and Spark to its parallelism; any count reads the same.)
 - the postponed files are replayed in the order their commits landed (the snapshot's manifest
   entries), each file's rows in order, with their row kinds, through a
   fixed-bucket writer of that count: rows hash to buckets as in a `bucket = N` table, take
@@ -22,7 +25,6 @@ the compaction appear at it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from tarn import partition as partitions
@@ -56,11 +58,8 @@ class PostponePlan:
     parts: tuple[PostponedPartition, ...]
 
 
-def plan(core, partition_specs: list[dict] | None = None, full: bool = False,
-         unset_default: int | None = None) -> PostponePlan | None:
-    """The postponed files of the latest snapshot, per partition, with their bucket counts.
-    `unset_default`: the count of new partitions when the table does not set
-    `postpone.default-bucket-num` (Java's Spark compaction uses the default parallelism)."""
+def plan(core, partition_specs: list[dict] | None = None, full: bool = False) -> PostponePlan | None:
+    """The postponed files of the latest snapshot, per partition, with their bucket counts."""
     snapshot = core.latest_snapshot()
     if snapshot is None:
         return None
@@ -85,13 +84,13 @@ def plan(core, partition_specs: list[dict] | None = None, full: bool = False,
     parts = []
     for part in sorted(set(postponed) | set(level0)):
         files = postponed.get(part, [])  # in the order their commits landed (the manifest order)
-        count = _bucket_count(core.name, schema, options, part, totals.get(part, set()), files, unset_default)
+        count = _bucket_count(core.name, schema, options, part, totals.get(part, set()), files)
         parts.append(PostponedPartition(part, tuple(files), count, tuple(sorted(level0.get(part, ())))))
     return PostponePlan(snapshot, schema, tuple(parts))
 
 
 def _bucket_count(table_name: str, schema: TableSchema, options: Options, part: bytes, totals: set[int],
-                  files: list[DataFileMeta], unset_default: int | None) -> int:
+                  files: list[DataFileMeta]) -> int:
     known = {t for t in totals if t > 0}
     if len(known) > 1:
         spec = dict(zip(schema.partition_keys, partitions.from_bytes(schema, part)))
@@ -99,12 +98,21 @@ def _bucket_count(table_name: str, schema: TableSchema, options: Options, part: 
                         "rescale it first (table.rescale(bucket=N, partitions=[...]))")
     if known:
         return known.pop()
+    if "postpone.default-bucket-num" in schema.options:
+        return max(1, options.int("postpone.default-bucket-num"))
     target = options.get("postpone.target-row-num-per-bucket")
-    if target is not None and int(target) > 0:
-        return max(1, math.ceil(sum(f.row_count for f in files) / int(target)))
-    if unset_default is not None and "postpone.default-bucket-num" not in schema.options:
-        return max(1, unset_default)
-    return max(1, options.int("postpone.default-bucket-num") or 1)
+    if target is not None:
+        return _per_target(sum(f.row_count for f in files), int(target), "postpone.target-row-num-per-bucket",
+                           table_name)
+    return _per_target(sum(f.file_size for f in files), options.memory_bytes("postpone.target-size-per-bucket"),
+                       "postpone.target-size-per-bucket", table_name)
+
+
+def _per_target(total: int, target: int, key: str, table_name: str) -> int:
+    """ceil(total / target), at least 1 (Java: (v <= 0) ? 1 : (v - 1) / t + 1)."""
+    if target <= 0:
+        raise TarnError(f"table {table_name}: option '{key}' must be greater than 0")
+    return 1 if total <= 0 else (total - 1) // target + 1
 
 
 def compact_partitions(core, plan_: PostponePlan, parts: list[PostponedPartition], full: bool = False,

@@ -303,7 +303,7 @@ def _compact_postpone(spark, table: tarn.Table, table_path: str, full: bool, par
     """The postpone compaction of a bucket = -2 table, one task per share of its partitions
     (largest first, each to the least loaded task); one COMPACT commit on the driver."""
     before = table.snapshot_store.latest_id()
-    plan_ = postpone.plan(table, partitions, full, unset_default=spark.sparkContext.defaultParallelism)
+    plan_ = postpone.plan(table, partitions, full)
     if plan_ is None or not plan_.parts:
         return None
     _register(spark)
