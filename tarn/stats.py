@@ -175,6 +175,8 @@ def _raw_stats(column, t: DataType, mode: str, file_format: str | None):
     keeps nothing); truncation comes when the stats are finished."""
     if mode == "none":
         return None, None, None
+    if t.root in ("GEOMETRY", "GEOGRAPHY"):  # Java keeps the null count only
+        return None, None, column.null_count
     if file_format == "parquet" and not type_traits(t).stats:
         return None, None, None
     null_count = column.null_count

@@ -21,6 +21,7 @@ INTEGER_ROOTS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 NUMERIC_ROOTS = INTEGER_ROOTS + ("FLOAT", "DOUBLE", "DECIMAL")
 
 FIELD_ID_KEY = b"PARQUET:field_id"
+PAIMON_TYPE_KEY = b"paimon.type"  # an Arrow field's Paimon type where Arrow's own cannot say it (GEOMETRY, ...)
 
 ALL_FORMATS = ("parquet", "orc", "avro")
 
@@ -57,6 +58,11 @@ TYPE_TRAITS: dict[str, TypeTraits] = {t.root: t for t in (
     _nested("ARRAY"), _nested("MAP"), _nested("MULTISET"), _nested("ROW"),
     TypeTraits("VARIANT", orderable=False, key=False, stats=False, filterable=False, formats=("parquet",),
                hive_key=False, spark_native=False, since="1.1"),
+    # Paimon 2.1 (master): WKB values in parquet's GEOMETRY / GEOGRAPHY logical types
+    TypeTraits("GEOMETRY", orderable=False, key=False, stats=False, filterable=False, formats=("parquet",),
+               hive_key=False, spark_native=False, since="2.1"),
+    TypeTraits("GEOGRAPHY", orderable=False, key=False, stats=False, filterable=False, formats=("parquet",),
+               hive_key=False, spark_native=False, since="2.1"),
     # Paimon 1.4+ types tarn does not implement yet (a column of them is refused, naming it)
     TypeTraits("BLOB", orderable=False, key=False, stats=False, filterable=False, hive_key=False,
                spark_native=False, since="1.4", implemented=False),
@@ -102,6 +108,8 @@ class DataType:
     value: DataType | None = None
     fields: tuple[DataField, ...] | None = None
     raw: str | None = None  # a type tarn does not implement: its schema-file JSON, kept verbatim
+    crs: str | None = None  # GEOMETRY / GEOGRAPHY: the coordinate reference system
+    edges: str | None = None  # GEOGRAPHY: the edge interpolation algorithm (lower case)
 
     def __str__(self) -> str:
         return type_to_sql(self)
@@ -277,7 +285,75 @@ def type_to_sql(t: DataType) -> str:
     if root == "ROW":
         inner = ", ".join(f"`{f.name}` {type_to_sql(f.type)}" for f in t.fields)
         return f"ROW<{inner}>{suffix}"
+    if root == "GEOMETRY":
+        return f"GEOMETRY({_crs_sql(t.crs)}){suffix}"
+    if root == "GEOGRAPHY":
+        return f"GEOGRAPHY({_crs_sql(t.crs)}, {t.edges}){suffix}"
     return root + suffix
+
+
+DEFAULT_CRS = "OGC:CRS84"
+EDGE_ALGORITHMS = ("spherical", "vincenty", "thomas", "andoyer", "karney")
+_GEO = re.compile(r"\s*(GEOMETRY|GEOGRAPHY)\b\s*(\((.*)\))?\s*(NOT\s+NULL|NULL)?\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def GEOMETRY(crs: str = DEFAULT_CRS, nullable: bool = True) -> DataType:
+    """OGC WKB geometries in a coordinate reference system (Paimon 2.1)."""
+    return DataType("GEOMETRY", nullable, crs=_checked_crs(crs))
+
+
+def GEOGRAPHY(crs: str = DEFAULT_CRS, edges: str = "spherical", nullable: bool = True) -> DataType:
+    """OGC WKB geographies: a CRS and an edge interpolation algorithm (Paimon 2.1)."""
+    algorithm = str(edges).lower()
+    if algorithm not in EDGE_ALGORITHMS:
+        raise SchemaMismatch(f"invalid edge interpolation algorithm: {edges} (one of {', '.join(EDGE_ALGORITHMS)})")
+    return DataType("GEOGRAPHY", nullable, crs=_checked_crs(crs), edges=algorithm)
+
+
+def _checked_crs(crs: str) -> str:
+    if not crs or not str(crs).strip():
+        raise SchemaMismatch(f"invalid CRS: {crs!r}")
+    return str(crs)
+
+
+def _crs_sql(crs: str) -> str:
+    """A CRS as Paimon writes it: bare, or single-quoted (quotes doubled) when it starts with a
+    digit or holds whitespace or one of < > ( ) , . ' `."""
+    if crs[0].isdigit() or re.search(r"[\s<>(),.'`]", crs):
+        return "'" + crs.replace("'", "''") + "'"
+    return crs
+
+
+def _parse_geo(found: re.Match, text: str) -> DataType:
+    word, params, nullable = found.group(1).upper(), found.group(3), not (found.group(4) or "").upper().startswith("NOT")
+    crs, rest = DEFAULT_CRS, ""
+    if params is not None:
+        params = params.strip()
+        if params.startswith("'"):
+            end, value = 1, []
+            while end < len(params):
+                if params[end] == "'" and params[end + 1:end + 2] == "'":
+                    value.append("'")
+                    end += 2
+                elif params[end] == "'":
+                    break
+                else:
+                    value.append(params[end])
+                    end += 1
+            else:
+                raise SchemaMismatch(f"cannot parse Paimon type {text!r}: unclosed quote")
+            crs, rest = "".join(value), params[end + 1:].strip()
+        else:
+            crs, _, tail = params.partition(",")
+            crs, rest = crs.strip(), ("," + tail).strip() if tail or params.endswith(",") else ""
+    edges = "spherical"
+    if rest:
+        if not rest.startswith(",") or word != "GEOGRAPHY":
+            raise SchemaMismatch(f"cannot parse Paimon type {text!r}")
+        edges = rest[1:].strip()
+    if word == "GEOMETRY":
+        return GEOMETRY(crs, nullable)
+    return GEOGRAPHY(crs, edges, nullable)
 
 
 def type_to_json(t: DataType) -> str | dict:
@@ -421,6 +497,9 @@ _KNOWN_WORDS = {"VARIANT", "BOOLEAN", "TINYINT", "SMALLINT", "INT", "INTEGER", "
 
 
 def _parse_sql_type(text: str) -> DataType:
+    geo = _GEO.match(text)
+    if geo:
+        return _parse_geo(geo, text)
     word = re.match(r"\s*([A-Za-z_][A-Za-z_0-9]*)", text)
     if word and word.group(1).upper() not in _KNOWN_WORDS and word.group(1).upper() not in NESTED_ROOTS:
         return _foreign(word.group(1), not re.search(r"NOT\s+NULL\s*$", text, re.IGNORECASE), text)
@@ -508,6 +587,8 @@ def to_arrow_type(t: DataType) -> pa.DataType:
         return pa.struct([arrow_field(f) for f in t.fields])
     if root == "VARIANT":
         return VARIANT_ARROW
+    if root in ("GEOMETRY", "GEOGRAPHY"):
+        return pa.binary()  # WKB; the field's metadata names the type (arrow_field)
     if t.raw is not None:
         raise UnsupportedFeature(f"Paimon type {root} is not implemented by tarn")
     raise SchemaMismatch(f"Paimon type {t} has no Arrow mapping")
@@ -519,7 +600,10 @@ def arrow_field(f: DataField) -> pa.Field:
         arrow_type = to_arrow_type(f.type)
     except UnsupportedFeature as e:
         raise UnsupportedFeature(f"column '{f.name}': {e}") from None
-    return pa.field(f.name, arrow_type, f.type.nullable, metadata={FIELD_ID_KEY: str(f.id).encode()})
+    metadata = {FIELD_ID_KEY: str(f.id).encode()}
+    if f.type.root in ("GEOMETRY", "GEOGRAPHY"):
+        metadata[PAIMON_TYPE_KEY] = type_to_sql(with_nullable(f.type, True)).encode()
+    return pa.field(f.name, arrow_type, f.type.nullable, metadata=metadata)
 
 
 def arrow_schema(fields) -> pa.Schema:
@@ -582,7 +666,30 @@ def from_arrow_field(f: pa.Field, id: int | None = None, parent: str | None = No
     field_id = _arrow_field_id(f) if id is None else id
     if (f.metadata or {}).get(b"ARROW:extension:name") == b"arrow.parquet.variant" and is_variant_storage(f.type):
         return DataField(field_id, f.name, VARIANT(f.nullable))  # Arrow's canonical Parquet-variant type
+    declared = (f.metadata or {}).get(PAIMON_TYPE_KEY)
+    if declared is not None and pa.types.is_binary(f.type):  # GEOMETRY / GEOGRAPHY (arrow_field)
+        return DataField(field_id, f.name, with_nullable(parse_type(declared.decode()), f.nullable))
+    geo = _geoarrow_type(f)
+    if geo is not None:
+        return DataField(field_id, f.name, geo)
     return DataField(field_id, f.name, from_arrow_type(f.type, f.nullable, path))
+
+
+def _geoarrow_type(f: pa.Field) -> DataType | None:
+    """A `geoarrow.wkb` column (an extension type, or its field metadata) as GEOMETRY, or as
+    GEOGRAPHY when it names spherical edges."""
+    kind = f.type
+    if isinstance(kind, pa.ExtensionType) and kind.extension_name == "geoarrow.wkb":
+        text = kind.__arrow_ext_serialize__()
+    elif (f.metadata or {}).get(b"ARROW:extension:name") == b"geoarrow.wkb" and pa.types.is_binary(kind):
+        text = f.metadata.get(b"ARROW:extension:metadata", b"{}")
+    else:
+        return None
+    meta = json.loads(text or b"{}")
+    crs = meta.get("crs") if isinstance(meta.get("crs"), str) else DEFAULT_CRS
+    if meta.get("edges"):
+        return GEOGRAPHY(crs or DEFAULT_CRS, meta["edges"], f.nullable)
+    return GEOMETRY(crs or DEFAULT_CRS, f.nullable)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -166,7 +166,7 @@ def test_alter_after_refusal_lifts_nothing_by_accident(catalog):
 
 
 @pytest.mark.parametrize("type_json", ["BLOB", {"type": "VECTOR", "element": "FLOAT", "length": 4},
-                                       {"type": "ARRAY", "element": "BLOB NOT NULL"}, "GEOMETRY"])
+                                       {"type": "ARRAY", "element": "BLOB NOT NULL"}, "HYPERLOGLOG"])
 @pytest.mark.parametrize("primary_key", [None, ["id"]])
 def test_column_of_unknown_type(catalog, type_json, primary_key):
     """The table loads, columns other than the unknown one read, reading it (or all columns) and

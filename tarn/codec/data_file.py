@@ -34,6 +34,7 @@ from tarn.arrays import without_hidden_nulls
 from tarn.codec import variant
 from tarn.errors import CorruptFile, FileMissing, InvalidOption, SchemaMismatch, StorageError, TarnError
 from tarn.fs import GONE
+from tarn.codec import geo
 from tarn.types import FIELD_ID_KEY, INT, DataField, DataType, parse_type, to_arrow_type
 
 FORMATS = ("parquet", "orc", "avro")
@@ -98,6 +99,8 @@ def _parquet_field(name: str, t: DataType, own_id: int, column_id: int, depth: i
         arrow_type = pa.struct([_parquet_field(f.name, f.type, f.id, f.id, 0) for f in t.fields])
     elif root == "TIME":
         arrow_type = pa.time32("ms")
+    elif root in ("GEOMETRY", "GEOGRAPHY") and depth == 0:  # parquet's geospatial logical types
+        arrow_type = geo.wkb_type(t, name)
     elif root == "VARIANT":  # Java's group: value (id 0), metadata (id 1)
         arrow_type = pa.struct([pa.field("value", pa.binary(), False, metadata={FIELD_ID_KEY: b"0"}),
                                 pa.field("metadata", pa.binary(), False, metadata={FIELD_ID_KEY: b"1"})])
@@ -160,6 +163,9 @@ def _conform(data: pa.Table, fields: list[DataField], schema: pa.Schema) -> pa.T
         column = data.column(i)
         if not f.type.nullable and column.null_count:
             raise SchemaMismatch(f"column {f.name!r} is NOT NULL but holds {column.null_count} nulls")
+        if isinstance(schema.field(i).type, pa.ExtensionType):  # GEOMETRY / GEOGRAPHY
+            columns.append(geo.as_wkb(column, schema.field(i).type))
+            continue
         column = _cast_column(column, _millis_time_type(f.type), f.name, lossy=_has_time(f.type))
         columns.append(without_hidden_nulls(_cast_column(column, schema.field(i).type, f.name)))
     return pa.Table.from_arrays(columns, schema=schema)
@@ -373,6 +379,8 @@ def _dictionary_columns(table: pa.Table) -> list[str]:
         twin = name[len(KEY_PREFIX):] if name.startswith(KEY_PREFIX) else KEY_PREFIX + name
         if twin in decided and sample.schema.field(twin).type == column.type:
             decided[name] = decided[twin]
+        elif isinstance(column.type, pa.ExtensionType):  # GEOMETRY / GEOGRAPHY: plain, as Java's
+            decided[name] = False
         elif pa.types.is_nested(column.type) or len(column) == 0:
             decided[name] = True
         else:

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from tarn.errors import InvalidOption
 from tarn.options import Options
+from tarn.types import type_traits
 
 STRATEGIES = ("order", "zorder", "hilbert")
 _SIGN = np.uint64(1 << 63)
@@ -57,6 +58,9 @@ def check_columns(columns: list[str], schema_fields, table_name: str) -> None:
     for name in columns:
         if name not in types:
             raise InvalidOption(f"table {table_name}: 'clustering.columns' names unknown column '{name}'")
+        if not type_traits(types[name]).orderable:
+            raise InvalidOption(f"table {table_name}: clustering column '{name}' has type {types[name].root}, "
+                                "which has no order")
 
 
 def order_of(rows: pa.Table, columns: list[str], strategy: str, var_length: int = 8) -> np.ndarray:

@@ -290,6 +290,9 @@ def check_merge_engine(schema, options: Options, identifier: str) -> None:
     for name in options.list("sequence.field"):
         if name not in schema.field_names:
             raise InvalidOption(f"table {identifier}: option 'sequence.field' names unknown column '{name}'")
+        if schema.field(name).type.root in ("GEOMETRY", "GEOGRAPHY"):
+            raise InvalidOption(f"table {identifier}: geometry and geography columns cannot be sequence fields "
+                                f"('{name}')")
     if not schema.primary_keys:
         if engine != "deduplicate":
             raise InvalidOption(f"table {identifier}: 'merge-engine' needs a primary key")
