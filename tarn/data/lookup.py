@@ -46,7 +46,7 @@ class KeyCodec:
 
     @property
     def integer(self) -> bool:
-        return len(self.fields) == 1 and self.fields[0].type.root in _INTEGER_LIKE
+        return len(self.fields) == 1 and self.fields[0].type.root in _INTEGER_LIKE and not self.fields[0].type.nullable
 
     def encode(self, table: pa.Table) -> np.ndarray:
         columns = [table.column(n).combine_chunks() for n in self.names]

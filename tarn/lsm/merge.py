@@ -246,19 +246,43 @@ def keys_in(keys: pa.Table, newer: list[pa.Table]) -> np.ndarray:
         return hit
     if keys.num_columns == 1:
         column = keys.column(0)
-        if _numpy_comparable(column.type):
+        if _numpy_comparable(column.type) and not column.null_count and not any(t.column(0).null_count for t in newer):
             probe = column.to_numpy()
             for other in newer:
                 hit |= in_sorted(probe, other.column(0).to_numpy())
             return hit
         value_set = pa.chunked_array([c for t in newer for c in t.column(0).chunks], type=column.type)
         return _to_numpy_bool(pc.is_in(column, value_set=value_set.combine_chunks()))
-    names = keys.column_names
-    indexed = keys.append_column("__row", pa.array(np.arange(keys.num_rows)))
-    joined = indexed.join(pa.concat_tables(newer).group_by(names).aggregate([]), keys=names,
-                          join_type="left semi", use_threads=True)
+    left, right = _null_safe(keys, pa.concat_tables(newer).group_by(keys.column_names).aggregate([]))
+    names = left.column_names
+    indexed = left.append_column("__row", pa.array(np.arange(keys.num_rows)))
+    joined = indexed.join(right, keys=names, join_type="left semi", use_threads=True)
     hit[joined.column("__row").to_numpy()] = True
     return hit
+
+
+def _null_safe(left: pa.Table, right: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Key tables an Arrow join matches null-safely (nullable primary keys: NULL equals NULL):
+    a key column holding NULLs becomes an is-null flag and the column with its NULLs filled by a
+    value it holds."""
+    if not any(left.column(n).null_count or right.column(n).null_count for n in left.column_names):
+        return left, right
+    out_left, out_right, names = [], [], []
+    for i, name in enumerate(left.column_names):
+        a, b = left.column(name), right.column(name)
+        if a.null_count or b.null_count:
+            out_left.append(a.is_null())
+            out_right.append(b.is_null())
+            names.append(f"__null_{i}")
+            valid = pa.chunked_array(a.chunks + b.chunks, a.type).drop_null()
+            if len(valid):
+                a, b = pc.fill_null(a, valid[0]), pc.fill_null(b, valid[0])
+            else:
+                continue
+        out_left.append(a)
+        out_right.append(b)
+        names.append(f"__key_{i}")
+    return pa.table(out_left, names=names), pa.table(out_right, names=names)
 
 
 @dataclass
@@ -279,7 +303,8 @@ class NewerKeys:
         return in_sorted(probe, self.numeric)
 
     def add(self, keys: pa.Table, shadowed: np.ndarray | None = None) -> None:
-        if self.tables or not (keys.num_columns == 1 and _numpy_comparable(keys.column(0).type)):
+        if self.tables or not (keys.num_columns == 1 and _numpy_comparable(keys.column(0).type)) \
+                or keys.column(0).null_count:
             self.tables.append(keys)  # every run of a table has the same key columns
             return
         fresh = keys.column(0).to_numpy()

@@ -304,8 +304,12 @@ def _check_unique(names: Sequence[str], what: str) -> None:
         seen.add(n)
 
 
-def _with_not_null_keys(fields: Sequence[DataField], primary_keys: Sequence[str]) -> tuple[DataField, ...]:
-    return tuple(replace(f, type=with_nullable(f.type, False)) if f.name in primary_keys else f
+def _with_not_null_keys(fields: Sequence[DataField], primary_keys: Sequence[str],
+                        options: dict | None = None) -> tuple[DataField, ...]:
+    """Primary-key columns NOT NULL, or nullable with `primary-key.nullable` (Paimon 2.1's
+    Schema.normalizeFields: the option decides, whatever the column said)."""
+    nullable = str((options or {}).get("primary-key.nullable", "false")).strip().lower() == "true"
+    return tuple(replace(f, type=with_nullable(f.type, nullable)) if f.name in primary_keys else f
                  for f in fields)
 
 
@@ -344,7 +348,7 @@ def new_schema(
             raise SchemaMismatch(f"key column {key!r} is not in the table columns {names}")
     return TableSchema(
         id=0,
-        fields=_with_not_null_keys(fields, primary_keys),
+        fields=_with_not_null_keys(fields, primary_keys, options),
         highest_field_id=max_field_id(fields),
         partition_keys=tuple(partition_keys),
         primary_keys=tuple(primary_keys),
@@ -732,7 +736,7 @@ def apply_changes(schema: TableSchema, changes: Iterable[SchemaChange],
     try:
         return TableSchema(
             id=schema.id + 1,
-            fields=_with_not_null_keys(draft.fields, schema.primary_keys),
+            fields=_with_not_null_keys(draft.fields, schema.primary_keys, draft.options),
             highest_field_id=draft.highest_field_id,
             partition_keys=schema.partition_keys,
             primary_keys=schema.primary_keys,

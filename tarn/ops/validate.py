@@ -269,6 +269,9 @@ def _check_key_types(schema: TableSchema, identifier: str) -> None:
         bucket_keys = []
     refused = ", ".join(root for root, t in TYPE_TRAITS.items() if not t.key and t.implemented)
     upsert_keys = as_options(schema.options).list("upsert-key")
+    if as_options(schema.options).bool("primary-key.nullable") and not schema.primary_keys:
+        raise InvalidOption(f"table {identifier}: option 'primary-key.nullable' can only be enabled for a table "
+                            "with primary keys")
     if upsert_keys and schema.primary_keys:
         raise InvalidOption(f"table {identifier}: cannot define 'upsert-key' {upsert_keys} with primary key "
                             f"{list(schema.primary_keys)}")
