@@ -48,6 +48,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 import tarn
+from tarn.data import clustering
 from tarn.spark import ref
 from tarn.spark.ref import open_table
 from tarn.table import split_branch_path
@@ -269,6 +270,8 @@ class WritePlan:
         assigned: dict = {}  # the snapshot the given buckets were assigned against
         writer = self.task_writer(table, self.token_of(batch_id), index_snapshot=lambda: assigned.get("snapshot"))
         static = self.overwrite.static if self.overwrite is not None else {}
+        if batch_id is None and clustering.sorts_writes(schema):  # Paimon's Spark sorts each task's rows
+            batches = _clustered(batches, schema, table.name)
         if self.route_channels:  # routed rows (route_dynamic): this task assigns its own rows
             assigned["snapshot"] = self.route_snapshot  # against that snapshot's index (0: none)
             writer.assign_as(_task_partition(), self.route_channels)
@@ -361,6 +364,14 @@ class WritePlan:
             sweep(table, token)
         if self.created and table.latest_snapshot() is None:
             drop_created_table(table)
+
+
+def _clustered(batches: Iterator[pa.RecordBatch], schema, table_name: str) -> Iterator[pa.RecordBatch]:
+    """A task's rows sorted by the table's clustering columns (tarn/data/clustering.py)."""
+    given = [b for b in batches if b.num_rows]
+    if given:
+        rows = pa.Table.from_batches(given)
+        yield from clustering.sorted_rows(rows, schema.shape.options, table_name).combine_chunks().to_batches()
 
 
 def given_buckets(data: pa.Table, assigned: dict) -> tuple[pa.Table, pa.Array | None]:
