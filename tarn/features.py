@@ -69,12 +69,19 @@ def _option_refusals(table_name: str, options: dict, effects: tuple,
             if unknown_refused:
                 yield _refused(table_name, f"option '{key}'", "", "is unknown to tarn; a writer cannot honour it")
             continue
+        if opt.name == "branch" and str(value).strip() == _branch_of(table_name):
+            continue  # a branch's schema names its own branch (Java's switchToBranch keeps it)
         if opt.effect in effects and not _honoured(opt, str(value)):
             verb = "reading" if opt.effect is READS else "writing"
             note = f": {opt.note}" if opt.note else ""
             yield _refused(table_name, f"option '{key}' = '{value}'", opt.since,
                            f"changes {'what readers see' if opt.effect is READS else 'what writers write'}; "
                            f"tarn does not implement it, so {verb} this table is refused{note}")
+
+
+def _branch_of(table_name: str) -> str:
+    """The branch a table name (`<table>$branch_<name>` for branches) is of."""
+    return table_name.rsplit("$branch_", 1)[1] if "$branch_" in table_name else "main"
 
 
 def check_read(table_name: str, schema: TableSchema) -> None:

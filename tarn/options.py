@@ -116,7 +116,9 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("compaction.force-rewrite-all-files", BOOL, "false", effect=ACTED, since="1.2"),
     Opt("path", STRING, effect=CARRIED, since="0.4", note="set by the catalog when a table loads"),
     Opt("branch", STRING, "main",
-        effect=READS, since="0.9", note="a table bound to another branch than main (#29 branches)"),
+        effect=READS, since="0.9",
+        note="honoured when it names the branch read (Java keeps it in a branch's schema); a schema naming "
+             "another branch is refused"),
     Opt("chain-table.enabled", BOOL, "false",
         effect=READS, since="1.4", note="chain tables read partitions across snapshot and delta branches"),
     Opt("scan.fallback-snapshot-branch", STRING,
@@ -810,7 +812,9 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("orc.column.encoding.direct", LIST, effect=CARRIED, since="0.5"),
     Opt("orc.dictionary.key.threshold", DOUBLE, "0.8", effect=CARRIED, since="0.5"),
     Opt("orc.timestamp-ltz.legacy.type", BOOL, "true",
-        effect=READS, since="1.1", note="false stores TIMESTAMP_LTZ in ORC differently"),
+        effect=ACTED, since="1.1",
+        note="TIMESTAMP_LTZ is an ORC timestamp-instant either way; false stores the exact instant, as tarn "
+             "always does, true the value shifted by the writing JVM's zone (none in UTC, where tarn's files match)"),
     Opt("avro.codec", STRING, "snappy", effect=CARRIED, since="1.0", note="compression only"),
     Opt("avro.row-name-mapping", MAP, effect=CARRIED, since="1.0", note="Avro record names only"),
     Opt("mosaic.stats-columns", LIST, "", effect=CARRIED, since="2.0", note="mosaic files (refused)"),

@@ -232,3 +232,26 @@ def test_fallback_branch_files_read_with_its_own_schemas_when_many(table):
     assert {k: v for k, v in got.items() if k[0] != "a"} == {(f"f{i % 3}", i): None for i in range(6)}
     assert [got[("a", 10 + i)] for i in range(6)] == [f"x{i}" for i in range(6)]
     assert sum(len(s.files) for s in table.scan().plan()) >= 8
+
+
+def test_a_branch_schema_naming_its_own_branch_reads_and_writes(table):
+    """Java keeps `branch` = <name> in the schemas it writes on a branch: that table works; a
+    schema naming another branch than the one read is refused."""
+    table.create_tag("t1")
+    table.create_branch("b1", from_tag="t1")
+    schema_dir = os.path.join(table.root, "branch", "branch-b1", "schema")
+    last = max(int(n.split("-")[1]) for n in os.listdir(schema_dir))
+    with open(os.path.join(schema_dir, f"schema-{last}")) as f:
+        schema = json.load(f)
+    schema["options"]["branch"] = "b1"
+    schema["id"] = last + 1
+    with open(os.path.join(schema_dir, f"schema-{last + 1}"), "w") as f:
+        json.dump(schema, f)
+    b1 = tarn.load_table(table.root, branch="b1")
+    b1.write(rows("a", [3], "b"))
+    assert read(b1) == [("a", 1, "main1"), ("a", 2, "main2"), ("a", 3, "b3")]
+    schema["id"] = table.schema_store.list_ids()[-1] + 1
+    with open(os.path.join(table.root, "schema", f"schema-{schema['id']}"), "w") as f:
+        json.dump(schema, f)  # main's schema naming branch b1
+    with pytest.raises(tarn.UnsupportedFeature, match="'branch' = 'b1'"):
+        tarn.load_table(table.root).scan().to_arrow()

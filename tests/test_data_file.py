@@ -368,3 +368,24 @@ def test_round_trip_property(tmp_path_factory, rows, file_format):
     io_ = local_file_io()
     write_data_file(io_, path, table, fields, file_format, {})
     assert read_data_file(io_, path, file_format, fields).to_pylist() == table.to_pylist()
+
+
+def test_orc_timestamp_ltz_is_an_exact_instant_either_legacy_way(tmp_path):
+    """`orc.timestamp-ltz.legacy.type` = false: Java stores the exact instant in an ORC
+    timestamp-instant column, which is what tarn writes (legacy true matches it in a UTC JVM)."""
+    import datetime as dt
+
+    import pyarrow.orc as orc
+
+    import tarn
+
+    schema = pa.schema([("t", pa.timestamp("us", tz="UTC"))])
+    table = tarn.Catalog(str(tmp_path)).create_table(
+        "db.t", schema, options={"file.format": "orc", "orc.timestamp-ltz.legacy.type": "false"})
+    moment = dt.datetime(2026, 11, 28, 12, 30, tzinfo=dt.timezone.utc)
+    table.write(pa.table({"t": [moment]}, schema=schema))
+    path = next(p for p in (tmp_path / "db.db" / "t" / "bucket-0").iterdir())
+    stored = orc.ORCFile(str(path)).read()
+    assert stored.schema.field("t").type.tz is not None  # timestamp with local time zone (instant)
+    assert stored.column("t")[0].as_py() == moment
+    assert table.scan().to_arrow().column("t")[0].as_py() == moment
