@@ -227,7 +227,7 @@ SPARK_MAY_IMPORT = {
     "tarn", "tarn.bucket", "tarn.catalog", "tarn.catalog.loader", "tarn.lazy", "tarn.commit.abort", "tarn.commit.committer", "tarn.commit.result",
     "tarn.data.reader", "tarn.errors", "tarn.fs", "tarn.lsm.merge", "tarn.meta.manifest", "tarn.meta.row_ranges",
     "tarn.meta.schema", "tarn.meta.shape", "tarn.meta.snapshot", "tarn.ops.analyze", "tarn.ops.append_compaction",
-    "tarn.ops.expire", "tarn.ops.incremental", "tarn.ops.orphans", "tarn.ops.postpone", "tarn.ops.references", "tarn.ops.rollback",
+    "tarn.data.clustering", "tarn.ops.expire", "tarn.ops.incremental", "tarn.ops.orphans", "tarn.ops.postpone", "tarn.ops.references", "tarn.ops.rollback",
     "tarn.ops.rescale", "tarn.ops.row_updates", "tarn.ops.system_tables", "tarn.ops.tags", "tarn.ops.time_travel",
     "tarn.ops.update",
     "tarn.options", "tarn.partition", "tarn.s3", "tarn.scan.changes", "tarn.scan.planner", "tarn.scan.predicate",

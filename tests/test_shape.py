@@ -62,7 +62,7 @@ def test_the_type_trait_table_covers_every_root_and_decides_the_rules(catalog):
     from tarn.errors import InvalidFilter, InvalidOption
     from tarn.types import ATOMIC_ROOTS, NESTED_ROOTS, TYPE_TRAITS, type_traits
 
-    assert set(TYPE_TRAITS) == {*ATOMIC_ROOTS, *NESTED_ROOTS, "VARIANT", "BLOB", "VECTOR"}
+    assert set(TYPE_TRAITS) == {*ATOMIC_ROOTS, *NESTED_ROOTS, "VARIANT", "GEOMETRY", "GEOGRAPHY", "BLOB", "VECTOR"}
     assert [r for r, t in TYPE_TRAITS.items() if not t.implemented] == ["BLOB", "VECTOR"]
     assert type_traits("NOT_A_TYPE").implemented is False
     nested = pa.schema([pa.field("k", pa.int64(), nullable=False), ("tags", pa.list_(pa.string()))])
