@@ -59,3 +59,10 @@ def test_bad_ranges_are_refused_naming_the_option(table):
     table.alter(SetOption("incremental-between", "1;2"))
     with pytest.raises(InvalidOption, match="incremental-between"):
         table.scan()
+
+
+def test_end_defaults_to_the_latest_snapshot(table):
+    assert values(table.changes(start=1)) == ["b", "c"]
+    assert values(table.changes(start=dt.datetime(2000, 1, 1))) == ["a", "b", "c"]
+    with pytest.raises(tarn.errors.InvalidArgument, match="end="):
+        table.changes(start="some-tag")

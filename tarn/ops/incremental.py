@@ -145,9 +145,14 @@ def to_auto_tag(core: "TableCore", end: str) -> Between:
 def between(core: "TableCore", start, end, mode: str | None) -> Between:
     """`table.changes(start=, end=)`: ids (int), tags (str) or times (datetime/date)."""
     resolved = resolve_mode(core, mode)
-    if end is None:
-        latest = core.snapshot_store.latest_id()
-        end = latest if latest is not None else (start if isinstance(start, int) else 0)
+    if end is None:  # up to the latest snapshot (now, for times); two tags are always named
+        if isinstance(start, str):
+            raise InvalidArgument(f"table {core.name}: changes(start={start!r}) from a tag needs end= (another tag)")
+        if isinstance(start, dt.date):
+            end = dt.datetime.now()
+        else:
+            latest = core.snapshot_store.latest_id()
+            end = latest if latest is not None else start
     kinds = {type(start) if not isinstance(start, dt.date) else dt.date,
              type(end) if not isinstance(end, dt.date) else dt.date}
     if kinds <= {int}:
