@@ -194,8 +194,9 @@ class Table:
     # ------------------------------------------------------------------ writes
 
     def write(self, data: RowData, row_kind: str | int | Sequence | None = None) -> CommitResult | None:
-        """Write rows in one commit: upsert for primary-key tables, append otherwise. `data`: a
-        pyarrow Table, RecordBatch(es) or RecordBatchReader, a dict of columns, a pandas or
+        """Write rows in one commit: upsert for primary-key tables, append otherwise (merged on
+        the `upsert-key` where an append table sets one). `data`: a pyarrow Table,
+        RecordBatch(es) or RecordBatchReader, a dict of columns, a list of row dicts, a pandas or
         polars DataFrame, or any Arrow PyCapsule stream; columns matched by name, cast only
         when lossless. `row_kind`: '+I', '-U', '+U', '-D' (or 0-3) for all rows or per row.
         Returns a `CommitResult` (snapshots made, rows and files added and removed, rows

@@ -343,3 +343,22 @@ def test_merge_into_a_deletion_vector_append_table_is_one_snapshot(catalog):
     assert sorted((r["id"], r["v"]) for r in table.scan().to_arrow().to_pylist()) == \
         [(1, "a"), (2, "B"), (3, "c"), (7, "new")]
     assert table.scan(snapshot_id=result.id - 1).count() == 3
+
+
+def test_row_dicts_write_and_the_common_date_mistakes_say_what_to_do(tmp_path):
+    """Issue 44 item 5: a list of row dicts is accepted; pandas datetime64 or ISO text written to a
+    DATE column names the conversion; anything else lists what write takes."""
+    import datetime as dt
+
+    import pandas as pd
+
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", pa.schema([("k", pa.int64()), ("d", pa.date32())]))
+    table.write([{"k": 1, "d": dt.date(2026, 1, 1)}, {"k": 2, "d": None}])
+    assert table.scan().count() == 2
+    with pytest.raises(tarn.errors.SchemaMismatch, match=r"\.dt\.date"):
+        table.write(pd.DataFrame({"k": [3], "d": pd.to_datetime(["2026-01-01"])}))
+    with pytest.raises(tarn.errors.SchemaMismatch, match="parse the text first"):
+        table.write(pd.DataFrame({"k": [3], "d": ["2026-01-01"]}))
+    with pytest.raises(tarn.errors.SchemaMismatch, match="a list of row dicts"):
+        table.write([1, 2])
+    assert table.scan().count() == 2

@@ -30,11 +30,22 @@ def to_arrow_table(data, table_name: str) -> pa.Table:
     try:
         batches = list(data)
     except TypeError:
-        raise SchemaMismatch(f"table {table_name}: cannot write a {type(data).__name__}; "
-                             "pass a pyarrow Table, RecordBatch(es) or a pandas DataFrame") from None
+        raise SchemaMismatch(f"table {table_name}: cannot write a {type(data).__name__}; {ACCEPTED}") from None
     if not batches:
-        raise SchemaMismatch(f"table {table_name}: no record batches to write")
+        raise SchemaMismatch(f"table {table_name}: no rows to write")
+    if all(isinstance(b, dict) for b in batches):  # rows as dicts: pa.Table.from_pylist
+        try:
+            return pa.Table.from_pylist(batches)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise SchemaMismatch(f"table {table_name}: cannot make Arrow columns of the row dicts: {e}") from None
+    if not all(isinstance(b, pa.RecordBatch) for b in batches):
+        kinds = sorted({type(b).__name__ for b in batches})
+        raise SchemaMismatch(f"table {table_name}: cannot write a sequence of {', '.join(kinds)}; {ACCEPTED}")
     return pa.Table.from_batches(batches)
+
+
+ACCEPTED = ("write takes a pyarrow Table, RecordBatch, RecordBatchReader or list of RecordBatches, a dict of "
+            "columns, a list of row dicts, a pandas or polars DataFrame, or any Arrow PyCapsule stream")
 
 
 def _is_pandas_frame(data) -> bool:
@@ -127,12 +138,23 @@ def _cast(column: pa.ChunkedArray, f: DataField, target: pa.DataType, table_name
         return column
     if not _castable(source_type, f):
         raise SchemaMismatch(f"table {table_name}: column '{f.name}' has type {source_type}, "
-                             f"the table declares {f.type} ({target})")
+                             f"the table declares {f.type} ({target}){_hint(source_type, f)}")
     try:
         return column.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaMismatch(f"table {table_name}: column '{f.name}' of type {source_type} "
                              f"cannot be cast to {f.type}: {exc}") from exc
+
+
+def _hint(source_type: pa.DataType, f: DataField) -> str:
+    """What to do about the common mismatches: times or text written to a DATE column."""
+    if f.type.root == "DATE" and pa.types.is_timestamp(source_type):
+        return (f"; write dates, e.g. df['{f.name}'] = df['{f.name}'].dt.date (pandas) or "
+                f"pc.cast(column, pa.date32()) after checking no time of day is lost")
+    if f.type.root == "DATE" and (pa.types.is_string(source_type) or pa.types.is_large_string(source_type)):
+        return (f"; parse the text first, e.g. pd.to_datetime(df['{f.name}']).dt.date, or "
+                f"pc.strptime(column, '%Y-%m-%d', 'us').cast(pa.date32())")
+    return ""
 
 
 def _castable(source_type: pa.DataType, f: DataField) -> bool:
