@@ -38,6 +38,11 @@ class CommitConflict(TarnError):
     """A commit that cannot be applied on top of the latest snapshot."""
 
 
+class DynamicBucketConflict(CommitConflict):
+    """Another writer changed a dynamic-bucket partition's key-to-bucket index meanwhile (Paimon's
+    single-writer rule); nothing was committed, and writing the rows again can succeed."""
+
+
 class SchemaEvolutionError(TarnError):
     """An ALTER that Paimon does not allow (e.g. changing a primary key, narrowing a type)."""
 

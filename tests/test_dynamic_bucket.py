@@ -338,6 +338,45 @@ def test_two_writers_adding_keys_to_one_partition_conflict(catalog):
     assert as_dict(t)[("a", 10)] == 100 and ("a", 12) in as_dict(t)
 
 
+def test_write_starts_over_when_another_writer_took_the_partition_index(catalog, monkeypatch):
+    """Issue 44 item 5: `write()` of rows it can read again retries a lost single-writer race
+    (nothing of the first attempt landed) and says what to do when it gives up."""
+    t = dyn_table(catalog, partitioned=True, **{"dynamic-bucket.target-row-num": "2"})
+    t.write(rows([1, 2, 3], dt="a"))
+    other = tarn.load_table(t.root)
+    original = type(t.core).commit
+    raced = []
+
+    def commit_after_a_rival(self, messages, *args, **kwargs):
+        if not raced:  # another process adds keys to the partition between assignment and commit
+            raced.append(True)
+            other.write(rows([20, 21], dt="a"))
+        return original(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(type(t.core), "commit", commit_after_a_rival)
+    t.write(rows([10, 11], dt="a"))
+    monkeypatch.setattr(type(t.core), "commit", original)
+    assert as_dict(t) == {("a", k): k for k in (1, 2, 3, 10, 11, 20, 21)}
+    check_index(t)
+    t2 = dyn_table(catalog, name="u", partitioned=True, **{"dynamic-bucket.target-row-num": "2"})
+    t2.write(rows([1], dt="a"))
+    rival = tarn.load_table(t2.root)
+    counter = iter(range(100, 200))
+
+    def always_a_rival(self, messages, *args, **kwargs):
+        if self.root == t2.root and not getattr(always_a_rival, "inside", False):
+            always_a_rival.inside = True
+            try:
+                rival.write(rows([next(counter)], dt="a"))
+            finally:
+                always_a_rival.inside = False
+        return original(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(type(t2.core), "commit", always_a_rival)
+    with pytest.raises(CommitConflict, match="create the table with a fixed 'bucket'"):
+        t2.write(rows([5, 6], dt="a"))
+
+
 def test_writers_of_different_partitions_or_known_keys_do_not_conflict(catalog):
     t = dyn_table(catalog, partitioned=True)
     t.write(pa.concat_tables([rows([1, 2], dt="a"), rows([1], dt="b")]))

@@ -28,7 +28,7 @@ from tarn.meta import sequence_init
 from tarn.version import WRITER_VERSION
 from tarn.fs import join
 from tarn.paths import POSTPONE_BUCKET
-from tarn.errors import CommitConflict, FileMissing, SnapshotNotFound
+from tarn.errors import CommitConflict, DynamicBucketConflict, FileMissing, SnapshotNotFound
 from tarn.store.commit_point import Publication
 from tarn.commit.requirements import Attempt, StrictMode
 from tarn.commit.result import Landed
@@ -329,13 +329,13 @@ class Committer:
         live_names = {e.file_name for e in live}
         stale = [e for e in hash_removed.values() if e.file_name not in live_names]
         if stale:
-            raise CommitConflict(self._index_race(stale[0].partition))
+            raise DynamicBucketConflict(self._index_race(stale[0].partition))
         new = [e for e in added if e.index_type == HASH_INDEX and e.file_name not in hash_removed]
         again = {e.file_name: e for e in added if e.index_type == HASH_INDEX and e.file_name in hash_removed}
         changed = {e.partition for e in [*new, *hash_removed.values()]}
         for e in live:
             if e.index_type == HASH_INDEX and e.partition in changed and e.file_name not in hash_removed:
-                raise CommitConflict(self._index_race(e.partition))
+                raise DynamicBucketConflict(self._index_race(e.partition))
         buckets: dict[tuple, str] = {}
         for e in new:
             if (e.partition, e.bucket) in buckets:
@@ -366,8 +366,9 @@ class Committer:
     def _index_race(self, partition: bytes) -> str:
         return (f"table {self.table_name}: a concurrent commit changed the dynamic-bucket index (HASH files) of "
                 f"{self._partition_text(partition)} since this write assigned its buckets; dynamic-bucket tables "
-                "take one writer per partition at a time (Paimon's single-writer rule). Nothing of this commit "
-                "was committed; write the rows again")
+                "take one writer per partition at a time (Paimon's single-writer rule); for several concurrent "
+                "writers, create the table with a fixed 'bucket'. Nothing of this commit was committed; write "
+                "the rows again")
 
     def _check_vectors_kept(self, live, removed, replaced: set) -> None:
         """A commit replacing data files (a compaction, a copy-on-write delete) read them with

@@ -3,18 +3,49 @@ INSERT OVERWRITE of the whole table, a static partition or the partitions the ro
 
 from __future__ import annotations
 
+import logging
+import random
+import time
 import uuid
+
+import pyarrow as pa
 
 from tarn.commit.committer import Overwrite
 from tarn.data import clustering
 from tarn.core import TableCore, best_effort
-from tarn.errors import SchemaMismatch
+from tarn.errors import DynamicBucketConflict, SchemaMismatch
 from tarn.meta.snapshot import Snapshot
 from tarn.write.conform import check_static_partition, to_arrow_table
 from tarn.commit.abort import aborting
 
+log = logging.getLogger(__name__)
+
+
+WRITE_ATTEMPTS = 3  # a dynamic-bucket write that lost its partition's index to another writer
+
 
 def write(core: TableCore, data, row_kind=None) -> Snapshot | None:
+    """Write `data` in one commit (see `_write_once`). When another writer changed a
+    dynamic-bucket partition's index meanwhile (DynamicBucketConflict: nothing landed, the
+    files were deleted) and the rows can be read again, the write starts over from the new
+    latest snapshot, up to WRITE_ATTEMPTS times."""
+    replayable = isinstance(data, (pa.Table, pa.RecordBatch, dict, list, tuple)) or _is_frame(data)
+    for attempt in range(WRITE_ATTEMPTS if replayable else 1):
+        try:
+            return _write_once(core, data, row_kind)
+        except DynamicBucketConflict:
+            if attempt == WRITE_ATTEMPTS - 1 or not replayable:
+                raise
+            log.info("table %s: another writer changed a dynamic-bucket index; writing again", core.name)
+            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _is_frame(data) -> bool:
+    return type(data).__name__ == "DataFrame"
+
+
+def _write_once(core: TableCore, data, row_kind=None) -> Snapshot | None:
     """Write `data` in one commit with one writer (the files of earlier flushes are deleted
     when a later one fails), then keep a cross-partition table's key index for the next write
     (a failure there is kept in `last_maintenance_errors`, the commit stands)."""
