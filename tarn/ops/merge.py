@@ -15,7 +15,8 @@ match nothing). Each joined row is one of: matched (a table row and a source row
 Conditions are the filter language over `source.<column>` and `target.<column>` (SQL-like
 text such as "source.op = 'D'", a tarn predicate, or a pyarrow Expression); values are
 literals (converted with the column's type, as `update` does) or pyarrow Expressions over
-`pc.field("source.x")` / `pc.field("target.x")`. A key may occur once in the source.
+`pc.field("source.x")` / `pc.field("target.x")`. A key may occur once in the source. Source
+columns the table lacks (a CDC `op`) are usable in conditions and values; "*" leaves them out.
 
 Without `when_not_matched_by_source_delete` only the table rows whose keys the source holds
 are read (an IN filter on each key column: partitions, buckets and files pruned).
@@ -46,7 +47,7 @@ from tarn.ops import delete as deletes
 from tarn.ops.update import check_settable, check_unambiguous, literal_array
 from tarn.scan.filters import scan_filter
 from tarn.scan.predicate import In, IsNull, to_arrow
-from tarn.types import DataField, arrow_schema
+from tarn.types import DataField, arrow_schema, from_arrow_type
 from tarn.write.conform import conform, to_arrow_table
 from tarn.commit.abort import aborting
 
@@ -127,10 +128,6 @@ def _check_source(rows: pa.Table, keys: list[str], schema: TableSchema, table_na
     missing = [k for k in keys if k not in rows.column_names]
     if missing:
         raise SchemaMismatch(f"table {table_name}: the merge source lacks the key column(s) {missing}")
-    unknown = [c for c in rows.column_names if c not in schema.field_names]
-    if unknown:
-        raise SchemaMismatch(f"table {table_name}: the merge source has column(s) {unknown} the table lacks "
-                             f"(columns: {schema.field_names})")
     for action, what in ((actions.matched_update, "when_matched_update"), (actions.insert, "when_not_matched_insert")):
         if action == "*":
             absent = [n for n in schema.field_names if n not in rows.column_names]
@@ -235,10 +232,16 @@ def _check_matched_once(joined: pa.Table, matched: np.ndarray, table_name: str, 
 
 
 def _joined_fields(schema: TableSchema, source: pa.Table) -> list[DataField]:
+    """The joined row's fields for conditions: `target.<column>`, then `source.<column>` (a
+    source column the table lacks, such as a CDC `op`, typed from its Arrow type)."""
     fields = [DataField(i, TARGET + f.name, replace(f.type, nullable=True)) for i, f in enumerate(schema.fields)]
     base = len(fields)
     for i, name in enumerate(source.column_names):
-        fields.append(DataField(base + i, SOURCE + name, replace(schema.field(name).type, nullable=True)))
+        if name in schema.field_names:
+            kind = schema.field(name).type
+        else:
+            kind = from_arrow_type(source.schema.field(name).type, True, name)
+        fields.append(DataField(base + i, SOURCE + name, replace(kind, nullable=True)))
     return fields
 
 
@@ -269,7 +272,8 @@ def _assigned(joined: pa.Table, chosen: np.ndarray, action, schema: TableSchema,
     if not chosen.any():
         return shape.empty_table()
     rows = joined.filter(pa.array(chosen))
-    assignments = {n: pc.field(SOURCE + n) for n in source.column_names} if action == "*" else dict(action)
+    assignments = ({n: pc.field(SOURCE + n) for n in source.column_names if n in schema.field_names}
+                   if action == "*" else dict(action))
     columns = {}
     for f, arrow_field in zip(schema.fields, shape):
         value = assignments.get(f.name)

@@ -37,6 +37,7 @@ from tarn.commit.abort import abort, aborting
 KIND_COLUMN = "__tarn_row_kind"
 SOURCE, TARGET = "source", "target"  # the aliases merge_into's expressions use
 _MATCHED = "__tarn_matched"
+_FROM_SOURCE = "__tarn_from_source"
 _UPDATABLE_ENGINES = ("deduplicate", "partial-update")
 
 
@@ -117,7 +118,8 @@ def update(spark, path: str, set: dict, condition=None, storage_options: dict | 
 
 
 def merge_into(spark, path: str, source, on=None, when_matched_update=None, when_matched_delete=None,
-               when_not_matched_insert="*", storage_options: dict | None = None):
+               when_not_matched_insert="*", storage_options: dict | None = None, *, matched_update_if=None,
+               not_matched_insert_if=None, when_not_matched_by_source_delete=None):
     """MERGE INTO the primary-key table at `path` from the DataFrame `source`, in one commit
     (None: no row changed).
 
@@ -128,8 +130,13 @@ def merge_into(spark, path: str, source, on=None, when_matched_update=None, when
     `target.<col>`): matched rows it selects are deleted. `when_matched_update`: for the other
     matched rows, "*" (every column from the source row) or {column: SQL string or Column} over
     `source.<col>` and `target.<col>` (columns not named keep the table's value); None leaves
-    them. `when_not_matched_insert`: "*" (the source row, default), {column: expression over
-    `source.<col>`} (others NULL), or None to insert nothing.
+    them (`matched_update_if`: only the rows this condition selects). `when_not_matched_insert`:
+    "*" (the source row, default), {column: expression over `source.<col>`} (others NULL), or
+    None to insert nothing (`not_matched_insert_if`: a condition on those source rows).
+    `when_not_matched_by_source_delete`: True or a condition over `target.<col>`: table rows no
+    source row matched are deleted (the whole table is read). The source may hold columns the
+    table lacks (a CDC `op`): conditions and expressions use them, "*" leaves them out. The
+    options are `Table.merge`'s, and the result counts the same rows.
 
     The table is read at its latest snapshot; the changed rows are written as an upsert plus -D
     rows (merge engines deduplicate and partial-update), so a row another writer changes
@@ -148,9 +155,12 @@ def merge_into(spark, path: str, source, on=None, when_matched_update=None, when
     _check_insert(table, when_not_matched_insert)
     _check_unique(source, keys, table.name)
     snapshot = table.latest_snapshot()
-    target = (_read(spark, path, snapshot, storage_options, filter_text=_keys_filter(source, keys, schema))
+    whole = when_not_matched_by_source_delete is not None  # rows no source row matches are read too
+    target = (_read(spark, path, snapshot, storage_options,
+                    filter_text=None if whole else _keys_filter(source, keys, schema))
               if snapshot is not None else spark.createDataFrame([], spark_schema(list(schema.fields))))
-    actions = _Actions(when_matched_update, when_matched_delete, when_not_matched_insert)
+    actions = _Actions(when_matched_update, when_matched_delete, when_not_matched_insert, matched_update_if,
+                       not_matched_insert_if, when_not_matched_by_source_delete)
     return commit_rows(spark, table, _merged_rows(source, target, table, keys, actions), storage_options, "merge",
                        started)
 
@@ -208,6 +218,9 @@ class _Actions:
     update: object
     delete: object
     insert: object
+    update_if: object = None
+    insert_if: object = None
+    by_source_delete: object = None
 
 
 def _merged_rows(source, target, table: tarn.Table, keys: list[str], actions: _Actions):
@@ -215,13 +228,22 @@ def _merged_rows(source, target, table: tarn.Table, keys: list[str], actions: _A
     from pyspark.sql import functions as F
 
     target = target.withColumn(_MATCHED, F.lit(True))
+    source = source.withColumn(_FROM_SOURCE, F.lit(True))
+    how = "full" if actions.by_source_delete is not None else "left"
     joined = source.alias(SOURCE).join(target.alias(TARGET),
-                                       [F.col(f"{SOURCE}.{k}") == F.col(f"{TARGET}.{k}") for k in keys], "left")
-    matched = F.col(f"{TARGET}.{_MATCHED}").isNotNull()
+                                       [F.col(f"{SOURCE}.{k}") == F.col(f"{TARGET}.{k}") for k in keys], how)
+    in_target = F.col(f"{TARGET}.{_MATCHED}").isNotNull()
+    in_source = F.col(f"{SOURCE}.{_FROM_SOURCE}").isNotNull()
+    matched = in_target & in_source
     deleted = matched & F.coalesce(_condition(actions.delete), F.lit(False))
-    updated = matched & ~deleted if actions.update is not None else F.lit(False)
-    inserted = ~matched if actions.insert is not None else F.lit(False)
-    kind = F.when(deleted, F.lit("-D")).when(updated, F.lit("+U")).when(inserted, F.lit("+I"))
+    update_if = F.lit(True) if actions.update_if is None else F.coalesce(_condition(actions.update_if), F.lit(False))
+    updated = matched & ~deleted & update_if if actions.update is not None else F.lit(False)
+    insert_if = F.lit(True) if actions.insert_if is None else F.coalesce(_condition(actions.insert_if), F.lit(False))
+    inserted = in_source & ~in_target & insert_if if actions.insert is not None else F.lit(False)
+    gone = (in_target & ~in_source & F.coalesce(_condition(actions.by_source_delete), F.lit(False))
+            if actions.by_source_delete is not None else F.lit(False))
+    kind = (F.when(deleted, F.lit("-D")).when(updated, F.lit("+U")).when(inserted, F.lit("+I"))
+            .when(gone, F.lit("-D")))
     columns = []
     for f in table.schema().fields:
         column = F.col(f"{TARGET}.{f.name}")
@@ -390,6 +412,18 @@ def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = N
         raise InvalidArgument(f"table {table.name} is a cross-partition upsert table (primary key without every "
                               "partition key): tarn.spark.delete, update and merge_into do not place its keys; "
                               "use Table.delete / Table.update on the driver")
+    kinds = {}
+    if operation == "merge":  # Table.merge's counts: the rows of each kind (computed once, kept)
+        rows = rows.persist()
+        kinds = {r[KIND_COLUMN]: r["count"] for r in rows.groupBy(KIND_COLUMN).count().collect()}
+    try:
+        return _commit_kinds(spark, table, rows, storage_options, operation, started, kinds)
+    finally:
+        if operation == "merge":
+            rows.unpersist()
+
+
+def _commit_kinds(spark, table: tarn.Table, rows, storage_options, operation: str, started: float, kinds: dict):
     shuffled = by_bucket(rows, table.location, storage_options)
     token = new_job_token()
     task = partial(_write_task, table.location, storage_options, token)
@@ -403,6 +437,9 @@ def commit_rows(spark, table: tarn.Table, rows, storage_options: dict | None = N
         counted["rows_deleted"] = sum(f.delete_row_count or 0 for f in written)
     elif operation == "update":
         counted["rows_updated"] = counted["rows_written"]
+    elif kinds:
+        counted.update(rows_inserted=kinds.get("+I", 0), rows_updated=kinds.get("+U", 0),
+                       rows_deleted=kinds.get("-D", 0))
     return table.recorded(operation, lambda: table.commit(messages), started=started, counted=counted)
 
 

@@ -304,3 +304,32 @@ def test_cross_partition_tables_are_refused_with_the_local_alternative(spark, tm
     with pytest.raises(tarn.InvalidArgument, match="cross-partition upsert table .* use Table.delete"):
         tarn.spark.delete(spark, table.root, "id = 1")
     assert table.latest_snapshot().id == 1
+
+
+def test_local_and_spark_merges_agree_on_a_cdc_source(spark, tmp_path):
+    """Issue 44 item 1: one feature set: a source column the table lacks (`op`), conditions on
+    every clause, `when_not_matched_by_source_delete`; same rows and same counts locally and
+    on Spark."""
+    import pyarrow.compute as pc
+
+    start = START + [("c", 5, "old", 5)]
+    cdc = [("a", 1, "X", 10, "U"), ("a", 2, "Y", 20, "D"), ("b", 7, "new", 7, "I"), ("b", 8, "skip", -1, "I")]
+    arrow_cdc = pa.table({"dt": [r[0] for r in cdc], "id": [r[1] for r in cdc], "v": [r[2] for r in cdc],
+                          "n": pa.array([r[3] for r in cdc], pa.int32()), "op": [r[4] for r in cdc]})
+    local = _table(str(tmp_path / "local"))
+    on_spark = _table(str(tmp_path / "spark"))
+    for t in (local, on_spark):
+        t.write(_rows(start))
+    mine = local.merge(arrow_cdc, on=["dt", "id"], when_matched_delete="source.op = 'D'",
+                       when_matched_update="*", matched_update_if=pc.field("source.n") > pc.field("target.n"),
+                       when_not_matched_insert="*", not_matched_insert_if="source.n > 0",
+                       when_not_matched_by_source_delete="target.dt = 'c'")
+    theirs = tarn.spark.merge_into(spark, on_spark.root, spark.createDataFrame(cdc, DDL + ", op string"),
+                                   when_matched_delete="source.op = 'D'", when_matched_update="*",
+                                   matched_update_if="source.n > target.n", when_not_matched_insert="*",
+                                   not_matched_insert_if="source.n > 0",
+                                   when_not_matched_by_source_delete="target.dt = 'c'")
+    assert _content(local) == _content(on_spark) == canonical_rows(_rows(
+        [("a", 1, "X", 10), ("b", 3, "z", 3), ("b", 4, "w", 4), ("b", 7, "new", 7)]))
+    assert (mine.rows_inserted, mine.rows_updated, mine.rows_deleted) == \
+        (theirs.rows_inserted, theirs.rows_updated, theirs.rows_deleted) == (1, 1, 2)
