@@ -348,6 +348,15 @@ class Table:
 
         return incremental.read(self.core, incremental.between(self.core, start, end, mode))
 
+    def consumer(self, consumer_id: str, start: str = "latest-full"):
+        """A named consumer of this table's changes (Paimon's `consumer-<id>` file): `read()` the
+        rows since it last committed, `commit()` to move on; expiry keeps what it has not read.
+        `start` for a new consumer: "latest-full" (the latest snapshot's rows, then changes) or
+        "earliest". See tarn/ops/consumer.py and docs/guide-maintenance.md."""
+        from tarn.ops.consumer import Consumer
+
+        return Consumer(self.core, consumer_id, start)
+
     # ------------------------------------------------------------------ tags, expiry, rollback
 
     def create_tag(self, name: str, snapshot_id: int | None = None, time_retained=None,
