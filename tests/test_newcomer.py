@@ -116,18 +116,19 @@ def test_dir_shows_the_public_api_only():
     assert "importlib" not in names and "TYPE_CHECKING" not in names
 
 
-def test_tags_record_creation_time_as_paimon_does(catalog):
-    """Java 2.0 writes tagCreateTime only with a retention (older readers cannot read it)."""
+def test_tags_record_creation_time_whenever_tarn_creates_one(catalog):
+    """Issue 44 item 4: `tagCreateTime` in every tag tarn creates (Java 2.0 writes it only with a
+    retention, for readers before 0.8; every later release reads it either way)."""
     table = catalog.create_table("db.tg", pa.schema([("id", pa.int64())]))
     table.write(pa.table({"id": pa.array([1], pa.int64())}))
     table.create_tag("plain")
     table.create_tag("kept", time_retained="1 d")
     with open(os.path.join(table.root, "tag", "tag-plain")) as f:
-        assert "tagCreateTime" not in json.load(f)
+        assert "tagCreateTime" in json.load(f) and "tagTimeRetained" not in json.load(open(f.name))
     with open(os.path.join(table.root, "tag", "tag-kept")) as f:
         assert "tagCreateTime" in json.load(f)
     by_name = {t.name: t for t in table.list_tags()}
-    assert by_name["kept"].create_time is not None and by_name["plain"].create_time is None
+    assert by_name["kept"].create_time is not None and by_name["plain"].create_time is not None
 
 
 @pytest.mark.parametrize("legacy, expected", [  # ':' is escaped in paths as Paimon does (%3A)

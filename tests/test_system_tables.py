@@ -101,7 +101,7 @@ def test_tags_and_consumers(orders):
     T.create_tag(orders, "a")
     got = system_table(orders, "tags").to_pylist()
     assert [(r["tag_name"], r["snapshot_id"], r["record_count"]) for r in got] == [("a", 2, 4), ("b", 1, 3)]
-    assert got[0]["create_time"] is None and got[0]["time_retained"] is None
+    assert got[0]["create_time"] is not None and got[0]["time_retained"] is None
     assert got[1]["time_retained"] == "PT24H" and got[1]["create_time"] is not None
     ConsumerStore(orders.file_io, orders.root).write("job", 2)
     assert system_table(orders, "consumers").to_pylist() == [{"consumer_id": "job", "next_snapshot_id": 2}]

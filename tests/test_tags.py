@@ -45,16 +45,18 @@ def test_duration_text_vectors():
     assert duration_seconds_text(dt.timedelta(seconds=1, microseconds=500)) == "1.000500000"
 
 
-def test_tag_without_retention_is_the_snapshot_json(catalog):
+def test_tag_without_retention_is_the_snapshot_json_and_its_creation_time(catalog):
+    """Issue 44: tarn records `tagCreateTime` in every tag it creates (Java only with a retention)."""
     t = make_events(catalog)
     t.write(events("a", [1, 2]))
     tag = T.create_tag(t, "first")
     with open(os.path.join(t.root, "tag", "tag-first"), "rb") as f:
-        tag_bytes = f.read()
+        tag_json = json.loads(f.read())
     with open(os.path.join(t.root, "snapshot", "snapshot-1"), "rb") as f:
-        assert tag_bytes == f.read()
-    assert "tagCreateTime" not in json.loads(tag_bytes)
-    assert tag.create_time is None and tag.time_retained is None
+        snapshot_json = json.loads(f.read())
+    assert {k: v for k, v in tag_json.items() if k != "tagCreateTime"} == snapshot_json
+    assert len(tag_json["tagCreateTime"]) == 7 and "tagTimeRetained" not in tag_json
+    assert tag.create_time is not None and tag.time_retained is None
 
 
 def test_tag_with_retention_json(catalog):

@@ -109,6 +109,8 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 tag_app = typer.Typer(no_args_is_help=True, help="Create and delete tags (`tarn tags` lists them).")
 app.add_typer(tag_app, name="tag")
+branch_app = typer.Typer(no_args_is_help=True, help="Create, list, delete and fast-forward branches.")
+app.add_typer(branch_app, name="branch")
 
 
 def command(name: str | None = None, group=None, **settings):
@@ -142,6 +144,11 @@ def output() -> Console:
     if sys.stdout.isatty():
         return Console(highlight=False)
     return Console(highlight=False, no_color=True, width=100_000, soft_wrap=True)
+
+
+def plain_style() -> dict:
+    """Table settings: rich's boxes on a terminal; plain columns when piped (no box drawing)."""
+    return {} if sys.stdout.isatty() else {"box": None, "show_edge": False, "pad_edge": False}
 
 
 def errors() -> Console:
@@ -283,7 +290,8 @@ def cell(value, size: bool = False) -> Text | str:
 
 def rows_table(rows: list[dict], columns: list[str], title: str | None = None, sizes: tuple[str, ...] = (),
                headers: dict[str, str] | None = None) -> RichTable:
-    table = RichTable(title=title, title_justify="left", header_style="bold", min_width=len(title or ""))
+    table = RichTable(title=title, title_justify="left", header_style="bold", min_width=len(title or ""),
+                      **plain_style())
     for name in columns:
         numeric = any(isinstance(r.get(name), (int, float, decimal.Decimal)) and not isinstance(r.get(name), bool)
                       for r in rows)
@@ -314,7 +322,7 @@ def fields_json(schema: TableSchema) -> list[dict]:
 
 
 def fields_table(schema: TableSchema) -> RichTable:
-    table = RichTable(title="schema", title_justify="left", header_style="bold")
+    table = RichTable(title="schema", title_justify="left", header_style="bold", **plain_style())
     for column in ("id", "name", "type", "key", "comment"):
         table.add_column(column, justify="right" if column == "id" else "left")
     for f in schema.fields:
@@ -439,6 +447,10 @@ def snapshots(table: TableArg, warehouse: WarehouseOpt = None, storage_option: S
                               headers={"snapshot_id": "id", "schema_id": "schema", "commit_kind": "kind",
                                        "total_record_count": "records", "delta_record_count": "delta",
                                        "changelog_record_count": "changelog"}))
+
+
+command("describe", help="The same as `info` (Spark SQL's DESCRIBE).")(info)
+command("history", help="The same as `snapshots` (deltalake's history).")(snapshots)
 
 
 @command()
@@ -1008,6 +1020,90 @@ def tag_delete(table: TableArg, name: Annotated[str, typer.Argument(help="the ta
     if json_output:
         return print_json({"table": t.name, "deleted_tag": name})
     output().print(f"deleted tag {name!r} of {t.name}")
+
+
+@command("create", group=branch_app)
+def branch_create(table: TableArg, name: Annotated[str, typer.Argument(help="the branch's name")],
+                  from_tag: Annotated[Optional[str], typer.Option("--from-tag", help="start from this tag "
+                                                                  "(default: an empty branch)")] = None,
+                  warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+                  json_output: JsonOpt = False) -> None:
+    """Create a branch (empty, or from a tag's snapshot)."""
+    t = open_table(table, warehouse, storage_option)
+    t.create_branch(name, from_tag=from_tag)
+    if json_output:
+        return print_json({"table": t.name, "branch": name, "from_tag": from_tag})
+    output().print(f"created branch {name!r} of {t.name}" + (f" from tag {from_tag!r}" if from_tag else ""))
+
+
+@command("list", group=branch_app)
+def branch_list(table: TableArg, warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+                json_output: JsonOpt = False) -> None:
+    """The table's branches (Paimon's $branches system table)."""
+    t, rows = _system_rows(table, warehouse, storage_option, "branches")
+    if json_output:
+        return print_json(rows)
+    output().print(rows_table(rows, list(rows[0]) if rows else ["branch_name"], title=f"branches of {t.name}"))
+
+
+@command("delete", group=branch_app)
+def branch_delete(table: TableArg, name: Annotated[str, typer.Argument(help="the branch's name")],
+                  warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+                  json_output: JsonOpt = False) -> None:
+    """Delete a branch with its snapshots, tags and schemas."""
+    t = open_table(table, warehouse, storage_option)
+    t.delete_branch(name)
+    if json_output:
+        return print_json({"table": t.name, "deleted_branch": name})
+    output().print(f"deleted branch {name!r} of {t.name}")
+
+
+@command("fast-forward", group=branch_app)
+def branch_fast_forward(table: TableArg, name: Annotated[str, typer.Argument(help="the branch's name")],
+                        warehouse: WarehouseOpt = None, storage_option: StorageOpt = None,
+                        json_output: JsonOpt = False) -> None:
+    """Make main hold the branch's history (Paimon's fast_forward)."""
+    t = open_table(table, warehouse, storage_option)
+    t.fast_forward(name)
+    if json_output:
+        return print_json({"table": t.name, "fast_forwarded_to": name})
+    output().print(f"main of {t.name} now holds branch {name!r}")
+
+
+def _bound(text: str | None):
+    """A --from/--to value: a snapshot id, an ISO time, or a tag name."""
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        return text
+
+
+@command()
+def changes(table: TableArg,
+            start: Annotated[str, typer.Option("--from", metavar="SNAPSHOT|TAG|TIME",
+                                               help="after this snapshot id, tag or ISO time (exclusive)")],
+            end: Annotated[Optional[str], typer.Option("--to", metavar="SNAPSHOT|TAG|TIME",
+                                                       help="up to this one (default: the latest)")] = None,
+            mode: Annotated[str, typer.Option("--mode", help="auto, delta, changelog or diff")] = "auto",
+            limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="rows to print (0: all)")] = 20,
+            warehouse: WarehouseOpt = None, storage_option: StorageOpt = None, json_output: JsonOpt = False) -> None:
+    """The rows that changed between two snapshots, tags or times, with their row kind
+    (Table.changes(start=, end=)): Paimon's incremental read."""
+    t = open_table(table, warehouse, storage_option)
+    result = t.changes(start=_bound(start), end=_bound(end), mode=mode)
+    rows = (result.slice(0, limit) if limit else result).to_pylist()
+    if json_output:
+        return print_json(rows)
+    console = output()
+    console.print(rows_table(rows, result.column_names, title=f"changes of {t.name} after {start}"
+                             + (f" up to {end}" if end else "")))
+    more = bool(limit) and result.num_rows > limit
+    console.print(Text(f"{result.num_rows:,} row{'s' if result.num_rows != 1 else ''}"
+                       + (f" (first {limit} shown: raise --limit or use --limit 0)" if more else ""), style="dim"))
 
 
 WhereOpt = Annotated[Optional[str], typer.Option(

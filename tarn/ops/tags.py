@@ -132,7 +132,9 @@ def create_tag(table: "TableCore", name: str, snapshot_id: int | None = None, ti
                                    "the table has no snapshot yet")
     else:
         snapshot = find_snapshot(table, int(snapshot_id))
-    tag = store.write(name, snapshot, dt.datetime.now() if retained else None, retained, create=True)
+    # the creation time always (Java writes it only with a retention, for readers <= 0.7 that
+    # do not know the field; every release since reads it)
+    tag = store.write(name, snapshot, dt.datetime.now(), retained, create=True)
     if tag is not None:
         _check_still_there(table, tag)
         _iceberg_tag(table, name, tag.snapshot.id)
@@ -192,7 +194,7 @@ def replace_tag(table: "TableCore", name: str, snapshot_id: int | None = None, t
     snapshot = table.latest_snapshot() if snapshot_id is None else find_snapshot(table, int(snapshot_id))
     if snapshot is None:
         raise SnapshotNotFound(f"table {table.name}: cannot replace tag '{name}': no snapshot")
-    tag = store.write(name, snapshot, dt.datetime.now() if retained else None, retained)
+    tag = store.write(name, snapshot, dt.datetime.now(), retained)
     _iceberg_tag(table, name, snapshot.id)
     return tag
 

@@ -90,16 +90,18 @@ def parse_duration(value, source: str) -> dt.timedelta:
 
 def tag_json(snapshot: Snapshot, create_time: dt.datetime | None = None,
              time_retained: dt.timedelta | None = None) -> str:
-    """The tag file text: the snapshot JSON, plus both tag keys only when retained."""
+    """The tag file text: the snapshot JSON, plus `tagCreateTime` when given (or retained) and
+    `tagTimeRetained` when retained."""
     base = {k: v for k, v in snapshot.to_dict().items() if k not in (CREATE_TIME_KEY, TIME_RETAINED_KEY)}
     text = json.dumps(base, indent=2, separators=(",", " : "))
-    if time_retained is None:
+    if time_retained is None and create_time is None:
         return text
     create_time = create_time or dt.datetime.now()
     array = ", ".join(str(v) for v in local_datetime_array(create_time))
-    extra = (f',\n  "{CREATE_TIME_KEY}" : [ {array} ],\n'
-             f'  "{TIME_RETAINED_KEY}" : {duration_seconds_text(time_retained)}\n}}')
-    return text[: text.rstrip().rfind("}")].rstrip() + extra
+    extra = f',\n  "{CREATE_TIME_KEY}" : [ {array} ]'
+    if time_retained is not None:
+        extra += f',\n  "{TIME_RETAINED_KEY}" : {duration_seconds_text(time_retained)}'
+    return text[: text.rstrip().rfind("}")].rstrip() + extra + "\n}"
 
 
 def parse_tag(name: str, text: str | bytes, source: str) -> Tag:
