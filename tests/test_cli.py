@@ -486,3 +486,22 @@ def test_importing_tarn_cli_needs_no_third_party_package():
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     code = "import sys\nfor n in ('typer', 'rich', 'pyarrow'): sys.modules[n] = None\nimport tarn.cli\nprint('ok')"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "ok\n"
+
+
+def test_changes_branches_aliases_and_plain_output(tmp_path):
+    """Issue 44 item 4: `tarn changes`, `tarn branch ...`, `describe`/`history`, and tables printed
+    to a pipe as plain columns (no box drawing)."""
+    table = tarn.Catalog(str(tmp_path)).create_table("db.t", pa.schema([("k", pa.int64())]))
+    table.write(pa.table({"k": [1]}))
+    table.write(pa.table({"k": [2]}))
+    table.create_tag("t1", 1)
+    changed = run_json("changes", table.root, "--from", "1")
+    assert changed == [{"_ROW_KIND": "+I", "k": 2}]
+    assert run_json("changes", table.root, "--from", "0", "--to", "1") == [{"_ROW_KIND": "+I", "k": 1}]
+    history = run("history", table.root).stdout
+    assert "APPEND" in history and not any(c in history for c in "┏━│╭─")
+    assert "table" in run("describe", table.root).stdout
+    run("branch", "create", table.root, "b1", "--from-tag", "t1")
+    assert [r["branch_name"] for r in run_json("branch", "list", table.root)] == ["b1"]
+    run("branch", "delete", table.root, "b1")
+    assert run_json("branch", "list", table.root) == []
