@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import importlib.util
+import os
 import sys
 
 import typer
@@ -128,10 +129,25 @@ def command(name: str | None = None, group=None, **settings):
                 if message is None:
                     raise
                 fail(message)
+            except KeyboardInterrupt:
+                interrupted()
 
         (group or app).command(name, **settings)(run)
         return function
     return register
+
+
+def interrupted() -> None:
+    """Ctrl-C: one line, then exit at once (status 130). What was written is gone with the
+    interrupted call (a commit is atomic: the table holds it whole or not at all); worker
+    threads still finishing a file are not waited for (their files, if any, are orphans that
+    `tarn orphans` removes)."""
+    errors().print(Text("interrupted: ", style="bold red")
+                   + Text("stopped; the table holds every commit that finished, and nothing of this one "
+                          "unless it said it committed"), soft_wrap=True)
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(130)
 
 
 def fail(message: str, status: int = 1):
